@@ -1,0 +1,183 @@
+//! The request and response bodies of [`TasksService`](crate::TasksService).
+//!
+//! Both are enums so that the pass-through path costs no boxing: a forwarded
+//! response keeps the inner server's body, polled directly.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::Full;
+use http_body_util::combinators::UnsyncBoxBody;
+use pin_project_lite::pin_project;
+
+/// The error type of boxed bodies and of [`ResponseBody`].
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A type-erased body, used where the layer itself produces or relays data.
+pub type BoxBody = UnsyncBoxBody<Bytes, BoxError>;
+
+pin_project! {
+    /// The body the inner service receives.
+    ///
+    /// POST bodies are buffered to be classified and are forwarded from that
+    /// buffer; other requests keep the client's body.
+    pub struct RequestBody<B> {
+        #[pin]
+        kind: RequestKind<B>,
+    }
+}
+
+pin_project! {
+    #[project = RequestKindProj]
+    enum RequestKind<B> {
+        Buffered { #[pin] body: Full<Bytes> },
+        Streaming { #[pin] body: B },
+    }
+}
+
+impl<B> RequestBody<B> {
+    /// A buffered body.
+    pub fn buffered(bytes: Bytes) -> Self {
+        Self {
+            kind: RequestKind::Buffered {
+                body: Full::new(bytes),
+            },
+        }
+    }
+
+    /// The client's body, passed on as it is.
+    pub fn streaming(body: B) -> Self {
+        Self {
+            kind: RequestKind::Streaming { body },
+        }
+    }
+}
+
+impl<B> Body for RequestBody<B>
+where
+    B: Body<Data = Bytes>,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        match self.project().kind.project() {
+            RequestKindProj::Buffered { body } => match body.poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => Poll::Ready(Some(Ok(frame))),
+                Poll::Ready(Some(Err(never))) => match never {},
+                Poll::Ready(None) => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            },
+            RequestKindProj::Streaming { body } => body.poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.kind {
+            RequestKind::Buffered { body } => body.is_end_stream(),
+            RequestKind::Streaming { body } => body.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.kind {
+            RequestKind::Buffered { body } => body.size_hint(),
+            RequestKind::Streaming { body } => body.size_hint(),
+        }
+    }
+}
+
+pin_project! {
+    /// The body the client receives: the inner server's body untouched, a
+    /// body the layer wrote, or bytes the layer relays from an inner body it
+    /// had to read.
+    pub struct ResponseBody<B> {
+        #[pin]
+        kind: ResponseKind<B>,
+    }
+}
+
+pin_project! {
+    #[project = ResponseKindProj]
+    enum ResponseKind<B> {
+        Inner { #[pin] body: B },
+        Full { #[pin] body: Full<Bytes> },
+        Boxed { body: BoxBody },
+    }
+}
+
+impl<B> ResponseBody<B> {
+    /// The inner server's body.
+    pub fn inner(body: B) -> Self {
+        Self {
+            kind: ResponseKind::Inner { body },
+        }
+    }
+
+    /// A complete body.
+    pub fn full(bytes: Bytes) -> Self {
+        Self {
+            kind: ResponseKind::Full {
+                body: Full::new(bytes),
+            },
+        }
+    }
+
+    /// A relayed body.
+    pub fn boxed(body: BoxBody) -> Self {
+        Self {
+            kind: ResponseKind::Boxed { body },
+        }
+    }
+}
+
+impl<B> Body for ResponseBody<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match self.project().kind.project() {
+            ResponseKindProj::Inner { body } => match body.poll_frame(cx) {
+                Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(error.into()))),
+                Poll::Ready(Some(Ok(frame))) => Poll::Ready(Some(Ok(frame))),
+                Poll::Ready(None) => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            },
+            ResponseKindProj::Full { body } => match body.poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => Poll::Ready(Some(Ok(frame))),
+                Poll::Ready(Some(Err(never))) => match never {},
+                Poll::Ready(None) => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            },
+            ResponseKindProj::Boxed { body } => Pin::new(body).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.kind {
+            ResponseKind::Inner { body } => body.is_end_stream(),
+            ResponseKind::Full { body } => body.is_end_stream(),
+            ResponseKind::Boxed { body } => body.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.kind {
+            ResponseKind::Inner { body } => body.size_hint(),
+            ResponseKind::Full { body } => body.size_hint(),
+            ResponseKind::Boxed { body } => body.size_hint(),
+        }
+    }
+}

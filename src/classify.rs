@@ -1,0 +1,345 @@
+//! One parse per POST: what the request is and who answers it.
+//!
+//! The parse borrows from the request buffer; the pass-through path allocates
+//! nothing beyond that buffer. Checks run in the order the specification
+//! gives for the task methods:
+//!
+//! | Step | Check                                                         | Failure            |
+//! |------|---------------------------------------------------------------|--------------------|
+//! | 1    | one JSON object (no batch)                                    | `-32700`/`-32600`, 400 |
+//! | 2    | `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` match the body | `-32020`, 400      |
+//! | 3    | required `_meta` fields present                               | `-32602`, 400      |
+//! | 4    | a version the layer serves (task methods)                     | `-32022`, 400      |
+//! | 5    | the tasks extension declared on this request                  | `-32021`, 400      |
+//!
+//! Ownership and existence are checked later, against the store.
+//!
+//! A request without `_meta["io.modelcontextprotocol/protocolVersion"]` and
+//! without a 2026-07-28 `MCP-Protocol-Version` header belongs to an older,
+//! session-based protocol generation and goes to the inner server unchanged.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use base64::Engine as _;
+use http::HeaderMap;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::value::RawValue;
+
+use crate::config::TasksConfig;
+use crate::policy::ToolPolicy;
+use crate::wire::jsonrpc::Reply;
+use crate::wire::{MODERN_VERSION, TASKS_EXTENSION};
+
+/// Who answers a request, and what they need to know.
+#[derive(Debug)]
+pub(crate) enum Route {
+    /// The inner server, untouched.
+    Forward,
+    /// The inner server; the layer adds the tasks extension to its answer.
+    Discover,
+    /// A `tools/call` from a client that declared the extension.
+    ToolCall(ToolCall),
+    /// `tasks/get`, `tasks/update` or `tasks/cancel`.
+    Task(TaskCall),
+    /// The layer answers at once, usually with an error.
+    Reply(Reply),
+}
+
+/// A declaring client's `tools/call`.
+#[derive(Debug)]
+pub(crate) struct ToolCall {
+    pub id: Box<RawValue>,
+    pub policy: ToolPolicy,
+}
+
+/// The task methods the layer answers itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TaskMethod {
+    Get,
+    Update,
+    Cancel,
+}
+
+/// A task method call that passed the request-level checks.
+#[derive(Debug)]
+pub(crate) struct TaskCall {
+    pub id: Box<RawValue>,
+    pub method: TaskMethod,
+    pub task_id: String,
+    pub params: Box<RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    params: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize, Default)]
+struct Params<'a> {
+    #[serde(borrow)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, rename = "taskId")]
+    task_id: Option<&'a RawValue>,
+    #[serde(borrow, rename = "_meta")]
+    meta: Option<Meta<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+struct Meta<'a> {
+    #[serde(borrow, rename = "io.modelcontextprotocol/protocolVersion")]
+    version: Option<Cow<'a, str>>,
+    #[serde(borrow, rename = "io.modelcontextprotocol/clientCapabilities")]
+    capabilities: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Capabilities<'a> {
+    #[serde(borrow)]
+    extensions: Option<HashMap<Cow<'a, str>, IgnoredAny>>,
+}
+
+/// Reads a JSON string out of a raw value, if it is one.
+fn as_str(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
+    raw.and_then(|raw| serde_json::from_str::<Cow<'_, str>>(raw.get()).ok())
+}
+
+/// Whether `capabilities.extensions` declares the tasks extension (any object).
+fn declares_tasks(capabilities: Option<&RawValue>) -> bool {
+    let Some(raw) = capabilities else {
+        return false;
+    };
+    match serde_json::from_str::<Capabilities<'_>>(raw.get()) {
+        Ok(caps) => caps
+            .extensions
+            .is_some_and(|ext| ext.keys().any(|key| key == TASKS_EXTENSION)),
+        Err(_) => false,
+    }
+}
+
+fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name).and_then(|value| value.to_str().ok())
+}
+
+/// Decodes the `=?base64?…?=` form of `Mcp-Name`; other values are literal.
+fn decode_name(value: &str) -> Option<Cow<'_, str>> {
+    match value
+        .strip_prefix("=?base64?")
+        .and_then(|v| v.strip_suffix("?="))
+    {
+        Some(encoded) => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .ok()?;
+            String::from_utf8(bytes).ok().map(Cow::Owned)
+        }
+        None => Some(Cow::Borrowed(value)),
+    }
+}
+
+/// Classifies one buffered POST body.
+pub(crate) fn classify(headers: &HeaderMap, body: &[u8], config: &TasksConfig) -> Route {
+    let first = body.iter().copied().find(|b| !b.is_ascii_whitespace());
+    if first == Some(b'[') {
+        return Route::Reply(Reply::invalid_request(
+            None,
+            "Batch requests are not supported: send one JSON-RPC message per POST",
+        ));
+    }
+    let envelope: Envelope<'_> = match serde_json::from_slice(body) {
+        Ok(envelope) => envelope,
+        Err(error) => return Route::Reply(unreadable(body, error)),
+    };
+    let (Some(id), Some(method)) = (envelope.id, envelope.method.as_deref()) else {
+        // Notifications and responses are the inner server's business.
+        return Route::Forward;
+    };
+    let params: Params<'_> = match envelope.params {
+        Some(raw) => match serde_json::from_str(raw.get()) {
+            Ok(params) => params,
+            Err(_) if is_owned(method) => {
+                return Route::Reply(Reply::bad_params(Some(id), "params must be an object"));
+            }
+            Err(_) => return Route::Forward,
+        },
+        None => Params::default(),
+    };
+    let meta = params.meta.as_ref();
+    let meta_version = meta.and_then(|m| m.version.as_deref());
+    let header_version = header(headers, "mcp-protocol-version");
+    if meta_version.is_none() && header_version != Some(MODERN_VERSION) {
+        return Route::Forward;
+    }
+    if let Err(reply) = check_headers(headers, id, method, meta_version, &params, config) {
+        return Route::Reply(reply);
+    }
+    let owned = is_owned(method);
+    let has_meta = meta.is_some_and(|m| m.version.is_some() && m.capabilities.is_some());
+    if owned && !has_meta {
+        return Route::Reply(Reply::bad_params(
+            Some(id),
+            "Missing required _meta fields io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities",
+        ));
+    }
+    let declared = declares_tasks(meta.and_then(|m| m.capabilities));
+    let version = meta_version.unwrap_or_default();
+    match method {
+        "server/discover" => Route::Discover,
+        "tools/call" => {
+            let name = as_str(params.name);
+            let policy = config.policy_for(name.as_deref().unwrap_or_default());
+            match (declared && version == MODERN_VERSION, policy) {
+                (false, ToolPolicy::Threshold | ToolPolicy::Always | ToolPolicy::Never) => {
+                    Route::Forward
+                }
+                (true, policy) => Route::ToolCall(ToolCall {
+                    id: id.to_owned(),
+                    policy,
+                }),
+                (false, ToolPolicy::Required) => {
+                    Route::Reply(Reply::missing_tasks_capability(Some(id)))
+                }
+            }
+        }
+        "tasks/get" | "tasks/update" | "tasks/cancel" => {
+            task_route(id, method, version, declared, &params, envelope.params)
+        }
+        "tasks/list" | "tasks/result" => Route::Reply(Reply::method_not_found(Some(id), method)),
+        _ => Route::Forward,
+    }
+}
+
+fn is_owned(method: &str) -> bool {
+    method == "tools/call" || method.starts_with("tasks/")
+}
+
+fn unreadable(body: &[u8], error: serde_json::Error) -> Reply {
+    if serde_json::from_slice::<IgnoredAny>(body).is_err() {
+        Reply::parse_error(error)
+    } else {
+        Reply::invalid_request(None, "The body is not a JSON-RPC request object")
+    }
+}
+
+fn task_route(
+    id: &RawValue,
+    method: &str,
+    version: &str,
+    declared: bool,
+    params: &Params<'_>,
+    raw_params: Option<&RawValue>,
+) -> Route {
+    if version != MODERN_VERSION {
+        return Route::Reply(Reply::unsupported_version(Some(id), version));
+    }
+    if !declared {
+        return Route::Reply(Reply::missing_tasks_capability(Some(id)));
+    }
+    let Some(task_id) = as_str(params.task_id) else {
+        return Route::Reply(Reply::bad_params(
+            Some(id),
+            "params.taskId must be a string",
+        ));
+    };
+    let method = match method {
+        "tasks/get" => TaskMethod::Get,
+        "tasks/update" => TaskMethod::Update,
+        _ => TaskMethod::Cancel,
+    };
+    Route::Task(TaskCall {
+        id: id.to_owned(),
+        method,
+        task_id: task_id.into_owned(),
+        params: raw_params
+            .map(ToOwned::to_owned)
+            .unwrap_or_else(empty_object),
+    })
+}
+
+fn empty_object() -> Box<RawValue> {
+    RawValue::from_string("{}".to_owned()).expect("valid JSON literal")
+}
+
+/// Step 2: the routing headers agree with the body.
+fn check_headers(
+    headers: &HeaderMap,
+    id: &RawValue,
+    method: &str,
+    meta_version: Option<&str>,
+    params: &Params<'_>,
+    config: &TasksConfig,
+) -> Result<(), Reply> {
+    let mismatch = |message: String| Err(Reply::header_mismatch(Some(id), message));
+    let header_version = header(headers, "mcp-protocol-version");
+    if let Some(version) = meta_version {
+        if header_version != Some(version) {
+            return mismatch(format!(
+                "MCP-Protocol-Version header {:?} does not match _meta protocolVersion {version:?}",
+                header_version.unwrap_or("(missing)")
+            ));
+        }
+    }
+    match header(headers, "mcp-method") {
+        Some(value) if value == method => {}
+        other => {
+            return mismatch(format!(
+                "Mcp-Method header {:?} does not match method {method:?}",
+                other.unwrap_or("(missing)")
+            ));
+        }
+    }
+    let (expected, required) = match method {
+        "tools/call" => (as_str(params.name), true),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => {
+            (as_str(params.task_id), config.require_task_name_header)
+        }
+        _ => return Ok(()),
+    };
+    let Some(raw) = headers.get("mcp-name") else {
+        if required {
+            return mismatch(format!("Mcp-Name header is required for {method}"));
+        }
+        return Ok(());
+    };
+    let given = raw.to_str().ok().and_then(decode_name);
+    if given.is_none() || given != expected {
+        return mismatch(format!(
+            "Mcp-Name header does not match the {} in the body",
+            if method == "tools/call" {
+                "tool name"
+            } else {
+                "taskId"
+            }
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_names_are_decoded_and_plain_names_pass_as_they_are() {
+        assert_eq!(decode_name("=?base64?aMOpbGxv?=").as_deref(), Some("héllo"));
+        assert_eq!(decode_name("greet").as_deref(), Some("greet"));
+        assert_eq!(decode_name("=?base64?***?="), None);
+    }
+
+    #[test]
+    fn the_extension_counts_only_under_extensions() {
+        let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
+        assert!(declares_tasks(Some(&raw(
+            r#"{"extensions":{"io.modelcontextprotocol/tasks":{}}}"#
+        ))));
+        assert!(!declares_tasks(Some(&raw(r#"{"tasks":{"list":{}}}"#))));
+        assert!(!declares_tasks(Some(&raw(r#"{"extensions":[]}"#))));
+        assert!(!declares_tasks(None));
+    }
+}

@@ -1,0 +1,70 @@
+//! The layer's settings and their defaults.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use crate::policy::ToolPolicy;
+
+/// Settings shared by every clone of a [`TasksService`](crate::TasksService).
+///
+/// | Setting            | Default   | Why this default                                                                 |
+/// |--------------------|-----------|----------------------------------------------------------------------------------|
+/// | `threshold`        | 500 ms    | interactive tools answer well within it and stay synchronous; a call still running after half a second is likely to run for seconds, and is parked long before any 10–60 s client or proxy timeout |
+/// | `ttl`              | 1 hour    | counts from creation, so it must cover the run time plus the time a client needs to come back for the outcome |
+/// | `poll_interval`    | 1 s       | one cheap read per second per task; a finished task is seen within a second   |
+/// | `max_body_bytes`   | 4 MiB     | every POST is buffered to be classified; this bounds that buffer                |
+/// | `require_task_name_header` | on | the 2026-07-28 transport requires `Mcp-Name: <taskId>` on task methods, and the conformance suite checks it |
+#[derive(Clone, Debug)]
+pub struct TasksConfig {
+    pub(crate) threshold: Duration,
+    pub(crate) ttl: Option<Duration>,
+    pub(crate) poll_interval: Option<Duration>,
+    pub(crate) default_policy: ToolPolicy,
+    pub(crate) policies: HashMap<String, ToolPolicy>,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) require_task_name_header: bool,
+}
+
+impl Default for TasksConfig {
+    fn default() -> Self {
+        Self {
+            threshold: Duration::from_millis(500),
+            ttl: Some(Duration::from_secs(3600)),
+            poll_interval: Some(Duration::from_secs(1)),
+            default_policy: ToolPolicy::Threshold,
+            policies: HashMap::new(),
+            max_body_bytes: 4 * 1024 * 1024,
+            require_task_name_header: true,
+        }
+    }
+}
+
+impl TasksConfig {
+    /// The policy of the named tool.
+    pub fn policy_for(&self, tool: &str) -> ToolPolicy {
+        self.policies
+            .get(tool)
+            .copied()
+            .unwrap_or(self.default_policy)
+    }
+
+    /// The latency threshold after which a call is parked.
+    pub fn threshold(&self) -> Duration {
+        self.threshold
+    }
+
+    /// The task lifetime from creation; `None` is unlimited.
+    pub fn ttl(&self) -> Option<Duration> {
+        self.ttl
+    }
+
+    /// The suggested polling interval.
+    pub fn poll_interval(&self) -> Option<Duration> {
+        self.poll_interval
+    }
+
+    /// The largest request body the layer buffers.
+    pub fn max_body_bytes(&self) -> usize {
+        self.max_body_bytes
+    }
+}

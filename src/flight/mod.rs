@@ -1,0 +1,268 @@
+//! An inner `tools/call` in flight: reading it up to its answer, racing it
+//! against the threshold, and driving it in the background once parked.
+//!
+//! A flight owns the inner response future and, once the head has arrived,
+//! the body. [`Flight::next_event`] is cancel-safe: the race can give up on it
+//! at the threshold and the background driver picks up exactly where it stopped.
+//!
+//! | The inner server answers…                      | Before the threshold       | After parking                         |
+//! |------------------------------------------------|----------------------------|---------------------------------------|
+//! | a result (also `isError: true`)                | relayed unchanged          | `completed`, result verbatim          |
+//! | a JSON-RPC error                               | relayed unchanged          | `failed`, error verbatim              |
+//! | `input_required` (MRTR)                        | relayed unchanged          | `input_required` (see `driver`)       |
+//! | `notifications/progress`                       | relayed unchanged          | `statusMessage`                       |
+//! | an HTTP error status                           | relayed unchanged          | `failed`, `-32603`                    |
+//! | a body that is not MCP, or ends without answer | relayed unchanged          | `failed`, `-32603`                    |
+
+pub(crate) mod driver;
+mod tap;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use bytes::Bytes;
+use http::response::Parts;
+use http::{Response, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::value::RawValue;
+
+use crate::body::{BoxBody, BoxError, ResponseBody};
+use crate::wire::{InnerMessage, Outcome, read_inner_message};
+use tap::Tap;
+
+/// The inner service's response future, boxed: flights are the owned path.
+pub(crate) type InnerFuture =
+    Pin<Box<dyn Future<Output = Result<Response<BoxBody>, BoxError>> + Send>>;
+
+type Collecting = Pin<Box<dyn Future<Output = Result<Bytes, BoxError>> + Send>>;
+
+enum Stage {
+    Head(InnerFuture),
+    Json(Parts, Collecting),
+    Sse(Parts, Tap),
+    Finished,
+}
+
+/// What a flight reports while it runs.
+pub(crate) enum Event {
+    /// A progress line from a `notifications/progress`.
+    Progress(String),
+    /// The call is over; how it ended.
+    Done(Answer),
+}
+
+/// How the inner server answered, with what is needed to relay it unchanged.
+pub(crate) enum Answer {
+    /// A JSON-RPC response in a JSON body.
+    Json {
+        head: Parts,
+        bytes: Bytes,
+        outcome: Outcome,
+    },
+    /// A JSON-RPC response on an SSE stream.
+    Sse {
+        head: Parts,
+        tap: Tap,
+        outcome: Outcome,
+    },
+    /// Anything that is not an MCP answer: an HTTP error, another content
+    /// type, an unreadable message, a stream that ended without the response.
+    Unusable {
+        response: Response<BoxBody>,
+        reason: String,
+    },
+}
+
+impl Answer {
+    /// The answer as the client would have received it from the inner server.
+    pub(crate) fn into_response<B>(self) -> Response<ResponseBody<B>> {
+        match self {
+            Self::Json { head, bytes, .. } => Response::from_parts(head, ResponseBody::full(bytes)),
+            Self::Sse { head, tap, .. } => {
+                let body = BodyExt::boxed_unsync(tap.replay());
+                Response::from_parts(head, ResponseBody::boxed(body))
+            }
+            Self::Unusable { response, .. } => response.map(ResponseBody::boxed),
+        }
+    }
+}
+
+/// An inner call the layer is reading.
+pub(crate) struct Flight {
+    id: Box<RawValue>,
+    stage: Stage,
+}
+
+fn content_type_of(headers: &http::HeaderMap) -> String {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase()
+}
+
+impl Flight {
+    /// A flight for the request `id`, whose response is `future`.
+    pub(crate) fn new(id: Box<RawValue>, future: InnerFuture) -> Self {
+        Self {
+            id,
+            stage: Stage::Head(future),
+        }
+    }
+
+    /// Stops keeping bytes for a relay that will never happen.
+    pub(crate) fn parked(&mut self) {
+        if let Stage::Sse(_, tap) = &self.stage {
+            tap.stop_recording();
+        }
+    }
+
+    /// Reads until the next progress line or the answer. Cancel-safe: every
+    /// await is on state owned by `self`.
+    pub(crate) async fn next_event(&mut self) -> Event {
+        loop {
+            match &mut self.stage {
+                Stage::Head(future) => match future.await {
+                    Ok(response) => match self.read_head(response) {
+                        Ok(stage) => self.stage = stage,
+                        Err(answer) => return self.finish(answer),
+                    },
+                    Err(error) => {
+                        return self.finish(unusable(
+                            StatusCode::BAD_GATEWAY,
+                            format!("the inner service failed: {error}"),
+                        ));
+                    }
+                },
+                Stage::Json(_, collecting) => {
+                    let collected = collecting.await;
+                    let Stage::Json(head, _) = std::mem::replace(&mut self.stage, Stage::Finished)
+                    else {
+                        continue;
+                    };
+                    return Event::Done(self.read_json(head, collected));
+                }
+                Stage::Sse(_, tap) => match tap.next().await {
+                    Some(Ok(event)) => {
+                        let Some(data) = event.data.as_deref() else {
+                            continue;
+                        };
+                        match read_inner_message(data, &self.id) {
+                            Ok(InnerMessage::Response(outcome)) => return self.finish_sse(outcome),
+                            Ok(InnerMessage::Progress(Some(line))) => return Event::Progress(line),
+                            Ok(_) => continue,
+                            Err(error) => {
+                                let reason = format!("an SSE event is not JSON-RPC: {error}");
+                                return self.finish_sse_unusable(reason);
+                            }
+                        }
+                    }
+                    Some(Err(error)) => {
+                        let reason = format!("the SSE stream broke: {error}");
+                        return self.finish_sse_unusable(reason);
+                    }
+                    None => {
+                        let reason = "the SSE stream ended without a response".to_owned();
+                        return self.finish_sse_unusable(reason);
+                    }
+                },
+                Stage::Finished => {
+                    return Event::Done(unusable(
+                        StatusCode::BAD_GATEWAY,
+                        "the flight was read past its answer".to_owned(),
+                    ));
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, answer: Answer) -> Event {
+        self.stage = Stage::Finished;
+        Event::Done(answer)
+    }
+
+    fn read_head(&self, response: Response<BoxBody>) -> Result<Stage, Answer> {
+        let kind = content_type_of(response.headers());
+        let reason = if !response.status().is_success() {
+            format!("the inner server answered HTTP {}", response.status())
+        } else if kind.starts_with("text/event-stream") {
+            let (head, body) = response.into_parts();
+            return Ok(Stage::Sse(head, Tap::new(body)));
+        } else if kind.starts_with("application/json") {
+            let (head, body) = response.into_parts();
+            let collecting = Box::pin(async move { Ok(body.collect().await?.to_bytes()) });
+            return Ok(Stage::Json(head, collecting));
+        } else {
+            format!("the inner server answered with content type {kind:?}, not an MCP response")
+        };
+        Err(Answer::Unusable { response, reason })
+    }
+
+    fn read_json(&self, head: Parts, collected: Result<Bytes, BoxError>) -> Answer {
+        let bytes = match collected {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                return Answer::Unusable {
+                    response: Response::from_parts(head, empty()),
+                    reason: error.to_string(),
+                };
+            }
+        };
+        let read = std::str::from_utf8(&bytes)
+            .map_err(|e| e.to_string())
+            .and_then(|text| read_inner_message(text, &self.id).map_err(|e| e.to_string()));
+        match read {
+            Ok(InnerMessage::Response(outcome)) => Answer::Json {
+                head,
+                bytes,
+                outcome,
+            },
+            Ok(_) => Answer::Unusable {
+                reason: "the JSON body is not the response to this call".to_owned(),
+                response: Response::from_parts(head, full(bytes)),
+            },
+            Err(error) => Answer::Unusable {
+                reason: format!("the JSON body is not JSON-RPC: {error}"),
+                response: Response::from_parts(head, full(bytes)),
+            },
+        }
+    }
+
+    fn finish_sse(&mut self, outcome: Outcome) -> Event {
+        match std::mem::replace(&mut self.stage, Stage::Finished) {
+            Stage::Sse(head, tap) => Event::Done(Answer::Sse { head, tap, outcome }),
+            _ => Event::Done(unusable(
+                StatusCode::BAD_GATEWAY,
+                "lost the SSE stream".to_owned(),
+            )),
+        }
+    }
+
+    fn finish_sse_unusable(&mut self, reason: String) -> Event {
+        match std::mem::replace(&mut self.stage, Stage::Finished) {
+            Stage::Sse(head, tap) => {
+                let body = BodyExt::boxed_unsync(tap.replay());
+                Event::Done(Answer::Unusable {
+                    response: Response::from_parts(head, body),
+                    reason,
+                })
+            }
+            _ => Event::Done(unusable(StatusCode::BAD_GATEWAY, reason)),
+        }
+    }
+}
+
+fn empty() -> BoxBody {
+    full(Bytes::new())
+}
+
+fn full(bytes: Bytes) -> BoxBody {
+    BodyExt::boxed_unsync(http_body_util::Full::new(bytes).map_err(|never| match never {}))
+}
+
+/// An answer the layer makes up when there is nothing to relay.
+fn unusable(status: StatusCode, reason: String) -> Answer {
+    let mut response = Response::new(empty());
+    *response.status_mut() = status;
+    Answer::Unusable { response, reason }
+}

@@ -1,0 +1,114 @@
+//! [`TasksLayer`]: the layer and its settings.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tower_layer::Layer;
+
+use crate::config::TasksConfig;
+use crate::owner::{DefaultOwner, ResolveOwner};
+use crate::policy::ToolPolicy;
+use crate::service::{Shared, TasksService};
+use crate::store::TaskStore;
+
+/// Makes any MCP Streamable-HTTP service task-capable.
+///
+/// ```
+/// use std::time::Duration;
+/// use mcp_tasks::{MemoryTaskStore, TasksLayer, ToolPolicy};
+///
+/// let layer = TasksLayer::new(MemoryTaskStore::new())
+///     .threshold(Duration::from_millis(300))
+///     .tool_policy("export_all", ToolPolicy::Always)
+///     .tool_policy("whoami", ToolPolicy::Never);
+/// assert_eq!(layer.config().threshold(), Duration::from_millis(300));
+/// ```
+#[derive(Clone)]
+pub struct TasksLayer {
+    config: TasksConfig,
+    store: Arc<dyn TaskStore>,
+    owner: Arc<dyn ResolveOwner>,
+}
+
+impl TasksLayer {
+    /// A layer keeping its tasks in `store`, with the default settings
+    /// ([`TasksConfig`]) and the [`DefaultOwner`] resolver.
+    pub fn new(store: impl TaskStore) -> Self {
+        Self::with_store(Arc::new(store))
+    }
+
+    /// A layer over a store that is already shared.
+    pub fn with_store(store: Arc<dyn TaskStore>) -> Self {
+        Self {
+            config: TasksConfig::default(),
+            store,
+            owner: Arc::new(DefaultOwner),
+        }
+    }
+
+    /// How long a call may run before it becomes a task.
+    pub fn threshold(mut self, threshold: Duration) -> Self {
+        self.config.threshold = threshold;
+        self
+    }
+
+    /// How long a task lives from its creation (`None`: until the process ends).
+    pub fn ttl(mut self, ttl: Option<Duration>) -> Self {
+        self.config.ttl = ttl;
+        self
+    }
+
+    /// The polling interval suggested to clients.
+    pub fn poll_interval(mut self, interval: Option<Duration>) -> Self {
+        self.config.poll_interval = interval;
+        self
+    }
+
+    /// The policy of one tool.
+    pub fn tool_policy(mut self, tool: impl Into<String>, policy: ToolPolicy) -> Self {
+        self.config.policies.insert(tool.into(), policy);
+        self
+    }
+
+    /// The policy of tools without one of their own.
+    pub fn default_policy(mut self, policy: ToolPolicy) -> Self {
+        self.config.default_policy = policy;
+        self
+    }
+
+    /// Where the principal of a request comes from.
+    pub fn owner_resolver(mut self, resolver: impl ResolveOwner) -> Self {
+        self.owner = Arc::new(resolver);
+        self
+    }
+
+    /// The largest POST body the layer buffers; larger ones get HTTP 413.
+    pub fn max_body_bytes(mut self, limit: usize) -> Self {
+        self.config.max_body_bytes = limit;
+        self
+    }
+
+    /// Whether task methods without `Mcp-Name` are rejected (`-32020`).
+    pub fn require_task_name_header(mut self, required: bool) -> Self {
+        self.config.require_task_name_header = required;
+        self
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &TasksConfig {
+        &self.config
+    }
+}
+
+impl<S> Layer<S> for TasksLayer {
+    type Service = TasksService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        let shared = Shared {
+            config: self.config.clone(),
+            store: self.store.clone(),
+            owner: self.owner.clone(),
+        };
+        TasksService::new(inner, Arc::new(shared))
+    }
+}

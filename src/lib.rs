@@ -1,0 +1,53 @@
+//! `mcp-tasks`: a tower layer that turns slow MCP `tools/call` requests into
+//! tasks, in front of any MCP Streamable-HTTP server.
+//!
+//! A client that declares the `io.modelcontextprotocol/tasks` extension
+//! (protocol 2026-07-28, SEP-2663) on a `tools/call` gets the tool's answer as
+//! usual when it comes within the latency threshold. When it does not, the
+//! layer stores a task, answers a task handle, and keeps the call running in
+//! the background; the client then polls `tasks/get` and may `tasks/cancel`.
+//! The inner server needs no change and never learns about tasks.
+//!
+//! ```no_run
+//! use mcp_tasks::{MemoryTaskStore, TasksLayer};
+//! use tower::ServiceBuilder;
+//!
+//! # fn wrap<S>(mcp_server: S) {
+//! let app = ServiceBuilder::new()
+//!     .layer(TasksLayer::new(MemoryTaskStore::new()))
+//!     .service(mcp_server);
+//! # let _ = app;
+//! # }
+//! ```
+//!
+//! Put the layer *inside* authentication, so that the task methods it answers
+//! are authorized and each task is bound to the principal that created it
+//! (see [`owner`]).
+
+#![warn(missing_docs)]
+
+pub mod body;
+mod classify;
+mod config;
+mod flight;
+mod layer;
+mod methods;
+pub mod owner;
+mod policy;
+mod rewrite;
+mod service;
+pub mod store;
+mod task;
+pub mod wire;
+
+pub use body::{RequestBody, ResponseBody};
+pub use config::TasksConfig;
+pub use layer::TasksLayer;
+pub use owner::{DefaultOwner, Principal, ResolveOwner};
+pub use policy::ToolPolicy;
+pub use service::{ResponseFuture, TasksService};
+pub use store::{
+    CancelOutcome, CreatedTask, InputProgress, InputRound, MemoryTaskStore, NewTask, StoreError,
+    TaskStore,
+};
+pub use task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};

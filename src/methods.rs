@@ -1,0 +1,104 @@
+//! The task methods, answered by the layer over the store.
+//!
+//! By the time a call reaches this module its headers, `_meta` and declared
+//! extension have been checked (`classify`). What is left is the task itself:
+//!
+//! | Method         | Found                                   | Unknown, expired or foreign |
+//! |----------------|-----------------------------------------|-----------------------------|
+//! | `tasks/get`    | the detailed task, `resultType:"complete"` | `-32602`                 |
+//! | `tasks/cancel` | `{"resultType":"complete"}`; a running task ends `cancelled` and its inner call stops; a terminal one is unchanged | `-32602` |
+//! | `tasks/update` | `{"resultType":"complete"}`; answers to outstanding keys are recorded, others ignored | `-32602` |
+//!
+//! A store failure answers `-32603`, never "not found".
+
+use std::collections::BTreeMap;
+
+use http::request::Parts;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::classify::{TaskCall, TaskMethod};
+use crate::service::Shared;
+use crate::store::{InputProgress, StoreError};
+use crate::task::TaskId;
+use crate::wire::jsonrpc::Reply;
+use crate::wire::view::{TaskView, render};
+
+/// The empty acknowledgement of `tasks/cancel` and `tasks/update`.
+#[derive(serde::Serialize)]
+struct Ack {
+    #[serde(rename = "resultType")]
+    result_type: &'static str,
+}
+
+const ACK: Ack = Ack {
+    result_type: "complete",
+};
+
+#[derive(Deserialize)]
+struct UpdateParams {
+    #[serde(rename = "inputResponses")]
+    input_responses: BTreeMap<String, Box<RawValue>>,
+}
+
+/// What answering a task method produced: the reply, and a completed input
+/// round the caller must resume.
+pub(crate) struct Answered {
+    pub reply: Reply,
+    pub resume: Option<InputProgress>,
+}
+
+impl From<Reply> for Answered {
+    fn from(reply: Reply) -> Self {
+        Self {
+            reply,
+            resume: None,
+        }
+    }
+}
+
+/// Answers one task method call.
+pub(crate) async fn answer(shared: &Shared, parts: &Parts, call: TaskCall) -> Answered {
+    let owner = shared.owner.resolve(parts);
+    let owner = owner.as_deref();
+    let Some(task) = TaskId::parse(&call.task_id) else {
+        return Reply::task_not_found(&call.id).into();
+    };
+    let failed = |error: StoreError| -> Answered {
+        tracing::warn!(%task, %error, "task store failed");
+        Reply::internal(Some(&call.id), format!("The task store failed: {error}")).into()
+    };
+    match call.method {
+        TaskMethod::Get => match shared.store.get(task, owner).await {
+            Ok(Some(snapshot)) => {
+                Reply::result(&call.id, render(&snapshot, TaskView::Detailed)).into()
+            }
+            Ok(None) => Reply::task_not_found(&call.id).into(),
+            Err(error) => failed(error),
+        },
+        TaskMethod::Cancel => match shared.store.cancel(task, owner).await {
+            Ok(Some(_)) => Reply::result(&call.id, ACK).into(),
+            Ok(None) => Reply::task_not_found(&call.id).into(),
+            Err(error) => failed(error),
+        },
+        TaskMethod::Update => {
+            let params: UpdateParams = match serde_json::from_str(call.params.get()) {
+                Ok(params) => params,
+                Err(error) => {
+                    let message = format!("params.inputResponses must be an object: {error}");
+                    return Reply::bad_params(Some(&call.id), message).into();
+                }
+            };
+            let answers = params.input_responses.into_iter().collect();
+            match shared.store.answer_input(task, owner, answers).await {
+                Ok(Some(progress)) => Answered {
+                    reply: Reply::result(&call.id, ACK),
+                    resume: matches!(progress, InputProgress::RoundComplete { .. })
+                        .then_some(progress),
+                },
+                Ok(None) => Reply::task_not_found(&call.id).into(),
+                Err(error) => failed(error),
+            }
+        }
+    }
+}

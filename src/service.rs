@@ -1,0 +1,327 @@
+//! [`TasksService`]: routing each request on its classification.
+//!
+//! ```text
+//! request ─► (POST) buffer + classify ─┬─► Forward ──► inner ─► response, body untouched
+//!                                       ├─► Discover ─► inner ─► response + tasks extension
+//!                                       ├─► ToolCall ─► flight (race, park, drive)
+//!                                       ├─► Task ─────► store (get / update / cancel)
+//!                                       └─► Reply ────► an error the layer answers
+//! request ─► (not POST) ─────────────────────► inner ─► response, untouched
+//! ```
+//!
+//! The pass-through path (`Forward`, non-POST) runs inside the named
+//! [`ResponseFuture`] without boxing; only the paths the layer owns box.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use bytes::Bytes;
+use futures_util::FutureExt;
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
+use http::request::Parts;
+use http::{Method, Request, Response};
+use http_body::Body;
+use http_body_util::combinators::Collect;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use pin_project_lite::pin_project;
+use tower_service::Service;
+
+use crate::body::{BoxError, RequestBody, ResponseBody};
+use crate::classify::{Route, ToolCall, classify};
+use crate::config::TasksConfig;
+use crate::flight::driver::{Parking, park};
+use crate::flight::{Event, Flight, InnerFuture};
+use crate::methods;
+use crate::owner::ResolveOwner;
+use crate::policy::ToolPolicy;
+use crate::rewrite;
+use crate::store::TaskStore;
+use crate::wire::jsonrpc::Reply;
+use crate::wire::view::{TaskView, render};
+
+/// What every clone of a service shares.
+pub(crate) struct Shared {
+    pub config: TasksConfig,
+    pub store: Arc<dyn TaskStore>,
+    pub owner: Arc<dyn ResolveOwner>,
+}
+
+/// The middleware built by [`TasksLayer`](crate::TasksLayer).
+pub struct TasksService<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+impl<S: Clone> Clone for TasksService<S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<S> TasksService<S> {
+    pub(crate) fn new(inner: S, shared: Arc<Shared>) -> Self {
+        Self { inner, shared }
+    }
+
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &TasksConfig {
+        &self.shared.config
+    }
+}
+
+type OwnedFuture<B, E> = Pin<Box<dyn Future<Output = Result<Response<ResponseBody<B>>, E>> + Send>>;
+
+pin_project! {
+    #[project = StateProj]
+    enum State<S, F, B, RB, E>
+    where
+        B: Body,
+        B::Error: Into<BoxError>,
+    {
+        Collect {
+            #[pin]
+            collect: Collect<Limited<B>>,
+            parts: Option<Parts>,
+            inner: Option<S>,
+            shared: Arc<Shared>,
+        },
+        Inner { #[pin] future: F },
+        Owned { future: OwnedFuture<RB, E> },
+        Done,
+    }
+}
+
+pin_project! {
+    /// The response future of [`TasksService`].
+    pub struct ResponseFuture<S, B, RB>
+    where
+        S: Service<Request<RequestBody<B>>>,
+        B: Body,
+        B::Error: Into<BoxError>,
+    {
+        #[pin]
+        state: State<S, S::Future, B, RB, S::Error>,
+    }
+}
+
+fn reply_response<B>(reply: Reply) -> Response<ResponseBody<B>> {
+    let mut response = Response::new(ResponseBody::full(reply.body));
+    *response.status_mut() = reply.status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+impl<S, B, RB> Service<Request<B>> for TasksService<S>
+where
+    S: Service<Request<RequestBody<B>>, Response = Response<RB>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError> + Send + 'static,
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+    RB: Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    type Response = Response<ResponseBody<RB>>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S, B, RB>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        // The clone is not ready; the service that was polled ready goes along.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let state = if request.method() == Method::POST {
+            let (parts, body) = request.into_parts();
+            State::Collect {
+                collect: Limited::new(body, self.shared.config.max_body_bytes).collect(),
+                parts: Some(parts),
+                inner: Some(inner),
+                shared: self.shared.clone(),
+            }
+        } else {
+            State::Inner {
+                future: inner.call(request.map(RequestBody::streaming)),
+            }
+        };
+        ResponseFuture { state }
+    }
+}
+
+impl<S, B, RB> Future for ResponseFuture<S, B, RB>
+where
+    S: Service<Request<RequestBody<B>>, Response = Response<RB>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError> + Send + 'static,
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+    RB: Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    type Output = Result<Response<ResponseBody<RB>>, S::Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut state = self.project().state;
+        loop {
+            let next = match state.as_mut().project() {
+                StateProj::Collect {
+                    collect,
+                    parts,
+                    inner,
+                    shared,
+                } => {
+                    let collected = ready!(collect.poll(cx));
+                    match (collected, parts.take(), inner.take()) {
+                        (Ok(collected), Some(parts), Some(inner)) => {
+                            route(shared.clone(), inner, parts, collected.to_bytes())
+                        }
+                        (Err(error), _, _) => {
+                            let reply = unreadable_body(error, shared.config.max_body_bytes);
+                            reply_state(reply)
+                        }
+                        _ => reply_state(Reply::internal(None, "request state lost")),
+                    }
+                }
+                StateProj::Inner { future } => {
+                    let response = ready!(future.poll(cx))?;
+                    return Poll::Ready(Ok(response.map(ResponseBody::inner)));
+                }
+                StateProj::Owned { future } => return future.as_mut().poll(cx),
+                StateProj::Done => panic!("ResponseFuture polled after completion"),
+            };
+            state.set(next);
+        }
+    }
+}
+
+fn reply_state<S, F, B, RB, E>(reply: Reply) -> State<S, F, B, RB, E>
+where
+    B: Body,
+    B::Error: Into<BoxError>,
+    RB: Send + 'static,
+    E: Send + 'static,
+{
+    State::Owned {
+        future: Box::pin(async move { Ok(reply_response(reply)) }),
+    }
+}
+
+fn unreadable_body(error: BoxError, limit: usize) -> Reply {
+    if error.is::<LengthLimitError>() {
+        Reply::too_large(limit)
+    } else {
+        Reply::invalid_request(None, format!("The request body could not be read: {error}"))
+    }
+}
+
+/// Picks the next state for a classified POST.
+fn route<S, B, RB>(
+    shared: Arc<Shared>,
+    mut inner: S,
+    parts: Parts,
+    bytes: Bytes,
+) -> State<S, S::Future, B, RB, S::Error>
+where
+    S: Service<Request<RequestBody<B>>, Response = Response<RB>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError> + Send + 'static,
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+    RB: Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    let owned = |future: OwnedFuture<RB, S::Error>| State::Owned { future };
+    match classify(&parts.headers, &bytes, &shared.config) {
+        Route::Forward => State::Inner {
+            future: inner.call(Request::from_parts(parts, RequestBody::buffered(bytes))),
+        },
+        Route::Reply(reply) => reply_state(reply),
+        Route::Discover => {
+            let future = inner.call(Request::from_parts(parts, RequestBody::buffered(bytes)));
+            owned(Box::pin(async move {
+                Ok(rewrite::advertise(future.await?).await)
+            }))
+        }
+        Route::ToolCall(call) => owned(Box::pin(tool_call(shared, inner, parts, bytes, call))),
+        Route::Task(call) => owned(Box::pin(async move {
+            let answered = methods::answer(&shared, &parts, call).await;
+            Ok(reply_response(answered.reply))
+        })),
+    }
+}
+
+/// A declaring client's `tools/call`: forward, race, and park if it runs long.
+async fn tool_call<S, B, RB>(
+    shared: Arc<Shared>,
+    mut inner: S,
+    mut parts: Parts,
+    bytes: Bytes,
+    call: ToolCall,
+) -> Result<Response<ResponseBody<RB>>, S::Error>
+where
+    S: Service<Request<RequestBody<B>>, Response = Response<RB>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError> + Send + 'static,
+    RB: Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    let owner = shared.owner.resolve(&parts);
+    let body = rewrite::strip_tasks_extension(&bytes).unwrap_or(bytes);
+    parts.headers.remove(CONTENT_LENGTH);
+    let request = Request::from_parts(parts, RequestBody::buffered(body));
+    if call.policy == ToolPolicy::Never {
+        return Ok(inner.call(request).await?.map(ResponseBody::inner));
+    }
+    let future: InnerFuture = Box::pin(inner.call(request).map(|result| match result {
+        Ok(response) => Ok(response.map(|body| body.map_err(Into::into).boxed_unsync())),
+        Err(error) => Err(error.into()),
+    }));
+    let mut flight = Flight::new(call.id.clone(), future);
+    let mut progress = None;
+    if call.policy != ToolPolicy::Always {
+        let deadline = tokio::time::Instant::now() + shared.config.threshold;
+        let raced = tokio::time::timeout_at(deadline, async {
+            loop {
+                match flight.next_event().await {
+                    Event::Progress(line) => progress = Some(line),
+                    Event::Done(answer) => return answer,
+                }
+            }
+        })
+        .await;
+        if let Ok(answer) = raced {
+            return Ok(answer.into_response());
+        }
+    }
+    let parking = Parking {
+        store: shared.store.clone(),
+        owner,
+        ttl: shared.config.ttl,
+        poll_interval: shared.config.poll_interval,
+    };
+    let reply = match park(parking, flight, progress).await {
+        Ok(snapshot) => Reply::result(&call.id, render(&snapshot, TaskView::Created)),
+        Err(error) => {
+            tracing::warn!(%error, "could not park a tool call");
+            Reply::internal(
+                Some(&call.id),
+                format!("Could not create the task: {error}"),
+            )
+        }
+    };
+    Ok(reply_response(reply))
+}

@@ -1,0 +1,470 @@
+//! [`MemoryTaskStore`]: tasks in this process, the default store.
+//!
+//! Tasks sit in a fixed number of hash-map shards keyed by the 128-bit id, so
+//! every operation is O(1) in the number of tasks and callers on different
+//! shards never wait for each other. Expiry is enforced twice: every read
+//! checks the deadline (so an expired task is invisible at once), and a reaper
+//! task on a timer wheel ([`tokio_util::time::DelayQueue`], O(1) insertion)
+//! removes it and fires its stop signal without anyone calling a sweep.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use serde::Serialize;
+use serde::ser::SerializeMap;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::time::DelayQueue;
+
+use super::{
+    CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, StoreError, StoreFuture,
+    TaskStore,
+};
+use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
+
+const SHARDS: usize = 16;
+
+/// The in-memory [`TaskStore`].
+///
+/// Cloning is cheap and every clone shares the same tasks. Use it when one
+/// process serves all requests for a task; behind a load balancer, use a
+/// shared store instead.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use std::time::Duration;
+/// use mcp_tasks::{MemoryTaskStore, NewTask, TaskId, TaskStatus, TaskStore, Timestamp};
+///
+/// let store = MemoryTaskStore::new();
+/// let id = TaskId::generate().unwrap();
+/// store
+///     .create(NewTask {
+///         id,
+///         owner: Some("alice".into()),
+///         created_at: Timestamp::now(),
+///         ttl: Some(Duration::from_secs(60)),
+///         poll_interval: None,
+///         status_message: None,
+///     })
+///     .await
+///     .unwrap();
+///
+/// let seen = store.get(id, Some("alice")).await.unwrap().unwrap();
+/// assert_eq!(seen.status(), TaskStatus::Working);
+/// // Another principal, or none, sees nothing at all.
+/// assert!(store.get(id, Some("bob")).await.unwrap().is_none());
+/// assert!(store.get(id, None).await.unwrap().is_none());
+/// # }
+/// ```
+#[derive(Clone, Default)]
+pub struct MemoryTaskStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    shards: Box<[Mutex<HashMap<u128, Entry>>]>,
+    reaper: OnceLock<mpsc::UnboundedSender<(u128, Duration)>>,
+}
+
+impl Default for Inner {
+    fn default() -> Self {
+        Self {
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            reaper: OnceLock::new(),
+        }
+    }
+}
+
+struct Entry {
+    owner: Option<Box<str>>,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    expires_at: Option<Timestamp>,
+    ttl: Option<Duration>,
+    poll_interval: Option<Duration>,
+    message: Option<Box<str>>,
+    state: State,
+    stop: CancellationToken,
+}
+
+enum State {
+    Working,
+    Input(Box<Round>),
+    Completed(Box<RawValue>),
+    Failed(Box<RawValue>),
+    Cancelled,
+}
+
+struct Round {
+    outstanding: Vec<(String, Box<RawValue>)>,
+    answers: Vec<(String, Box<RawValue>)>,
+    resume: Box<RawValue>,
+}
+
+impl State {
+    fn status(&self) -> TaskStatus {
+        match self {
+            Self::Working => TaskStatus::Working,
+            Self::Input(_) => TaskStatus::InputRequired,
+            Self::Completed(_) => TaskStatus::Completed,
+            Self::Failed(_) => TaskStatus::Failed,
+            Self::Cancelled => TaskStatus::Cancelled,
+        }
+    }
+}
+
+impl Entry {
+    fn expired(&self, now: Timestamp) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
+    }
+
+    fn visible_to(&self, owner: Option<&str>, now: Timestamp) -> bool {
+        self.owner.as_deref() == owner && !self.expired(now)
+    }
+
+    fn snapshot(&self, id: u128) -> TaskSnapshot {
+        let state = match &self.state {
+            State::Working => TaskState::Working,
+            State::Input(round) => TaskState::InputRequired {
+                requests: render_object(&round.outstanding),
+            },
+            State::Completed(result) => TaskState::Completed {
+                result: result.clone(),
+            },
+            State::Failed(error) => TaskState::Failed {
+                error: error.clone(),
+            },
+            State::Cancelled => TaskState::Cancelled,
+        };
+        TaskSnapshot {
+            id: TaskId::from_u128(id),
+            state,
+            status_message: self.message.as_deref().map(str::to_owned),
+            created_at: self.created_at,
+            last_updated_at: self.updated_at,
+            ttl: self.ttl,
+            poll_interval: self.poll_interval,
+        }
+    }
+
+    /// Moves a live task to a terminal state; refuses if it is terminal already.
+    fn finish(&mut self, state: State, now: Timestamp) -> Result<(), StoreError> {
+        let from = self.state.status();
+        if from.is_terminal() {
+            return Err(StoreError::InvalidTransition {
+                from,
+                to: state.status(),
+            });
+        }
+        self.state = state;
+        self.updated_at = now;
+        Ok(())
+    }
+}
+
+/// Renders `[(key, value)]` as one JSON object.
+fn render_object(pairs: &[(String, Box<RawValue>)]) -> Box<RawValue> {
+    struct Pairs<'a>(&'a [(String, Box<RawValue>)]);
+    impl Serialize for Pairs<'_> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut map = serializer.serialize_map(Some(self.0.len()))?;
+            for (key, value) in self.0 {
+                map.serialize_entry(key, value)?;
+            }
+            map.end()
+        }
+    }
+    serde_json::value::to_raw_value(&Pairs(pairs))
+        .unwrap_or_else(|_| RawValue::from_string("{}".to_owned()).expect("valid JSON"))
+}
+
+impl MemoryTaskStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many tasks the store holds, expired ones not yet reaped included.
+    pub fn len(&self) -> usize {
+        self.inner
+            .shards
+            .iter()
+            .map(|shard| shard.lock().map(|map| map.len()).unwrap_or(0))
+            .sum()
+    }
+
+    /// Whether the store holds no task at all.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn shard(&self, id: u128) -> Result<MutexGuard<'_, HashMap<u128, Entry>>, StoreError> {
+        // Ids are uniformly random, so their low bits spread evenly.
+        self.inner.shards[(id as usize) % SHARDS]
+            .lock()
+            .map_err(|_| StoreError::backend("memory task store lock poisoned"))
+    }
+
+    /// Runs `f` on a task the layer created, whoever owns it, unless expired.
+    fn with_live<T>(
+        &self,
+        id: TaskId,
+        f: impl FnOnce(&mut Entry, Timestamp) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let now = Timestamp::now();
+        let mut shard = self.shard(id.as_u128())?;
+        match shard.get_mut(&id.as_u128()) {
+            Some(entry) if !entry.expired(now) => f(entry, now),
+            _ => Err(StoreError::NotFound),
+        }
+    }
+
+    /// Runs `f` on a task as `owner` sees it; `None` when it does not.
+    fn with_owned<T>(
+        &self,
+        id: TaskId,
+        owner: Option<&str>,
+        f: impl FnOnce(&mut Entry, Timestamp) -> T,
+    ) -> Result<Option<T>, StoreError> {
+        let now = Timestamp::now();
+        let mut shard = self.shard(id.as_u128())?;
+        Ok(match shard.get_mut(&id.as_u128()) {
+            Some(entry) if entry.visible_to(owner, now) => Some(f(entry, now)),
+            _ => None,
+        })
+    }
+
+    fn schedule_expiry(&self, id: u128, ttl: Duration) {
+        let sender = self.inner.reaper.get_or_init(|| {
+            let (sender, receiver) = mpsc::unbounded_channel();
+            tokio::spawn(reap(Arc::downgrade(&self.inner), receiver));
+            sender
+        });
+        // The reaper only stops once the store is gone, so a send cannot fail
+        // while `self` is alive; reads check the deadline regardless.
+        let _ = sender.send((id, ttl));
+    }
+}
+
+/// Removes expired tasks and fires their stop signal.
+async fn reap(store: Weak<Inner>, mut schedule: mpsc::UnboundedReceiver<(u128, Duration)>) {
+    let mut wheel = DelayQueue::new();
+    loop {
+        tokio::select! {
+            next = schedule.recv() => match next {
+                Some((id, ttl)) => { wheel.insert(id, ttl); }
+                None => return,
+            },
+            Some(expired) = wheel.next(), if !wheel.is_empty() => {
+                let Some(inner) = store.upgrade() else { return };
+                let id = expired.into_inner();
+                let shard = &inner.shards[(id as usize) % SHARDS];
+                // A poisoned shard is left alone here; every read reports it.
+                if let Ok(mut map) = shard.lock() {
+                    if map.get(&id).is_some_and(|entry| entry.expired(Timestamp::now().saturating_add(Duration::from_millis(5)))) {
+                        if let Some(entry) = map.remove(&id) {
+                            entry.stop.cancel();
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl TaskStore for MemoryTaskStore {
+    fn create(&self, task: NewTask) -> StoreFuture<'_, CreatedTask> {
+        Box::pin(async move {
+            let id = task.id.as_u128();
+            let stop = CancellationToken::new();
+            let entry = Entry {
+                owner: task.owner.map(String::into_boxed_str),
+                created_at: task.created_at,
+                updated_at: task.created_at,
+                expires_at: task.ttl.map(|ttl| task.created_at.saturating_add(ttl)),
+                ttl: task.ttl,
+                poll_interval: task.poll_interval,
+                message: task.status_message.map(String::into_boxed_str),
+                state: State::Working,
+                stop: stop.clone(),
+            };
+            let snapshot = entry.snapshot(id);
+            {
+                let mut shard = self.shard(id)?;
+                if shard.contains_key(&id) {
+                    return Err(StoreError::backend("task id collision"));
+                }
+                shard.insert(id, entry);
+            }
+            if let Some(ttl) = task.ttl {
+                self.schedule_expiry(id, ttl);
+            }
+            Ok(CreatedTask { snapshot, stop })
+        })
+    }
+
+    fn get<'a>(
+        &'a self,
+        id: TaskId,
+        owner: Option<&'a str>,
+    ) -> StoreFuture<'a, Option<TaskSnapshot>> {
+        Box::pin(async move { self.with_owned(id, owner, |entry, _| entry.snapshot(id.as_u128())) })
+    }
+
+    fn set_status_message(&self, id: TaskId, message: String) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            self.with_live(id, |entry, now| {
+                let from = entry.state.status();
+                if from.is_terminal() {
+                    return Err(StoreError::InvalidTransition { from, to: from });
+                }
+                entry.message = Some(message.into_boxed_str());
+                entry.updated_at = now;
+                Ok(())
+            })
+        })
+    }
+
+    fn complete(&self, id: TaskId, result: Box<RawValue>) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            self.with_live(id, |entry, now| entry.finish(State::Completed(result), now))
+        })
+    }
+
+    fn fail(&self, id: TaskId, error: Box<RawValue>) -> StoreFuture<'_, ()> {
+        Box::pin(
+            async move { self.with_live(id, |entry, now| entry.finish(State::Failed(error), now)) },
+        )
+    }
+
+    fn cancel<'a>(
+        &'a self,
+        id: TaskId,
+        owner: Option<&'a str>,
+    ) -> StoreFuture<'a, Option<CancelOutcome>> {
+        Box::pin(async move {
+            self.with_owned(id, owner, |entry, now| {
+                if entry.state.status().is_terminal() {
+                    return CancelOutcome::AlreadyTerminal(entry.snapshot(id.as_u128()));
+                }
+                entry.state = State::Cancelled;
+                entry.updated_at = now;
+                entry.stop.cancel();
+                CancelOutcome::Cancelled(entry.snapshot(id.as_u128()))
+            })
+        })
+    }
+
+    fn require_input(&self, id: TaskId, round: InputRound) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            self.with_live(id, |entry, now| {
+                let from = entry.state.status();
+                if from != TaskStatus::Working {
+                    return Err(StoreError::InvalidTransition {
+                        from,
+                        to: TaskStatus::InputRequired,
+                    });
+                }
+                entry.state = State::Input(Box::new(Round {
+                    outstanding: round.requests,
+                    answers: Vec::new(),
+                    resume: round.resume,
+                }));
+                entry.updated_at = now;
+                Ok(())
+            })
+        })
+    }
+
+    fn answer_input<'a>(
+        &'a self,
+        id: TaskId,
+        owner: Option<&'a str>,
+        answers: Vec<(String, Box<RawValue>)>,
+    ) -> StoreFuture<'a, Option<InputProgress>> {
+        Box::pin(async move {
+            self.with_owned(id, owner, |entry, now| {
+                let State::Input(round) = &mut entry.state else {
+                    return InputProgress::NotWaiting;
+                };
+                for (key, answer) in answers {
+                    if let Some(at) = round.outstanding.iter().position(|(k, _)| *k == key) {
+                        round.outstanding.remove(at);
+                        round.answers.push((key, answer));
+                    }
+                }
+                if !round.outstanding.is_empty() {
+                    entry.updated_at = now;
+                    return InputProgress::Pending;
+                }
+                match std::mem::replace(&mut entry.state, State::Working) {
+                    State::Input(round) => {
+                        entry.updated_at = now;
+                        InputProgress::RoundComplete {
+                            answers: round.answers,
+                            resume: round.resume,
+                        }
+                    }
+                    other => {
+                        entry.state = other;
+                        InputProgress::NotWaiting
+                    }
+                }
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_task(ttl: Option<Duration>) -> NewTask {
+        NewTask {
+            id: TaskId::generate().unwrap(),
+            owner: None,
+            created_at: Timestamp::now(),
+            ttl,
+            poll_interval: None,
+            status_message: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn expired_tasks_are_reclaimed_without_a_manual_sweep() {
+        let store = MemoryTaskStore::new();
+        for _ in 0..50 {
+            store
+                .create(new_task(Some(Duration::from_millis(50))))
+                .await
+                .unwrap();
+        }
+        store.create(new_task(None)).await.unwrap();
+        assert_eq!(store.len(), 51);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(store.len(), 1, "only the task without a TTL is left");
+    }
+
+    #[tokio::test]
+    async fn a_poisoned_lock_is_a_backend_error_not_a_missing_task() {
+        let store = MemoryTaskStore::new();
+        let task = new_task(None);
+        store.create(task.clone()).await.unwrap();
+        let shard = store.inner.clone();
+        let poisoner = std::thread::spawn(move || {
+            let _guard = shard.shards[(task.id.as_u128() as usize) % SHARDS]
+                .lock()
+                .unwrap();
+            panic!("poison the shard");
+        });
+        assert!(poisoner.join().is_err());
+        let read = store.get(task.id, None).await;
+        assert!(matches!(read, Err(StoreError::Backend(_))), "got {read:?}");
+        let cancel = store.cancel(task.id, None).await;
+        assert!(matches!(cancel, Err(StoreError::Backend(_))));
+    }
+}

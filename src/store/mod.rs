@@ -1,0 +1,171 @@
+//! Where tasks live: the [`TaskStore`] trait and the in-memory default.
+//!
+//! The layer never touches task state except through this trait, so a store
+//! shared by several machines (Redis) can make every transition atomic on its
+//! side. The rules every store keeps:
+//!
+//! | Rule                                                        | Why                                                        |
+//! |-------------------------------------------------------------|------------------------------------------------------------|
+//! | `create` returns only once `get` would find the task        | a task handle must never point at nothing (SEP-2663)       |
+//! | terminal states never change                                | a client that read an outcome reads it again               |
+//! | a late outcome never overwrites `cancelled`                 | the cancel ack was the last word                           |
+//! | the TTL runs from creation                                  | `ttlMs` is "from creation" on both protocol generations    |
+//! | an expired task reads exactly like an unknown one           | expiry must not leak which ids once existed                |
+//! | another principal's task reads exactly like an unknown one  | existence must not leak across principals                  |
+//! | a backend failure is an error, never "no such task"         | a client must not give up on a task because Redis blinked  |
+//!
+//! Ownership uses plain equality on `Option<&str>`: an unowned task is not
+//! reachable by a caller with a principal, and an owned one not by a caller
+//! without one. A principal appearing later is a different security context,
+//! not an upgrade.
+
+mod memory;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use tokio_util::sync::CancellationToken;
+
+use crate::task::{TaskId, TaskSnapshot, TaskStatus, Timestamp};
+
+pub use memory::MemoryTaskStore;
+
+/// The future every store method returns: boxed so that the trait stays
+/// object-safe and the layer can hold an `Arc<dyn TaskStore>`.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// Why a store operation did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The backend could not be reached or failed; the task may well exist.
+    #[error("task store backend failed: {0}")]
+    Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// No such task: unknown, expired, or owned by someone else.
+    #[error("task not found")]
+    NotFound,
+    /// The task exists but its status does not allow the transition.
+    #[error("task is {from}, cannot move to {to}")]
+    InvalidTransition {
+        /// The status the task is in.
+        from: TaskStatus,
+        /// The status that was asked for.
+        to: TaskStatus,
+    },
+}
+
+impl StoreError {
+    /// A backend failure described by a message.
+    pub fn backend(message: impl Into<String>) -> Self {
+        Self::Backend(message.into().into())
+    }
+}
+
+/// What the layer knows when it parks a call.
+#[derive(Clone, Debug)]
+pub struct NewTask {
+    /// The identifier, already drawn from the CSPRNG.
+    pub id: TaskId,
+    /// The principal the task belongs to, if any.
+    pub owner: Option<String>,
+    /// Creation time; the TTL runs from here.
+    pub created_at: Timestamp,
+    /// Lifetime from creation; `None` is unlimited.
+    pub ttl: Option<Duration>,
+    /// Suggested polling interval reported to clients.
+    pub poll_interval: Option<Duration>,
+    /// Initial status message.
+    pub status_message: Option<String>,
+}
+
+/// A freshly created task and the signal that stops its work.
+#[derive(Debug)]
+pub struct CreatedTask {
+    /// The task as `get` now returns it.
+    pub snapshot: TaskSnapshot,
+    /// Fired when the task is cancelled or expires; the background driver
+    /// listens to it and drops the inner call.
+    pub stop: CancellationToken,
+}
+
+/// The answer to a `cancel`.
+#[derive(Clone, Debug)]
+pub enum CancelOutcome {
+    /// The task was running and is now `cancelled`.
+    Cancelled(TaskSnapshot),
+    /// The task was already terminal and is unchanged.
+    AlreadyTerminal(TaskSnapshot),
+}
+
+/// One round of input the inner call asked for.
+#[derive(Clone, Debug)]
+pub struct InputRound {
+    /// Client-facing requests, each under a key unique for the task's life.
+    pub requests: Vec<(String, Box<RawValue>)>,
+    /// What the layer needs to re-issue the call once the round is answered
+    /// (opaque to the store, never shown to the client).
+    pub resume: Box<RawValue>,
+}
+
+/// The answer to `answer_input`.
+#[derive(Clone, Debug)]
+pub enum InputProgress {
+    /// The task was not waiting for input; nothing was recorded.
+    NotWaiting,
+    /// Answers were recorded (or ignored); some keys are still outstanding.
+    Pending,
+    /// Every key of the round is answered; the task is `working` again and the
+    /// layer must re-issue the call with these answers.
+    RoundComplete {
+        /// Answers by client-facing key.
+        answers: Vec<(String, Box<RawValue>)>,
+        /// The resume context given to `require_input`.
+        resume: Box<RawValue>,
+    },
+}
+
+/// A place to keep tasks.
+///
+/// Methods that take an `owner` enforce ownership themselves and answer a
+/// foreign task exactly like an unknown one; methods without one are used by
+/// the layer's own background work on tasks it created.
+pub trait TaskStore: Send + Sync + 'static {
+    /// Stores a new `working` task. Returns only once `get` would find it.
+    fn create(&self, task: NewTask) -> StoreFuture<'_, CreatedTask>;
+
+    /// Reads a task as `owner` may see it; `None` for unknown, expired or foreign.
+    fn get<'a>(
+        &'a self,
+        id: TaskId,
+        owner: Option<&'a str>,
+    ) -> StoreFuture<'a, Option<TaskSnapshot>>;
+
+    /// Sets the status message of a non-terminal task.
+    fn set_status_message(&self, id: TaskId, message: String) -> StoreFuture<'_, ()>;
+
+    /// `working` → `completed` with the inner result.
+    fn complete(&self, id: TaskId, result: Box<RawValue>) -> StoreFuture<'_, ()>;
+
+    /// `working`/`input_required` → `failed` with a JSON-RPC error object.
+    fn fail(&self, id: TaskId, error: Box<RawValue>) -> StoreFuture<'_, ()>;
+
+    /// Cancels a task as `owner`; `None` for unknown, expired or foreign.
+    fn cancel<'a>(
+        &'a self,
+        id: TaskId,
+        owner: Option<&'a str>,
+    ) -> StoreFuture<'a, Option<CancelOutcome>>;
+
+    /// `working` → `input_required` with a new round of requests.
+    fn require_input(&self, id: TaskId, round: InputRound) -> StoreFuture<'_, ()>;
+
+    /// Records answers to outstanding keys as `owner`; keys that are not
+    /// outstanding are ignored. `None` for unknown, expired or foreign.
+    fn answer_input<'a>(
+        &'a self,
+        id: TaskId,
+        owner: Option<&'a str>,
+        answers: Vec<(String, Box<RawValue>)>,
+    ) -> StoreFuture<'a, Option<InputProgress>>;
+}

@@ -1,0 +1,160 @@
+//! Wire shapes: JSON-RPC envelopes and errors, task views, and reading the
+//! inner server's messages.
+
+pub mod jsonrpc;
+pub mod view;
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// The extension identifier of SEP-2663.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// The protocol version whose tasks this layer serves statelessly.
+pub const MODERN_VERSION: &str = "2026-07-28";
+/// `_meta` key of the per-request protocol version.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key of the per-request client capabilities.
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// How a call the layer is driving ended, as the inner server said it.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// A result (also `isError: true`), verbatim.
+    Result(Box<RawValue>),
+    /// An MRTR `InputRequiredResult`, verbatim.
+    InputRequired(Box<RawValue>),
+    /// A JSON-RPC error object, verbatim.
+    Error(Box<RawValue>),
+}
+
+/// One JSON-RPC message of the inner server, as a flight sees it.
+#[derive(Debug)]
+pub(crate) enum InnerMessage {
+    /// The response to the request the flight sent.
+    Response(Outcome),
+    /// A `notifications/progress`, with a human-readable line if one can be made.
+    Progress(Option<String>),
+    /// Anything else: other notifications, responses to other ids.
+    Other,
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    params: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct ResultHead<'a> {
+    #[serde(borrow, rename = "resultType")]
+    result_type: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct ProgressParams<'a> {
+    #[serde(borrow)]
+    message: Option<Cow<'a, str>>,
+    progress: Option<f64>,
+    total: Option<f64>,
+}
+
+/// Whether two JSON-RPC ids are the same id.
+pub(crate) fn same_id(a: &RawValue, b: &RawValue) -> bool {
+    if a.get() == b.get() {
+        return true;
+    }
+    let parse = |raw: &RawValue| serde_json::from_str::<serde_json::Value>(raw.get()).ok();
+    matches!((parse(a), parse(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// Reads one JSON-RPC message of the inner server for the request `id`.
+pub(crate) fn read_inner_message(
+    text: &str,
+    id: &RawValue,
+) -> Result<InnerMessage, serde_json::Error> {
+    let message: Message<'_> = serde_json::from_str(text)?;
+    if let Some(method) = message.method {
+        if method == "notifications/progress" {
+            return Ok(InnerMessage::Progress(
+                message.params.and_then(progress_line),
+            ));
+        }
+        return Ok(InnerMessage::Other);
+    }
+    let ours = message.id.is_some_and(|other| same_id(other, id));
+    if !ours {
+        return Ok(InnerMessage::Other);
+    }
+    if let Some(error) = message.error {
+        return Ok(InnerMessage::Response(Outcome::Error(error.to_owned())));
+    }
+    match message.result {
+        Some(result) => {
+            let head: ResultHead<'_> = serde_json::from_str(result.get())?;
+            let outcome = if head.result_type.as_deref() == Some("input_required") {
+                Outcome::InputRequired(result.to_owned())
+            } else {
+                Outcome::Result(result.to_owned())
+            };
+            Ok(InnerMessage::Response(outcome))
+        }
+        None => Ok(InnerMessage::Other),
+    }
+}
+
+fn progress_line(params: &RawValue) -> Option<String> {
+    let params: ProgressParams<'_> = serde_json::from_str(params.get()).ok()?;
+    if let Some(message) = params.message {
+        return Some(message.into_owned());
+    }
+    let progress = params.progress?;
+    Some(match params.total {
+        Some(total) => format!("progress {progress}/{total}"),
+        None => format!("progress {progress}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn a_response_for_another_id_is_not_ours() {
+        let message = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#;
+        assert!(matches!(
+            read_inner_message(message, &id("1")).unwrap(),
+            InnerMessage::Other
+        ));
+    }
+
+    #[test]
+    fn an_input_required_result_is_never_read_as_a_plain_result() {
+        let message = r#"{"jsonrpc":"2.0","id":"a","result":{"resultType":"input_required","inputRequests":{}}}"#;
+        let read = read_inner_message(message, &id(r#""a""#)).unwrap();
+        assert!(matches!(
+            read,
+            InnerMessage::Response(Outcome::InputRequired(_))
+        ));
+    }
+
+    #[test]
+    fn progress_notifications_become_status_lines() {
+        let message = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":3,"total":10}}"#;
+        let read = read_inner_message(message, &id("1")).unwrap();
+        assert!(matches!(read, InnerMessage::Progress(Some(line)) if line == "progress 3/10"));
+    }
+}

@@ -1,0 +1,231 @@
+//! The contract every [`TaskStore`] must keep, as one reusable suite.
+//!
+//! `run(make)` calls each rule with a fresh store from `make` and panics with
+//! the rule's name on the first violation. Store tests call it once per store.
+
+use std::future::Future;
+use std::time::Duration;
+
+use mcp_tasks::{
+    CancelOutcome, InputProgress, InputRound, NewTask, StoreError, TaskId, TaskState, TaskStatus,
+    TaskStore, Timestamp,
+};
+use serde_json::value::RawValue;
+
+fn raw(text: &str) -> Box<RawValue> {
+    RawValue::from_string(text.to_owned()).unwrap()
+}
+
+fn new_task(owner: Option<&str>, ttl: Option<Duration>) -> NewTask {
+    NewTask {
+        id: TaskId::generate().unwrap(),
+        owner: owner.map(str::to_owned),
+        created_at: Timestamp::now(),
+        ttl,
+        poll_interval: Some(Duration::from_millis(250)),
+        status_message: None,
+    }
+}
+
+async fn create<S: TaskStore>(store: &S, owner: Option<&str>, ttl: Option<Duration>) -> TaskId {
+    store
+        .create(new_task(owner, ttl))
+        .await
+        .unwrap()
+        .snapshot
+        .id
+}
+
+/// Runs every rule against stores built by `make`.
+pub async fn run<S, F, Fut>(make: F)
+where
+    S: TaskStore,
+    F: Fn() -> Fut,
+    Fut: Future<Output = S>,
+{
+    a_created_task_is_readable_at_once(&make().await).await;
+    terminal_states_never_change(&make().await).await;
+    a_late_outcome_never_overwrites_cancelled(&make().await).await;
+    cancelling_a_terminal_task_changes_nothing(&make().await).await;
+    ownership_is_plain_equality(&make().await).await;
+    an_expired_task_reads_like_an_unknown_one(&make().await).await;
+    input_rounds_record_only_outstanding_keys(&make().await).await;
+}
+
+async fn a_created_task_is_readable_at_once<S: TaskStore>(store: &S) {
+    let task = new_task(Some("alice"), Some(Duration::from_secs(60)));
+    let created = store.create(task.clone()).await.unwrap();
+    assert_eq!(created.snapshot.status(), TaskStatus::Working);
+    let read = store.get(task.id, Some("alice")).await.unwrap();
+    let read = read.expect("rule: a created task is readable at once");
+    assert_eq!(read.id, task.id);
+    assert_eq!(read.created_at, task.created_at);
+    assert_eq!(read.ttl, Some(Duration::from_secs(60)));
+}
+
+async fn terminal_states_never_change<S: TaskStore>(store: &S) {
+    let id = create(store, None, None).await;
+    store.complete(id, raw(r#"{"content":[]}"#)).await.unwrap();
+    let again = store.fail(id, raw(r#"{"code":1,"message":"late"}"#)).await;
+    assert!(
+        matches!(
+            again,
+            Err(StoreError::InvalidTransition {
+                from: TaskStatus::Completed,
+                ..
+            })
+        ),
+        "rule: terminal states never change, got {again:?}"
+    );
+    let again = store.complete(id, raw(r#"{"content":["other"]}"#)).await;
+    assert!(again.is_err(), "rule: a second outcome is refused");
+    let read = store.get(id, None).await.unwrap().unwrap();
+    match read.state {
+        TaskState::Completed { result } => assert_eq!(result.get(), r#"{"content":[]}"#),
+        other => panic!("rule: terminal states never change, now {other:?}"),
+    }
+}
+
+async fn a_late_outcome_never_overwrites_cancelled<S: TaskStore>(store: &S) {
+    let task = new_task(None, None);
+    let created = store.create(task.clone()).await.unwrap();
+    let outcome = store.cancel(task.id, None).await.unwrap();
+    assert!(matches!(outcome, Some(CancelOutcome::Cancelled(_))));
+    assert!(
+        created.stop.is_cancelled(),
+        "rule: cancel fires the stop signal"
+    );
+    assert!(store.complete(task.id, raw("{}")).await.is_err());
+    let read = store.get(task.id, None).await.unwrap().unwrap();
+    assert_eq!(
+        read.status(),
+        TaskStatus::Cancelled,
+        "rule: cancelled stays cancelled"
+    );
+}
+
+async fn cancelling_a_terminal_task_changes_nothing<S: TaskStore>(store: &S) {
+    let id = create(store, None, None).await;
+    store
+        .fail(id, raw(r#"{"code":-1,"message":"x"}"#))
+        .await
+        .unwrap();
+    let outcome = store.cancel(id, None).await.unwrap();
+    assert!(
+        matches!(outcome, Some(CancelOutcome::AlreadyTerminal(ref t)) if t.status() == TaskStatus::Failed),
+        "rule: cancelling a terminal task changes nothing, got {outcome:?}"
+    );
+}
+
+async fn ownership_is_plain_equality<S: TaskStore>(store: &S) {
+    let owned = create(store, Some("alice"), None).await;
+    let unowned = create(store, None, None).await;
+    assert!(store.get(owned, Some("alice")).await.unwrap().is_some());
+    assert!(
+        store.get(owned, Some("bob")).await.unwrap().is_none(),
+        "rule: no cross-owner reads"
+    );
+    assert!(
+        store.get(owned, None).await.unwrap().is_none(),
+        "rule: anonymous is not the owner"
+    );
+    assert!(
+        store.get(unowned, Some("alice")).await.unwrap().is_none(),
+        "rule: no upgrade"
+    );
+    assert!(
+        store.cancel(owned, Some("bob")).await.unwrap().is_none(),
+        "rule: no cross-owner cancel"
+    );
+    let read = store.get(owned, Some("alice")).await.unwrap().unwrap();
+    assert_eq!(
+        read.status(),
+        TaskStatus::Working,
+        "rule: a refused cancel changes nothing"
+    );
+    let answer = store
+        .answer_input(owned, Some("bob"), vec![])
+        .await
+        .unwrap();
+    assert!(answer.is_none(), "rule: no cross-owner updates");
+}
+
+async fn an_expired_task_reads_like_an_unknown_one<S: TaskStore>(store: &S) {
+    let task = new_task(Some("alice"), Some(Duration::from_millis(100)));
+    let created = store.create(task.clone()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert!(
+        store.get(task.id, Some("alice")).await.unwrap().is_none(),
+        "rule: expired is unknown"
+    );
+    assert!(
+        store
+            .cancel(task.id, Some("alice"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(matches!(
+        store.complete(task.id, raw("{}")).await,
+        Err(StoreError::NotFound)
+    ));
+    let stopped = tokio::time::timeout(Duration::from_secs(2), created.stop.cancelled()).await;
+    assert!(
+        stopped.is_ok(),
+        "rule: expiry fires the stop signal without a manual sweep"
+    );
+}
+
+async fn input_rounds_record_only_outstanding_keys<S: TaskStore>(store: &S) {
+    let id = create(store, None, None).await;
+    let round = InputRound {
+        requests: vec![
+            ("1.a".into(), raw(r#"{"method":"elicitation/create"}"#)),
+            ("1.b".into(), raw(r#"{"method":"roots/list"}"#)),
+        ],
+        resume: raw(r#"{"state":"s"}"#),
+    };
+    store.require_input(id, round).await.unwrap();
+    let progress = store
+        .answer_input(
+            id,
+            None,
+            vec![("1.a".into(), raw("1")), ("nope".into(), raw("2"))],
+        )
+        .await
+        .unwrap();
+    assert!(matches!(progress, Some(InputProgress::Pending)));
+    let read = store.get(id, None).await.unwrap().unwrap();
+    match read.state {
+        TaskState::InputRequired { requests } => {
+            assert_eq!(
+                requests.get(),
+                r#"{"1.b":{"method":"roots/list"}}"#,
+                "rule: only unanswered keys are listed"
+            )
+        }
+        other => panic!("expected input_required, got {other:?}"),
+    }
+    let progress = store
+        .answer_input(
+            id,
+            None,
+            vec![("1.a".into(), raw("3")), ("1.b".into(), raw("4"))],
+        )
+        .await
+        .unwrap();
+    match progress {
+        Some(InputProgress::RoundComplete { answers, resume }) => {
+            let answers: Vec<_> = answers.iter().map(|(k, v)| (k.as_str(), v.get())).collect();
+            assert_eq!(
+                answers,
+                vec![("1.a", "1"), ("1.b", "4")],
+                "rule: answered keys are not answered again"
+            );
+            assert_eq!(resume.get(), r#"{"state":"s"}"#);
+        }
+        other => panic!("expected a complete round, got {other:?}"),
+    }
+    let read = store.get(id, None).await.unwrap().unwrap();
+    assert_eq!(read.status(), TaskStatus::Working);
+}
