@@ -277,13 +277,13 @@ fn check_headers(
 ) -> Result<(), Reply> {
     let mismatch = |message: String| Err(Reply::header_mismatch(Some(id), message));
     let header_version = header(headers, "mcp-protocol-version");
-    if let Some(version) = meta_version {
-        if header_version != Some(version) {
-            return mismatch(format!(
-                "MCP-Protocol-Version header {:?} does not match _meta protocolVersion {version:?}",
-                header_version.unwrap_or("(missing)")
-            ));
-        }
+    if let Some(version) = meta_version
+        && header_version != Some(version)
+    {
+        return mismatch(format!(
+            "MCP-Protocol-Version header {:?} does not match _meta protocolVersion {version:?}",
+            header_version.unwrap_or("(missing)")
+        ));
     }
     match header(headers, "mcp-method") {
         Some(value) if value == method => {}

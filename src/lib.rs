@@ -32,6 +32,7 @@ mod config;
 mod flight;
 mod layer;
 mod methods;
+mod mrtr;
 pub mod owner;
 mod policy;
 mod rewrite;

@@ -45,7 +45,7 @@ struct UpdateParams {
 /// round the caller must resume.
 pub(crate) struct Answered {
     pub reply: Reply,
-    pub resume: Option<InputProgress>,
+    pub resume: Option<(TaskId, InputProgress)>,
 }
 
 impl From<Reply> for Answered {
@@ -94,7 +94,7 @@ pub(crate) async fn answer(shared: &Shared, parts: &Parts, call: TaskCall) -> An
                 Ok(Some(progress)) => Answered {
                     reply: Reply::result(&call.id, ACK),
                     resume: matches!(progress, InputProgress::RoundComplete { .. })
-                        .then_some(progress),
+                        .then_some((task, progress)),
                 },
                 Ok(None) => Reply::task_not_found(&call.id).into(),
                 Err(error) => failed(error),

@@ -103,12 +103,11 @@ async fn rewrite_sse(bytes: Bytes) -> Bytes {
         let Ok(mut event) = event else {
             return original;
         };
-        if let Some(data) = event.data.as_deref() {
-            if let Ok(mut message) = serde_json::from_str::<Value>(data) {
-                if add_extension(&mut message) {
-                    event.data = serde_json::to_string(&message).ok();
-                }
-            }
+        if let Some(data) = event.data.as_deref()
+            && let Ok(mut message) = serde_json::from_str::<Value>(data)
+            && add_extension(&mut message)
+        {
+            event.data = serde_json::to_string(&message).ok();
         }
         out.extend_from_slice(&Bytes::from(event));
     }

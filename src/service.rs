@@ -31,12 +31,15 @@ use tower_service::Service;
 use crate::body::{BoxError, RequestBody, ResponseBody};
 use crate::classify::{Route, ToolCall, classify};
 use crate::config::TasksConfig;
-use crate::flight::driver::{Parking, park};
+use crate::flight::caller::Caller;
+use crate::flight::driver::{self, Parking, Start, Work, park};
 use crate::flight::{Event, Flight, InnerFuture};
 use crate::methods;
+use crate::mrtr::{self, Resume, Template};
 use crate::owner::ResolveOwner;
 use crate::policy::ToolPolicy;
 use crate::rewrite;
+use crate::store::InputProgress;
 use crate::store::TaskStore;
 use crate::wire::jsonrpc::Reply;
 use crate::wire::view::{TaskView, render};
@@ -259,9 +262,66 @@ where
         Route::ToolCall(call) => owned(Box::pin(tool_call(shared, inner, parts, bytes, call))),
         Route::Task(call) => owned(Box::pin(async move {
             let answered = methods::answer(&shared, &parts, call).await;
+            if let Some((task, round)) = answered.resume {
+                resume(&shared, Caller::<S, B>::boxed(inner), &parts, task, round);
+            }
             Ok(reply_response(answered.reply))
         })),
     }
+}
+
+/// Re-issues a call whose input round the client completed, with the
+/// credentials and extensions of the `tasks/update` that completed it.
+fn resume(
+    shared: &Shared,
+    caller: Box<dyn crate::flight::caller::CallInner>,
+    parts: &Parts,
+    task: crate::task::TaskId,
+    round: InputProgress,
+) {
+    let InputProgress::RoundComplete {
+        answers,
+        resume,
+        stop,
+    } = round
+    else {
+        return;
+    };
+    let resume: Resume = match serde_json::from_str(resume.get()) {
+        Ok(resume) => resume,
+        Err(error) => {
+            tracing::error!(%task, %error, "unreadable resume context");
+            return;
+        }
+    };
+    let answers = mrtr::inner_answers(&resume, answers);
+    let mut work = Work {
+        store: shared.store.clone(),
+        id: task,
+        stop,
+        caller,
+        template: Template::from_parts(parts),
+        params: resume.params,
+        round: resume.round,
+        attempts: 0,
+        shed: 0,
+    };
+    if let Some(flight) = driver::reissue(&mut work, Some(answers), resume.request_state) {
+        driver::spawn(work, flight);
+    }
+}
+
+/// The `params` of a JSON-RPC request body, or `{}`.
+fn call_params(body: &[u8]) -> Box<serde_json::value::RawValue> {
+    #[derive(serde::Deserialize)]
+    struct Call {
+        params: Box<serde_json::value::RawValue>,
+    }
+    serde_json::from_slice::<Call>(body)
+        .map(|call| call.params)
+        .unwrap_or_else(|_| {
+            serde_json::value::RawValue::from_string("{}".to_owned()).expect("valid JSON")
+        })
 }
 
 /// A declaring client's `tools/call`: forward, race, and park if it runs long.
@@ -273,7 +333,8 @@ async fn tool_call<S, B, RB>(
     call: ToolCall,
 ) -> Result<Response<ResponseBody<RB>>, S::Error>
 where
-    S: Service<Request<RequestBody<B>>, Response = Response<RB>> + Send + 'static,
+    S: Service<Request<RequestBody<B>>, Response = Response<RB>> + Clone + Send + 'static,
+    B: Send + 'static,
     S::Future: Send + 'static,
     S::Error: Into<BoxError> + Send + 'static,
     RB: Body<Data = Bytes> + Send + 'static,
@@ -282,6 +343,9 @@ where
     let owner = shared.owner.resolve(&parts);
     let body = rewrite::strip_tasks_extension(&bytes).unwrap_or(bytes);
     parts.headers.remove(CONTENT_LENGTH);
+    let template = Template::from_parts(&parts);
+    let params = call_params(&body);
+    let caller = Caller::<S, B>::boxed(inner.clone());
     let request = Request::from_parts(parts, RequestBody::buffered(body));
     if call.policy == ToolPolicy::Never {
         return Ok(inner.call(request).await?.map(ResponseBody::inner));
@@ -292,28 +356,32 @@ where
     }));
     let mut flight = Flight::new(call.id.clone(), future);
     let mut progress = None;
-    if call.policy != ToolPolicy::Always {
-        let deadline = tokio::time::Instant::now() + shared.config.threshold;
-        let raced = tokio::time::timeout_at(deadline, async {
-            loop {
-                match flight.next_event().await {
-                    Event::Progress(line) => progress = Some(line),
-                    Event::Done(answer) => return answer,
-                }
+    let deadline = tokio::time::Instant::now() + shared.config.threshold;
+    let raced = tokio::time::timeout_at(deadline, async {
+        loop {
+            match flight.next_event().await {
+                Event::Progress(line) => progress = Some(line),
+                Event::Done(answer) => return answer,
             }
-        })
-        .await;
-        if let Ok(answer) = raced {
-            return Ok(answer.into_response());
         }
-    }
+    })
+    .await;
+    let start = match raced {
+        // Answered in time: unchanged, unless the tool must always be a task.
+        Ok(answer) if call.policy != ToolPolicy::Always => return Ok(answer.into_response()),
+        Ok(answer) => Start::Answered(answer),
+        Err(_) => Start::Running(Box::new(flight)),
+    };
     let parking = Parking {
         store: shared.store.clone(),
         owner,
         ttl: shared.config.ttl,
         poll_interval: shared.config.poll_interval,
+        caller,
+        template,
+        params,
     };
-    let reply = match park(parking, flight, progress).await {
+    let reply = match park(parking, start, progress).await {
         Ok(snapshot) => Reply::result(&call.id, render(&snapshot, TaskView::Created)),
         Err(error) => {
             tracing::warn!(%error, "could not park a tool call");

@@ -7,6 +7,8 @@
 //! | What happens                        | The task                                  |
 //! |-------------------------------------|-------------------------------------------|
 //! | the inner server answers            | `completed` / `failed` (see `flight`)     |
+//! | the inner server asks for input     | `input_required`; `tasks/update` resumes it |
+//! | it sheds load (`requestState` only) | retried at once, a bounded number of times |
 //! | `tasks/cancel`                      | already `cancelled`; the inner call is dropped, which cancels it |
 //! | the TTL runs out                    | gone; the inner call is dropped           |
 //! | the inner service panics            | `failed`, `-32603`                        |
@@ -20,30 +22,66 @@ use futures_util::FutureExt;
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
+use super::caller::CallInner;
 use super::{Answer, Event, Flight};
+use crate::mrtr::{self, Next, Template};
 use crate::store::{NewTask, StoreError, TaskStore};
 use crate::task::{TaskId, TaskSnapshot, Timestamp};
 use crate::wire::Outcome;
 use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR};
 
-/// What a parked task is created with.
+/// How many load-shedding retries in a row before the task fails.
+const SHED_RETRIES: u32 = 8;
+
+/// Everything the background work of one task needs, across input rounds.
+pub(crate) struct Work {
+    pub store: Arc<dyn TaskStore>,
+    pub id: TaskId,
+    pub stop: CancellationToken,
+    pub caller: Box<dyn CallInner>,
+    /// Credentials and extensions for re-issued calls.
+    pub template: Template,
+    /// The original `tools/call` params.
+    pub params: Box<RawValue>,
+    /// Input rounds so far.
+    pub round: u32,
+    /// Calls sent in this round (for fresh JSON-RPC ids).
+    pub attempts: u32,
+    /// Load-shedding retries in a row.
+    pub shed: u32,
+}
+
+/// What a new task is created with.
 pub(crate) struct Parking {
     pub store: Arc<dyn TaskStore>,
     pub owner: Option<String>,
     pub ttl: Option<Duration>,
     pub poll_interval: Option<Duration>,
+    pub caller: Box<dyn CallInner>,
+    pub template: Template,
+    pub params: Box<RawValue>,
+}
+
+/// Where a new task starts from.
+pub(crate) enum Start {
+    /// The call is still running.
+    Running(Box<Flight>),
+    /// The call already answered (the `Always` policy).
+    Answered(Box<Answer>),
 }
 
 /// Creates the task (durably: `get` finds it once this returns) and hands the
-/// flight to a background driver. On a store failure the flight is dropped,
+/// call to a background driver. On a store failure the flight is dropped,
 /// which cancels the inner call, and no task exists.
 pub(crate) async fn park(
     parking: Parking,
-    mut flight: Flight,
+    start: Start,
     status_message: Option<String>,
 ) -> Result<TaskSnapshot, StoreError> {
-    flight.parked();
     let id = TaskId::generate().map_err(|error| StoreError::Backend(Box::new(error)))?;
+    if let Start::Running(flight) = &start {
+        flight.parked();
+    }
     let created = parking
         .store
         .create(NewTask {
@@ -55,39 +93,153 @@ pub(crate) async fn park(
             status_message,
         })
         .await?;
-    tokio::spawn(drive(parking.store, id, created.stop, flight));
+    let mut work = Work {
+        store: parking.store,
+        id,
+        stop: created.stop,
+        caller: parking.caller,
+        template: parking.template,
+        params: parking.params,
+        round: 0,
+        attempts: 0,
+        shed: 0,
+    };
+    match start {
+        Start::Running(flight) => spawn(work, *flight),
+        Start::Answered(answer) => {
+            if let Some(flight) = handle(&mut work, *answer).await {
+                spawn(work, flight);
+            }
+        }
+    }
     Ok(created.snapshot)
 }
 
-async fn drive(store: Arc<dyn TaskStore>, id: TaskId, stop: CancellationToken, flight: Flight) {
-    let work = AssertUnwindSafe(run(store.as_ref(), id, flight)).catch_unwind();
+/// Drives `flight` for `work` on a tokio task of its own.
+pub(crate) fn spawn(work: Work, flight: Flight) {
+    tokio::spawn(drive(work, flight));
+}
+
+async fn drive(mut work: Work, flight: Flight) {
+    let stop = work.stop.clone();
+    let (store, id) = (work.store.clone(), work.id);
+    let running = AssertUnwindSafe(run(&mut work, flight)).catch_unwind();
     tokio::select! {
         biased;
-        // Dropping `work` drops the flight and with it the inner call.
+        // Dropping `running` drops the flight and with it the inner call.
         _ = stop.cancelled() => {}
-        finished = work => {
+        finished = running => {
             if finished.is_err() {
-                let error = ErrorObject::new(INTERNAL_ERROR, "The inner call panicked");
-                settle(store.as_ref(), id, Write::Fail(error.message.clone(), error.to_raw())).await;
+                settle(store.as_ref(), id, internal("The inner call panicked".into())).await;
             }
         }
     }
 }
 
-async fn run(store: &dyn TaskStore, id: TaskId, mut flight: Flight) {
+async fn run(work: &mut Work, mut flight: Flight) {
     loop {
-        match flight.next_event().await {
-            Event::Progress(line) => {
-                if let Err(error) = store.set_status_message(id, line).await {
-                    tracing::debug!(task = %id, %error, "progress not recorded");
+        let answer = loop {
+            match flight.next_event().await {
+                Event::Progress(line) => {
+                    if let Err(error) = work.store.set_status_message(work.id, line).await {
+                        tracing::debug!(task = %work.id, %error, "progress not recorded");
+                    }
                 }
+                Event::Done(answer) => break *answer,
             }
-            Event::Done(answer) => return settle(store, id, write_for(answer)).await,
+        };
+        match handle(work, answer).await {
+            Some(next) => flight = next,
+            None => return,
         }
     }
 }
 
-/// The store write that records an answer.
+/// Records an answer; returns the next flight when the call must be retried.
+async fn handle(work: &mut Work, answer: Answer) -> Option<Flight> {
+    let outcome = match answer {
+        Answer::Json { outcome, .. } | Answer::Sse { outcome, .. } => outcome,
+        Answer::Unusable { reason, .. } => {
+            let message = format!("The tool call failed: {reason}");
+            settle(work.store.as_ref(), work.id, internal(message)).await;
+            return None;
+        }
+    };
+    let result = match outcome {
+        Outcome::InputRequired(result) => result,
+        Outcome::Result(result) => {
+            settle(work.store.as_ref(), work.id, Write::Complete(result)).await;
+            return None;
+        }
+        Outcome::Error(error) => {
+            settle(work.store.as_ref(), work.id, failure(error)).await;
+            return None;
+        }
+    };
+    match mrtr::on_input_required(&result, work.round + 1, &work.params) {
+        Ok(Next::Ask(round)) => {
+            work.round += 1;
+            work.attempts = 0;
+            work.shed = 0;
+            if let Err(error) = work.store.require_input(work.id, round).await {
+                tracing::debug!(task = %work.id, %error, "input round not stored");
+            }
+            None
+        }
+        Ok(Next::Retry(state)) if work.shed < SHED_RETRIES => {
+            work.shed += 1;
+            let backoff = Duration::from_millis(10 << work.shed.min(6));
+            tokio::time::sleep(backoff).await;
+            reissue(work, None, state)
+        }
+        Ok(Next::Retry(_)) => {
+            let message = "The inner server kept shedding load (input_required without requests)";
+            settle(work.store.as_ref(), work.id, internal(message.into())).await;
+            None
+        }
+        Err(reason) => {
+            settle(
+                work.store.as_ref(),
+                work.id,
+                internal(format!("The tool call failed: {reason}")),
+            )
+            .await;
+            None
+        }
+    }
+}
+
+/// Sends the call again with `answers` and `request_state`.
+pub(crate) fn reissue(
+    work: &mut Work,
+    answers: Option<serde_json::Map<String, serde_json::Value>>,
+    request_state: Option<String>,
+) -> Option<Flight> {
+    work.attempts += 1;
+    let call = mrtr::Call {
+        task: work.id,
+        round: work.round,
+        attempt: work.attempts,
+    };
+    match mrtr::reissue(&work.template, call, &work.params, answers, request_state) {
+        Ok((id, request)) => Some(Flight::new(id, work.caller.call(request))),
+        Err(reason) => {
+            let store = work.store.clone();
+            let id = work.id;
+            tokio::spawn(async move {
+                settle(
+                    store.as_ref(),
+                    id,
+                    internal(format!("Could not resume the call: {reason}")),
+                )
+                .await;
+            });
+            None
+        }
+    }
+}
+
+/// The store write that records an outcome.
 enum Write {
     Complete(Box<RawValue>),
     Fail(String, Box<RawValue>),
@@ -98,27 +250,12 @@ fn internal(message: String) -> Write {
     Write::Fail(error.message.clone(), error.to_raw())
 }
 
-fn write_for(answer: Answer) -> Write {
-    let outcome = match answer {
-        Answer::Json { outcome, .. } | Answer::Sse { outcome, .. } => outcome,
-        Answer::Unusable { reason, .. } => {
-            return internal(format!("The tool call failed: {reason}"));
-        }
-    };
-    match outcome {
-        Outcome::Result(result) => Write::Complete(result),
-        Outcome::Error(error) => {
-            let message = serde_json::from_str::<serde_json::Value>(error.get())
-                .ok()
-                .and_then(|e| e.get("message")?.as_str().map(str::to_owned))
-                .unwrap_or_else(|| "The tool call answered an error".to_owned());
-            Write::Fail(message, error)
-        }
-        Outcome::InputRequired(_) => internal(
-            "The tool asked for client input after the call became a task, which this layer cannot relay yet"
-                .to_owned(),
-        ),
-    }
+fn failure(error: Box<RawValue>) -> Write {
+    let message = serde_json::from_str::<serde_json::Value>(error.get())
+        .ok()
+        .and_then(|e| e.get("message")?.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "The tool call answered an error".to_owned());
+    Write::Fail(message, error)
 }
 
 const ATTEMPTS: u32 = 10;

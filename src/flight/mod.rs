@@ -14,6 +14,7 @@
 //! | an HTTP error status                           | relayed unchanged          | `failed`, `-32603`                    |
 //! | a body that is not MCP, or ends without answer | relayed unchanged          | `failed`, `-32603`                    |
 
+pub(crate) mod caller;
 pub(crate) mod driver;
 mod tap;
 
@@ -48,7 +49,11 @@ pub(crate) enum Event {
     /// A progress line from a `notifications/progress`.
     Progress(String),
     /// The call is over; how it ended.
-    Done(Answer),
+    Done(Box<Answer>),
+}
+
+fn done(answer: Answer) -> Event {
+    Event::Done(Box::new(answer))
 }
 
 /// How the inner server answered, with what is needed to relay it unchanged.
@@ -111,7 +116,7 @@ impl Flight {
     }
 
     /// Stops keeping bytes for a relay that will never happen.
-    pub(crate) fn parked(&mut self) {
+    pub(crate) fn parked(&self) {
         if let Stage::Sse(_, tap) = &self.stage {
             tap.stop_recording();
         }
@@ -125,7 +130,7 @@ impl Flight {
                 Stage::Head(future) => match future.await {
                     Ok(response) => match self.read_head(response) {
                         Ok(stage) => self.stage = stage,
-                        Err(answer) => return self.finish(answer),
+                        Err(answer) => return self.finish(*answer),
                     },
                     Err(error) => {
                         return self.finish(unusable(
@@ -140,7 +145,7 @@ impl Flight {
                     else {
                         continue;
                     };
-                    return Event::Done(self.read_json(head, collected));
+                    return done(self.read_json(head, collected));
                 }
                 Stage::Sse(_, tap) => match tap.next().await {
                     Some(Ok(event)) => {
@@ -167,7 +172,7 @@ impl Flight {
                     }
                 },
                 Stage::Finished => {
-                    return Event::Done(unusable(
+                    return done(unusable(
                         StatusCode::BAD_GATEWAY,
                         "the flight was read past its answer".to_owned(),
                     ));
@@ -178,10 +183,10 @@ impl Flight {
 
     fn finish(&mut self, answer: Answer) -> Event {
         self.stage = Stage::Finished;
-        Event::Done(answer)
+        done(answer)
     }
 
-    fn read_head(&self, response: Response<BoxBody>) -> Result<Stage, Answer> {
+    fn read_head(&self, response: Response<BoxBody>) -> Result<Stage, Box<Answer>> {
         let kind = content_type_of(response.headers());
         let reason = if !response.status().is_success() {
             format!("the inner server answered HTTP {}", response.status())
@@ -195,7 +200,7 @@ impl Flight {
         } else {
             format!("the inner server answered with content type {kind:?}, not an MCP response")
         };
-        Err(Answer::Unusable { response, reason })
+        Err(Box::new(Answer::Unusable { response, reason }))
     }
 
     fn read_json(&self, head: Parts, collected: Result<Bytes, BoxError>) -> Answer {
@@ -230,8 +235,8 @@ impl Flight {
 
     fn finish_sse(&mut self, outcome: Outcome) -> Event {
         match std::mem::replace(&mut self.stage, Stage::Finished) {
-            Stage::Sse(head, tap) => Event::Done(Answer::Sse { head, tap, outcome }),
-            _ => Event::Done(unusable(
+            Stage::Sse(head, tap) => done(Answer::Sse { head, tap, outcome }),
+            _ => done(unusable(
                 StatusCode::BAD_GATEWAY,
                 "lost the SSE stream".to_owned(),
             )),
@@ -242,12 +247,12 @@ impl Flight {
         match std::mem::replace(&mut self.stage, Stage::Finished) {
             Stage::Sse(head, tap) => {
                 let body = BodyExt::boxed_unsync(tap.replay());
-                Event::Done(Answer::Unusable {
+                done(Answer::Unusable {
                     response: Response::from_parts(head, body),
                     reason,
                 })
             }
-            _ => Event::Done(unusable(StatusCode::BAD_GATEWAY, reason)),
+            _ => done(unusable(StatusCode::BAD_GATEWAY, reason)),
         }
     }
 }

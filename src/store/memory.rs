@@ -264,12 +264,12 @@ async fn reap(store: Weak<Inner>, mut schedule: mpsc::UnboundedReceiver<(u128, D
                 let id = expired.into_inner();
                 let shard = &inner.shards[(id as usize) % SHARDS];
                 // A poisoned shard is left alone here; every read reports it.
-                if let Ok(mut map) = shard.lock() {
-                    if map.get(&id).is_some_and(|entry| entry.expired(Timestamp::now().saturating_add(Duration::from_millis(5)))) {
-                        if let Some(entry) = map.remove(&id) {
-                            entry.stop.cancel();
-                        }
-                    }
+                let now = Timestamp::now().saturating_add(Duration::from_millis(5));
+                if let Ok(mut map) = shard.lock()
+                    && map.get(&id).is_some_and(|entry| entry.expired(now))
+                    && let Some(entry) = map.remove(&id)
+                {
+                    entry.stop.cancel();
                 }
             }
         }
@@ -407,6 +407,7 @@ impl TaskStore for MemoryTaskStore {
                         InputProgress::RoundComplete {
                             answers: round.answers,
                             resume: round.resume,
+                            stop: entry.stop.clone(),
                         }
                     }
                     other => {

@@ -122,6 +122,8 @@ pub enum InputProgress {
         answers: Vec<(String, Box<RawValue>)>,
         /// The resume context given to `require_input`.
         resume: Box<RawValue>,
+        /// The task's stop signal, for the resumed call.
+        stop: CancellationToken,
     },
 }
 

@@ -215,7 +215,9 @@ async fn input_rounds_record_only_outstanding_keys<S: TaskStore>(store: &S) {
         .await
         .unwrap();
     match progress {
-        Some(InputProgress::RoundComplete { answers, resume }) => {
+        Some(InputProgress::RoundComplete {
+            answers, resume, ..
+        }) => {
             let answers: Vec<_> = answers.iter().map(|(k, v)| (k.as_str(), v.get())).collect();
             assert_eq!(
                 answers,

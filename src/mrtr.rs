@@ -1,0 +1,269 @@
+//! Bridging MRTR (`input_required`) into task input and back.
+//!
+//! The inner server asks for input by answering `resultType:"input_required"`
+//! with `inputRequests` (keys unique only within that answer) and an opaque
+//! `requestState`. Once a call is a task the client answers the *task*
+//! (`tasks/update`), so the layer does the retrying:
+//!
+//! | Step | The layer                                                                 |
+//! |------|---------------------------------------------------------------------------|
+//! | 1    | re-keys each request as `"<round>.<key>"`, unique for the task's life      |
+//! | 2    | stores the round with a resume context the client never sees              |
+//! | 3    | records answers for outstanding keys, ignores all others                  |
+//! | 4    | when the round is complete, re-issues `tools/call`: new id, same name and arguments, answers under the inner keys, the echoed `requestState` |
+//! | —    | an `input_required` with only `requestState` (load shedding) is retried at once |
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use http::header::{CONTENT_LENGTH, HeaderValue};
+use http::{HeaderMap, Request};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::store::InputRound;
+use crate::task::TaskId;
+
+/// What the layer keeps to re-issue a call: never shown to the client.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Resume {
+    /// The round that asked; the next one is `round + 1`.
+    pub round: u32,
+    /// Client-facing key → the inner server's key.
+    pub keys: Vec<(String, String)>,
+    /// The inner server's `requestState`, echoed verbatim.
+    #[serde(rename = "requestState", skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+    /// The original `tools/call` params (name, arguments, `_meta`).
+    pub params: Box<RawValue>,
+}
+
+/// The parts of an `InputRequiredResult` the layer reads.
+#[derive(Deserialize)]
+struct InputRequired {
+    #[serde(rename = "inputRequests", default)]
+    input_requests: BTreeMap<String, Box<RawValue>>,
+    #[serde(rename = "requestState")]
+    request_state: Option<String>,
+}
+
+/// What to do with an `input_required` answer.
+pub(crate) enum Next {
+    /// Ask the client: store this round.
+    Ask(InputRound),
+    /// Nothing to ask: retry the call at once with this `requestState`.
+    Retry(Option<String>),
+}
+
+/// Reads an `input_required` result of round `round` of a call with `params`.
+pub(crate) fn on_input_required(
+    result: &RawValue,
+    round: u32,
+    params: &RawValue,
+) -> Result<Next, String> {
+    let asked: InputRequired = serde_json::from_str(result.get())
+        .map_err(|error| format!("the input_required result is malformed: {error}"))?;
+    if asked.input_requests.is_empty() {
+        if asked.request_state.is_none() {
+            return Err(
+                "the input_required result has neither inputRequests nor requestState".into(),
+            );
+        }
+        return Ok(Next::Retry(asked.request_state));
+    }
+    let mut keys = Vec::with_capacity(asked.input_requests.len());
+    let mut requests = Vec::with_capacity(asked.input_requests.len());
+    for (key, request) in asked.input_requests {
+        let client_key = format!("{round}.{key}");
+        keys.push((client_key.clone(), key));
+        requests.push((client_key, request));
+    }
+    let resume = Resume {
+        round,
+        keys,
+        request_state: asked.request_state,
+        params: params.to_owned(),
+    };
+    let resume = serde_json::value::to_raw_value(&resume).map_err(|e| e.to_string())?;
+    Ok(Next::Ask(InputRound { requests, resume }))
+}
+
+/// The headers and extensions a re-issued call is sent with.
+#[derive(Clone, Debug)]
+pub(crate) struct Template {
+    pub uri: http::Uri,
+    pub headers: HeaderMap,
+    pub extensions: http::Extensions,
+}
+
+impl Template {
+    /// Takes credentials and extensions from a request the client sent.
+    pub(crate) fn from_parts(parts: &http::request::Parts) -> Self {
+        Self {
+            uri: parts.uri.clone(),
+            headers: parts.headers.clone(),
+            extensions: parts.extensions.clone(),
+        }
+    }
+}
+
+/// An `Mcp-Name` value for `name`, base64-encoded when it is not header-safe.
+fn name_header(name: &str) -> Option<HeaderValue> {
+    let plain = name.bytes().all(|b| b.is_ascii_graphic() || b == b' ') && !name.starts_with("=?");
+    if plain {
+        return HeaderValue::from_str(name).ok();
+    }
+    let encoded = base64::engine::general_purpose::STANDARD.encode(name);
+    HeaderValue::from_str(&format!("=?base64?{encoded}?=")).ok()
+}
+
+/// Which retry of which task a re-issued call is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Call {
+    pub task: TaskId,
+    pub round: u32,
+    pub attempt: u32,
+}
+
+/// Builds the `tools/call` that retries a call.
+///
+/// `params` are the original params; `answers` (inner keys) and
+/// `request_state` replace whatever the original carried.
+pub(crate) fn reissue(
+    template: &Template,
+    call: Call,
+    params: &RawValue,
+    answers: Option<Map<String, Value>>,
+    request_state: Option<String>,
+) -> Result<(Box<RawValue>, Request<Bytes>), String> {
+    let mut params: Map<String, Value> =
+        serde_json::from_str(params.get()).map_err(|e| format!("stored params unreadable: {e}"))?;
+    params.remove("inputResponses");
+    params.remove("requestState");
+    if let Some(answers) = answers {
+        params.insert("inputResponses".into(), Value::Object(answers));
+    }
+    if let Some(state) = request_state {
+        params.insert("requestState".into(), Value::String(state));
+    }
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let id = Value::String(format!(
+        "mcp-tasks:{}:{}.{}",
+        call.task, call.round, call.attempt
+    ));
+    let message = serde_json::json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params,
+    });
+    let body = serde_json::to_vec(&message).map_err(|e| e.to_string())?;
+    let id = serde_json::value::to_raw_value(&id).map_err(|e| e.to_string())?;
+
+    let mut request = Request::post(template.uri.clone())
+        .body(Bytes::from(body))
+        .map_err(|e| e.to_string())?;
+    *request.headers_mut() = template.headers.clone();
+    *request.extensions_mut() = template.extensions.clone();
+    let headers = request.headers_mut();
+    headers.remove(CONTENT_LENGTH);
+    headers.insert("mcp-method", HeaderValue::from_static("tools/call"));
+    match name_header(&name) {
+        Some(value) => {
+            headers.insert("mcp-name", value);
+        }
+        None => return Err(format!("tool name {name:?} cannot be sent as Mcp-Name")),
+    }
+    Ok((id, request))
+}
+
+/// Maps client-keyed answers back to the inner server's keys.
+pub(crate) fn inner_answers(
+    resume: &Resume,
+    answers: Vec<(String, Box<RawValue>)>,
+) -> Map<String, Value> {
+    let mut mapped = Map::new();
+    for (client_key, answer) in answers {
+        let inner = resume.keys.iter().find(|(client, _)| *client == client_key);
+        if let (Some((_, inner_key)), Ok(value)) = (inner, serde_json::from_str(answer.get())) {
+            mapped.insert(inner_key.clone(), value);
+        }
+    }
+    mapped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn keys_are_prefixed_with_the_round_so_a_reused_inner_key_stays_unique() {
+        let result = raw(
+            r#"{"resultType":"input_required","inputRequests":{"answer":{"method":"elicitation/create"}},"requestState":"s2"}"#,
+        );
+        let params = raw(r#"{"name":"two_rounds"}"#);
+        let Ok(Next::Ask(round)) = on_input_required(&result, 2, &params) else {
+            panic!("expected a round")
+        };
+        assert_eq!(round.requests[0].0, "2.answer");
+        let resume: Resume = serde_json::from_str(round.resume.get()).unwrap();
+        assert_eq!(
+            resume.keys,
+            vec![("2.answer".to_owned(), "answer".to_owned())]
+        );
+        assert_eq!(resume.request_state.as_deref(), Some("s2"));
+    }
+
+    #[test]
+    fn only_a_request_state_means_retry_at_once() {
+        let result = raw(r#"{"resultType":"input_required","requestState":"later"}"#);
+        let next = on_input_required(&result, 1, &raw("{}")).unwrap();
+        assert!(matches!(next, Next::Retry(Some(state)) if state == "later"));
+    }
+
+    #[test]
+    fn the_reissued_call_has_a_new_id_the_answers_and_consistent_headers() {
+        let mut parts = Request::post("/mcp").body(()).unwrap().into_parts().0;
+        parts
+            .headers
+            .insert("authorization", HeaderValue::from_static("Bearer fresh"));
+        parts
+            .headers
+            .insert("mcp-method", HeaderValue::from_static("tasks/update"));
+        parts
+            .headers
+            .insert("content-length", HeaderValue::from_static("99"));
+        let template = Template::from_parts(&parts);
+        let params =
+            raw(r#"{"name":"confirm_delete","arguments":{"filename":"a"},"requestState":"old"}"#);
+        let mut answers = Map::new();
+        answers.insert("confirm".into(), serde_json::json!({"action":"accept"}));
+        let task = TaskId::from_u128(7);
+        let call = Call {
+            task,
+            round: 1,
+            attempt: 1,
+        };
+        let (id, request) =
+            reissue(&template, call, &params, Some(answers), Some("new".into())).unwrap();
+        assert_eq!(id.get(), format!(r#""mcp-tasks:{task}:1.1""#));
+        assert_eq!(request.headers()["mcp-method"], "tools/call");
+        assert_eq!(request.headers()["mcp-name"], "confirm_delete");
+        assert_eq!(request.headers()["authorization"], "Bearer fresh");
+        assert!(request.headers().get("content-length").is_none());
+        let body: Value = serde_json::from_slice(request.body()).unwrap();
+        assert_eq!(body["params"]["requestState"], "new");
+        assert_eq!(
+            body["params"]["inputResponses"]["confirm"]["action"],
+            "accept"
+        );
+        assert_eq!(body["params"]["arguments"]["filename"], "a");
+    }
+}
