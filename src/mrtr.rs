@@ -17,14 +17,16 @@ use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use bytes::Bytes;
-use http::header::{CONTENT_LENGTH, HeaderValue};
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use http::{HeaderMap, Request};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 
 use crate::store::InputRound;
 use crate::task::TaskId;
+use crate::wire::MODERN_VERSION;
+use crate::wire::raw::{Members, write_object};
 
 /// What the layer keeps to re-issue a call: never shown to the client.
 #[derive(Serialize, Deserialize)]
@@ -98,12 +100,31 @@ pub(crate) struct Template {
     pub extensions: http::Extensions,
 }
 
+/// Headers every re-issued call sets itself; the template does not keep them.
+const SET_ON_REISSUE: [&str; 6] = [
+    "content-length",
+    "content-type",
+    "accept",
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
+];
+
 impl Template {
     /// Takes credentials and extensions from a request the client sent.
+    ///
+    /// Only headers the re-issued call does not set itself are kept, so a
+    /// parked task holds little beyond its credentials.
     pub(crate) fn from_parts(parts: &http::request::Parts) -> Self {
+        let mut headers = HeaderMap::new();
+        for (name, value) in &parts.headers {
+            if !SET_ON_REISSUE.contains(&name.as_str()) {
+                headers.append(name.clone(), value.clone());
+            }
+        }
         Self {
             uri: parts.uri.clone(),
-            headers: parts.headers.clone(),
+            headers,
             extensions: parts.extensions.clone(),
         }
     }
@@ -129,39 +150,54 @@ pub(crate) struct Call {
 
 /// Builds the `tools/call` that retries a call.
 ///
-/// `params` are the original params; `answers` (inner keys) and
-/// `request_state` replace whatever the original carried.
+/// `params` are the original params, copied member by member as sent;
+/// `answers` (inner keys) and `request_state` replace whatever they carried.
 pub(crate) fn reissue(
     template: &Template,
     call: Call,
     params: &RawValue,
-    answers: Option<Map<String, Value>>,
+    answers: Option<Vec<(String, Box<RawValue>)>>,
     request_state: Option<String>,
 ) -> Result<(Box<RawValue>, Request<Bytes>), String> {
-    let mut params: Map<String, Value> =
-        serde_json::from_str(params.get()).map_err(|e| format!("stored params unreadable: {e}"))?;
-    params.remove("inputResponses");
-    params.remove("requestState");
-    if let Some(answers) = answers {
-        params.insert("inputResponses".into(), Value::Object(answers));
-    }
-    if let Some(state) = request_state {
-        params.insert("requestState".into(), Value::String(state));
-    }
-    let name = params
+    let members =
+        Members::parse(params.get()).map_err(|e| format!("stored params unreadable: {e}"))?;
+    let name: String = members
         .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
+        .and_then(|raw| serde_json::from_str(raw.get()).ok())
+        .ok_or("stored params have no tool name")?;
+    let answers_text = answers.map(|answers| {
+        let mut text = String::new();
+        write_object(
+            &mut text,
+            answers.iter().map(|(k, v)| (k.as_str(), v.get())),
+        );
+        text
+    });
+    let state_text = request_state.map(|state| Value::String(state).to_string());
+    let kept = members
+        .0
+        .iter()
+        .filter(|(key, _)| key != "inputResponses" && key != "requestState")
+        .map(|(key, value)| (key.as_ref(), value.get()));
+    let added = [
+        ("inputResponses", answers_text.as_deref()),
+        ("requestState", state_text.as_deref()),
+    ];
+    let added = added
+        .into_iter()
+        .filter_map(|(key, value)| Some((key, value?)));
+    let mut params_text = String::with_capacity(params.get().len() + 64);
+    write_object(&mut params_text, kept.chain(added));
+
     let id = Value::String(format!(
         "mcp-tasks:{}:{}.{}",
         call.task, call.round, call.attempt
     ));
-    let message = serde_json::json!({
-        "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params,
-    });
-    let body = serde_json::to_vec(&message).map_err(|e| e.to_string())?;
     let id = serde_json::value::to_raw_value(&id).map_err(|e| e.to_string())?;
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{params_text}}}"#,
+        id.get()
+    );
 
     let mut request = Request::post(template.uri.clone())
         .body(Bytes::from(body))
@@ -169,7 +205,15 @@ pub(crate) fn reissue(
     *request.headers_mut() = template.headers.clone();
     *request.extensions_mut() = template.extensions.clone();
     let headers = request.headers_mut();
-    headers.remove(CONTENT_LENGTH);
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(
+        ACCEPT,
+        HeaderValue::from_static("application/json, text/event-stream"),
+    );
+    headers.insert(
+        "mcp-protocol-version",
+        HeaderValue::from_static(MODERN_VERSION),
+    );
     headers.insert("mcp-method", HeaderValue::from_static("tools/call"));
     match name_header(&name) {
         Some(value) => {
@@ -184,12 +228,12 @@ pub(crate) fn reissue(
 pub(crate) fn inner_answers(
     resume: &Resume,
     answers: Vec<(String, Box<RawValue>)>,
-) -> Map<String, Value> {
-    let mut mapped = Map::new();
+) -> Vec<(String, Box<RawValue>)> {
+    let mut mapped = Vec::with_capacity(answers.len());
     for (client_key, answer) in answers {
         let inner = resume.keys.iter().find(|(client, _)| *client == client_key);
-        if let (Some((_, inner_key)), Ok(value)) = (inner, serde_json::from_str(answer.get())) {
-            mapped.insert(inner_key.clone(), value);
+        if let Some((_, inner_key)) = inner {
+            mapped.push((inner_key.clone(), answer));
         }
     }
     mapped
@@ -241,10 +285,10 @@ mod tests {
             .headers
             .insert("content-length", HeaderValue::from_static("99"));
         let template = Template::from_parts(&parts);
-        let params =
-            raw(r#"{"name":"confirm_delete","arguments":{"filename":"a"},"requestState":"old"}"#);
-        let mut answers = Map::new();
-        answers.insert("confirm".into(), serde_json::json!({"action":"accept"}));
+        let params = raw(
+            r#"{"name":"confirm_delete","arguments":{"filename":"a","n":123456789012345678901234567890},"requestState":"old"}"#,
+        );
+        let answers = vec![("confirm".to_owned(), raw(r#"{"action":"accept"}"#))];
         let task = TaskId::from_u128(7);
         let call = Call {
             task,
@@ -265,5 +309,10 @@ mod tests {
             "accept"
         );
         assert_eq!(body["params"]["arguments"]["filename"], "a");
+        let text = std::str::from_utf8(request.body()).unwrap();
+        assert!(
+            text.contains(r#""n":123456789012345678901234567890"#),
+            "{text}"
+        );
     }
 }

@@ -15,20 +15,37 @@ use serde_json::{Map, Value};
 use sse_stream::SseStream;
 
 use crate::body::{BoxError, ResponseBody};
+use crate::wire::raw::{Members, span, write_object};
 use crate::wire::{META_CLIENT_CAPABILITIES, TASKS_EXTENSION};
 
 /// The request body without the tasks extension in its client capabilities;
 /// `None` when there was nothing to remove or the body could not be edited.
+///
+/// Only the `extensions` object is rewritten; every other byte of the body is
+/// kept as the client sent it (no number or key-order changes).
 pub(crate) fn strip_tasks_extension(body: &[u8]) -> Option<Bytes> {
-    let mut message: Value = serde_json::from_slice(body).ok()?;
-    let extensions = message
-        .get_mut("params")?
-        .get_mut("_meta")?
-        .get_mut(META_CLIENT_CAPABILITIES)?
-        .get_mut("extensions")?
-        .as_object_mut()?;
-    extensions.remove(TASKS_EXTENSION)?;
-    serde_json::to_vec(&message).ok().map(Bytes::from)
+    let text = std::str::from_utf8(body).ok()?;
+    let params = Members::parse(text).ok()?.get("params")?;
+    let meta = Members::parse(params.get()).ok()?.get("_meta")?;
+    let capabilities = Members::parse(meta.get())
+        .ok()?
+        .get(META_CLIENT_CAPABILITIES)?;
+    let raw_extensions = Members::parse(capabilities.get()).ok()?.get("extensions")?;
+    let extensions = Members::parse(raw_extensions.get()).ok()?;
+    extensions.get(TASKS_EXTENSION)?;
+    let range = span(text, raw_extensions.get())?;
+    let mut out = String::with_capacity(text.len());
+    out.push_str(&text[..range.start]);
+    let kept = extensions
+        .0
+        .iter()
+        .filter(|(key, _)| key != TASKS_EXTENSION);
+    write_object(
+        &mut out,
+        kept.map(|(key, value)| (key.as_ref(), value.get())),
+    );
+    out.push_str(&text[range.end..]);
+    Some(Bytes::from(out))
 }
 
 /// Adds the tasks extension to a `server/discover` response.
@@ -117,6 +134,16 @@ async fn rewrite_sse(bytes: Bytes) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stripping_keeps_every_other_byte_of_the_body() {
+        let body = br#"{"id":1,"params":{"arguments":{"n":123456789012345678901234567890,"f":1e400},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"a":{},"io.modelcontextprotocol/tasks":{},"z":{}}}}},"method":"tools/call"}"#;
+        let stripped = strip_tasks_extension(body).unwrap();
+        assert_eq!(
+            std::str::from_utf8(&stripped).unwrap(),
+            r#"{"id":1,"params":{"arguments":{"n":123456789012345678901234567890,"f":1e400},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"a":{},"z":{}}}}},"method":"tools/call"}"#
+        );
+    }
 
     #[test]
     fn stripping_removes_only_the_tasks_extension() {

@@ -300,7 +300,7 @@ fn resume(
         id: task,
         stop,
         caller,
-        template: Template::from_parts(parts),
+        template: Box::new(Template::from_parts(parts)),
         params: resume.params,
         round: resume.round,
         attempts: 0,

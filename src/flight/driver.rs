@@ -40,7 +40,7 @@ pub(crate) struct Work {
     pub stop: CancellationToken,
     pub caller: Box<dyn CallInner>,
     /// Credentials and extensions for re-issued calls.
-    pub template: Template,
+    pub template: Box<Template>,
     /// The original `tools/call` params.
     pub params: Box<RawValue>,
     /// Input rounds so far.
@@ -75,11 +75,11 @@ pub(crate) enum Start {
 /// which cancels the inner call, and no task exists.
 pub(crate) async fn park(
     parking: Parking,
-    start: Start,
+    mut start: Start,
     status_message: Option<String>,
 ) -> Result<TaskSnapshot, StoreError> {
     let id = TaskId::generate().map_err(|error| StoreError::Backend(Box::new(error)))?;
-    if let Start::Running(flight) = &start {
+    if let Start::Running(flight) = &mut start {
         flight.parked();
     }
     let created = parking
@@ -98,7 +98,7 @@ pub(crate) async fn park(
         id,
         stop: created.stop,
         caller: parking.caller,
-        template: parking.template,
+        template: Box::new(parking.template),
         params: parking.params,
         round: 0,
         attempts: 0,
@@ -130,7 +130,8 @@ async fn drive(mut work: Work, flight: Flight) {
         _ = stop.cancelled() => {}
         finished = running => {
             if finished.is_err() {
-                settle(store.as_ref(), id, internal("The inner call panicked".into())).await;
+                let write = internal("The inner call panicked".into());
+                Box::pin(settle(store.as_ref(), id, write)).await;
             }
         }
     }
@@ -148,7 +149,8 @@ async fn run(work: &mut Work, mut flight: Flight) {
                 Event::Done(answer) => break *answer,
             }
         };
-        match handle(work, answer).await {
+        // Boxed: its state would otherwise be reserved for the whole run.
+        match Box::pin(handle(work, answer)).await {
             Some(next) => flight = next,
             None => return,
         }
@@ -212,7 +214,7 @@ async fn handle(work: &mut Work, answer: Answer) -> Option<Flight> {
 /// Sends the call again with `answers` and `request_state`.
 pub(crate) fn reissue(
     work: &mut Work,
-    answers: Option<serde_json::Map<String, serde_json::Value>>,
+    answers: Option<Vec<(String, Box<RawValue>)>>,
     request_state: Option<String>,
 ) -> Option<Flight> {
     work.attempts += 1;
@@ -222,7 +224,7 @@ pub(crate) fn reissue(
         attempt: work.attempts,
     };
     match mrtr::reissue(&work.template, call, &work.params, answers, request_state) {
-        Ok((id, request)) => Some(Flight::new(id, work.caller.call(request))),
+        Ok((id, request)) => Some(Flight::background(id, work.caller.call(request))),
         Err(reason) => {
             let store = work.store.clone();
             let id = work.id;

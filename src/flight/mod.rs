@@ -39,8 +39,10 @@ type Collecting = Pin<Box<dyn Future<Output = Result<Bytes, BoxError>> + Send>>;
 
 enum Stage {
     Head(InnerFuture),
-    Json(Parts, Collecting),
-    Sse(Parts, Tap),
+    // The response heads are boxed: a parked flight mostly waits in `Head`,
+    // and every byte of this enum is held per parked task.
+    Json(Box<Parts>, Collecting),
+    Sse(Box<Parts>, Tap),
     Finished,
 }
 
@@ -96,6 +98,9 @@ impl Answer {
 pub(crate) struct Flight {
     id: Box<RawValue>,
     stage: Stage,
+    /// Whether the bytes read may still be relayed to a client; a parked or
+    /// re-issued call keeps none of them.
+    relay: bool,
 }
 
 fn content_type_of(headers: &http::HeaderMap) -> String {
@@ -112,11 +117,22 @@ impl Flight {
         Self {
             id,
             stage: Stage::Head(future),
+            relay: true,
         }
     }
 
-    /// Stops keeping bytes for a relay that will never happen.
-    pub(crate) fn parked(&self) {
+    /// A flight whose bytes no client will ever receive (a re-issued call).
+    pub(crate) fn background(id: Box<RawValue>, future: InnerFuture) -> Self {
+        Self {
+            relay: false,
+            ..Self::new(id, future)
+        }
+    }
+
+    /// Stops keeping bytes for a relay that will never happen, now and for
+    /// any stream the call has yet to open.
+    pub(crate) fn parked(&mut self) {
+        self.relay = false;
         if let Stage::Sse(_, tap) = &self.stage {
             tap.stop_recording();
         }
@@ -145,7 +161,7 @@ impl Flight {
                     else {
                         continue;
                     };
-                    return done(self.read_json(head, collected));
+                    return done(self.read_json(*head, collected));
                 }
                 Stage::Sse(_, tap) => match tap.next().await {
                     Some(Ok(event)) => {
@@ -192,11 +208,11 @@ impl Flight {
             format!("the inner server answered HTTP {}", response.status())
         } else if kind.starts_with("text/event-stream") {
             let (head, body) = response.into_parts();
-            return Ok(Stage::Sse(head, Tap::new(body)));
+            return Ok(Stage::Sse(Box::new(head), Tap::new(body, self.relay)));
         } else if kind.starts_with("application/json") {
             let (head, body) = response.into_parts();
             let collecting = Box::pin(async move { Ok(body.collect().await?.to_bytes()) });
-            return Ok(Stage::Json(head, collecting));
+            return Ok(Stage::Json(Box::new(head), collecting));
         } else {
             format!("the inner server answered with content type {kind:?}, not an MCP response")
         };
@@ -235,7 +251,11 @@ impl Flight {
 
     fn finish_sse(&mut self, outcome: Outcome) -> Event {
         match std::mem::replace(&mut self.stage, Stage::Finished) {
-            Stage::Sse(head, tap) => done(Answer::Sse { head, tap, outcome }),
+            Stage::Sse(head, tap) => done(Answer::Sse {
+                head: *head,
+                tap,
+                outcome,
+            }),
             _ => done(unusable(
                 StatusCode::BAD_GATEWAY,
                 "lost the SSE stream".to_owned(),
@@ -248,7 +268,7 @@ impl Flight {
             Stage::Sse(head, tap) => {
                 let body = BodyExt::boxed_unsync(tap.replay());
                 done(Answer::Unusable {
-                    response: Response::from_parts(head, body),
+                    response: Response::from_parts(*head, body),
                     reason,
                 })
             }

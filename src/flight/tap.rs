@@ -85,11 +85,11 @@ pub(crate) struct Tap {
 }
 
 impl Tap {
-    /// Starts reading `body`, recording its bytes.
-    pub(crate) fn new(body: BoxBody) -> Self {
+    /// Starts reading `body`, recording its bytes if `record`.
+    pub(crate) fn new(body: BoxBody, record: bool) -> Self {
         let recording = Arc::new(Mutex::new(Recording {
             frames: VecDeque::new(),
-            on: true,
+            on: record,
         }));
         let tee = Tee {
             body,

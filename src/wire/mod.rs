@@ -2,6 +2,7 @@
 //! inner server's messages.
 
 pub mod jsonrpc;
+pub(crate) mod raw;
 pub mod view;
 
 use std::borrow::Cow;

@@ -1,0 +1,93 @@
+//! Editing JSON objects without touching what is not edited.
+//!
+//! Parsing a message into `serde_json::Value` and back loses precision (large
+//! integers, `1e400`) and key order. The layer edits only the members it must
+//! and copies every other member as the exact text the client sent.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+/// The members of a JSON object, in order, each value as its original text.
+pub(crate) struct Members<'a>(pub Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Members<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MembersVisitor;
+        impl<'de> Visitor<'de> for MembersVisitor {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Members<'de>, M::Error> {
+                let mut members = Vec::new();
+                while let Some(entry) = map.next_entry::<Cow<'de, str>, &'de RawValue>()? {
+                    members.push(entry);
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(MembersVisitor)
+    }
+}
+
+impl<'a> Members<'a> {
+    /// Reads the members of the object `text`.
+    pub(crate) fn parse(text: &'a str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// The value of member `key`.
+    pub(crate) fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+}
+
+/// Writes `{"key":value,…}` from keys and raw value texts.
+pub(crate) fn write_object<'k>(
+    out: &mut String,
+    members: impl Iterator<Item = (&'k str, &'k str)>,
+) {
+    out.push('{');
+    for (index, (key, value)) in members.enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        // Serializing a string cannot fail.
+        out.push_str(&serde_json::to_string(key).unwrap_or_default());
+        out.push(':');
+        out.push_str(value);
+    }
+    out.push('}');
+}
+
+/// The byte range `inner` occupies in `outer`, when it is a slice of it.
+pub(crate) fn span(outer: &str, inner: &str) -> Option<std::ops::Range<usize>> {
+    let start = (inner.as_ptr() as usize).checked_sub(outer.as_ptr() as usize)?;
+    let end = start + inner.len();
+    (end <= outer.len()).then_some(start..end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_keep_their_order_and_exact_text() {
+        let text = r#"{"z":123456789012345678901234567890,"a":1e400,"m":{"x" : 1}}"#;
+        let members = Members::parse(text).unwrap();
+        let mut out = String::new();
+        write_object(
+            &mut out,
+            members.0.iter().map(|(k, v)| (k.as_ref(), v.get())),
+        );
+        assert_eq!(
+            out,
+            r#"{"z":123456789012345678901234567890,"a":1e400,"m":{"x" : 1}}"#
+        );
+        assert_eq!(span(text, members.get("a").unwrap().get()), Some(40..45));
+    }
+}
