@@ -1,0 +1,167 @@
+//! Quickstart (`cargo run --example quickstart`): `TasksLayer` in front of an
+//! ordinary rmcp server that knows nothing about tasks. Fast calls are answered
+//! as usual; a call still running after 500 ms becomes a task, which the stock
+//! rmcp client then polls with `tasks/get`.
+
+use std::{sync::Arc, time::Duration};
+
+use mcp_tasks::{MemoryTaskStore, TasksLayer};
+use rmcp::{
+    ClientLifecycleMode, ClientServiceExt, Peer, RoleServer,
+    handler::server::wrapper::Parameters,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
+        GetTaskParams, Implementation, ProgressNotificationParam, ProtocolVersion,
+        RequestMetaObject, TaskPayload, TaskStatus,
+    },
+    object, schemars, tool, tool_router,
+    transport::{
+        StreamableHttpClientTransport,
+        streamable_http_server::{
+            StreamableHttpServerConfig, StreamableHttpService, session::never::NeverSessionManager,
+        },
+    },
+};
+use serde::Deserialize;
+use tower::ServiceBuilder;
+
+// ---- 1. An ordinary MCP server: two tools, no idea what a task is. ----------
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct AddArgs {
+    a: i64,
+    b: i64,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct ReportArgs {
+    seconds: u64,
+}
+
+struct Demo;
+
+#[tool_router(server_handler)]
+impl Demo {
+    #[tool(description = "Add two integers (answers at once)")]
+    fn add(&self, Parameters(AddArgs { a, b }): Parameters<AddArgs>) -> String {
+        (a + b).to_string()
+    }
+
+    #[tool(description = "Build a report; takes `seconds` seconds and reports progress")]
+    async fn build_report(
+        &self,
+        Parameters(ReportArgs { seconds }): Parameters<ReportArgs>,
+        meta: RequestMetaObject,
+        peer: Peer<RoleServer>,
+    ) -> String {
+        for step in 1..=seconds {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            // Progress is optional; the layer shows the latest message as
+            // the task's `statusMessage`.
+            if let Some(token) = meta.get_progress_token() {
+                let progress = ProgressNotificationParam::new(token, step as f64)
+                    .with_message(format!("step {step} of {seconds}"));
+                let _ = peer.notify_progress(progress).await;
+            }
+        }
+        format!("report ready after {seconds}s")
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // ---- 2. Serve it over Streamable HTTP (stateless 2026-07-28), wrapped. --
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .disable_allowed_hosts();
+    let sessions = Arc::new(NeverSessionManager::default()); // stateless: no sessions
+    let mcp = StreamableHttpService::new(|| Ok(Demo), sessions, config);
+    let app = ServiceBuilder::new()
+        .layer(TasksLayer::new(MemoryTaskStore::new())) // the only new line
+        .service(mcp);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/mcp", listener.local_addr()?);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        let router = axum::Router::new().route_service("/mcp", app);
+        let shutdown = async move { drop(stopped.await) };
+        axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await
+    });
+    println!("server: {url} (rmcp server behind TasksLayer)");
+
+    // ---- 3. A stock rmcp client that declares the tasks extension. ----------
+    let capabilities = ClientCapabilities::builder().enable_tasks().build();
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    let client = ClientConfig::new(capabilities, Implementation::new("quickstart", "0.1.0"))
+        .serve_with_lifecycle(StreamableHttpClientTransport::from_uri(url), lifecycle)
+        .await?;
+
+    // The fast tool answers within the threshold: an ordinary result.
+    let add = CallToolRequestParams::new("add").with_arguments(object!({"a": 2, "b": 3}));
+    let CallToolResponse::Complete(sum) = client.call_tool_once(add).await? else {
+        return Err("add should have answered at once".into());
+    };
+    println!("add(2, 3) answered at once: {}", text(&sum));
+
+    // The slow tool is still running after 500 ms: the layer hands out a task.
+    let report = CallToolRequestParams::new("build_report").with_arguments(object!({"seconds": 2}));
+    let CallToolResponse::Task(created) = client.call_tool_once(report).await? else {
+        return Err("build_report should have become a task".into());
+    };
+    let task_id = created.task.task_id;
+    let status = name(created.task.status);
+    println!("build_report(2) became task {task_id} (status {status})");
+
+    // Poll `tasks/get` at the suggested interval until the task is done.
+    let poll = Duration::from_millis(created.task.poll_interval_ms.unwrap_or(300));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    let mut last_line = String::new();
+    let finished = loop {
+        let task = client.get_task(GetTaskParams::new(&task_id)).await?.task;
+        // Print "working", "working (step 1 of 2)", "completed", ... once each.
+        let mut line = name(task.status());
+        if let Some(message) = &task.task.status_message {
+            line += &format!(" ({message})");
+        }
+        if line != last_line {
+            println!("task {task_id}: {line}");
+            last_line = line;
+        }
+        if task.status().is_terminal() {
+            break task.payload;
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err("task did not complete within 15 s".into());
+        }
+        tokio::time::sleep(poll).await;
+    };
+
+    // A completed task carries the tool's ordinary `CallToolResult`.
+    let TaskPayload::Completed { result } = finished else {
+        return Err(format!("task ended as {finished:?}").into());
+    };
+    let result: CallToolResult = serde_json::from_value(result.into())?;
+    println!("result: {}", text(&result));
+
+    // ---- 4. Clean shutdown. -------------------------------------------------
+    client.cancel().await?;
+    let _ = stop.send(());
+    server.await??;
+    Ok(())
+}
+
+/// The text of the first content block of a tool result.
+fn text(result: &CallToolResult) -> String {
+    let first = result.content.first().and_then(|block| block.as_text());
+    first.map(|text| text.text.clone()).unwrap_or_default()
+}
+
+/// A task status as it appears on the wire: `working`, `completed`, ...
+fn name(status: TaskStatus) -> String {
+    let quoted = serde_json::to_string(&status).unwrap_or_default();
+    quoted.trim_matches('"').to_owned()
+}

