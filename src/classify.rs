@@ -19,7 +19,7 @@
 //! session-based protocol generation and goes to the inner server unchanged.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::ops::Range;
 
 use base64::Engine as _;
 use http::HeaderMap;
@@ -30,6 +30,7 @@ use serde_json::value::RawValue;
 use crate::config::TasksConfig;
 use crate::policy::ToolPolicy;
 use crate::wire::jsonrpc::Reply;
+use crate::wire::raw::span;
 use crate::wire::{MODERN_VERSION, TASKS_EXTENSION};
 
 /// Who answers a request, and what they need to know.
@@ -52,6 +53,10 @@ pub(crate) enum Route {
 pub(crate) struct ToolCall {
     pub id: Box<RawValue>,
     pub policy: ToolPolicy,
+    /// Where `params` is in the body.
+    pub params: Range<usize>,
+    /// Where `params._meta.clientCapabilities.extensions` is in the body.
+    pub extensions: Range<usize>,
 }
 
 /// The task methods the layer answers itself.
@@ -71,14 +76,38 @@ pub(crate) struct TaskCall {
     pub params: Box<RawValue>,
 }
 
+/// The request, parsed in one pass over the buffer.
 #[derive(Deserialize)]
 struct Envelope<'a> {
     #[serde(borrow)]
     id: Option<&'a RawValue>,
     #[serde(borrow)]
-    method: Option<Cow<'a, str>>,
+    method: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    params: Option<Params<'a>>,
+}
+
+/// The request with `params` left unread, for bodies [`Envelope`] refuses
+/// and for locating `params` in the buffer.
+#[derive(Deserialize)]
+struct Loose<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    method: Option<Text<'a>>,
     #[serde(borrow)]
     params: Option<&'a RawValue>,
+}
+
+/// A string, borrowed from the buffer unless it holds escapes.
+#[derive(Deserialize)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+
+impl std::ops::Deref for Text<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -94,15 +123,39 @@ struct Params<'a> {
 #[derive(Deserialize, Default)]
 struct Meta<'a> {
     #[serde(borrow, rename = "io.modelcontextprotocol/protocolVersion")]
-    version: Option<Cow<'a, str>>,
+    version: Option<Text<'a>>,
     #[serde(borrow, rename = "io.modelcontextprotocol/clientCapabilities")]
-    capabilities: Option<&'a RawValue>,
+    capabilities: Option<Capabilities<'a>>,
 }
 
 #[derive(Deserialize)]
 struct Capabilities<'a> {
     #[serde(borrow)]
-    extensions: Option<HashMap<Cow<'a, str>, IgnoredAny>>,
+    extensions: Option<&'a RawValue>,
+}
+
+/// Whether an object has a member named `key`, read without allocating.
+struct HasMember<const TASKS: bool>(bool);
+
+impl<'de, const TASKS: bool> Deserialize<'de> for HasMember<TASKS> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Keys;
+        impl<'de> serde::de::Visitor<'de> for Keys {
+            type Value = bool;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<bool, M::Error> {
+                let mut found = false;
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    found |= key == TASKS_EXTENSION;
+                    map.next_value::<IgnoredAny>()?;
+                }
+                Ok(found)
+            }
+        }
+        deserializer.deserialize_map(Keys).map(Self)
+    }
 }
 
 /// Reads a JSON string out of a raw value, if it is one.
@@ -110,17 +163,11 @@ fn as_str(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
     raw.and_then(|raw| serde_json::from_str::<Cow<'_, str>>(raw.get()).ok())
 }
 
-/// Whether `capabilities.extensions` declares the tasks extension (any object).
-fn declares_tasks(capabilities: Option<&RawValue>) -> bool {
-    let Some(raw) = capabilities else {
-        return false;
-    };
-    match serde_json::from_str::<Capabilities<'_>>(raw.get()) {
-        Ok(caps) => caps
-            .extensions
-            .is_some_and(|ext| ext.keys().any(|key| key == TASKS_EXTENSION)),
-        Err(_) => false,
-    }
+/// Whether an `extensions` object declares the tasks extension.
+fn declares_tasks(extensions: Option<&RawValue>) -> bool {
+    extensions.is_some_and(|raw| {
+        serde_json::from_str::<HasMember<true>>(raw.get()).is_ok_and(|has| has.0)
+    })
 }
 
 fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
@@ -154,22 +201,13 @@ pub(crate) fn classify(headers: &HeaderMap, body: &[u8], config: &TasksConfig) -
     }
     let envelope: Envelope<'_> = match serde_json::from_slice(body) {
         Ok(envelope) => envelope,
-        Err(error) => return Route::Reply(unreadable(body, error)),
+        Err(error) => return unusual(body, error),
     };
     let (Some(id), Some(method)) = (envelope.id, envelope.method.as_deref()) else {
         // Notifications and responses are the inner server's business.
         return Route::Forward;
     };
-    let params: Params<'_> = match envelope.params {
-        Some(raw) => match serde_json::from_str(raw.get()) {
-            Ok(params) => params,
-            Err(_) if is_owned(method) => {
-                return Route::Reply(Reply::bad_params(Some(id), "params must be an object"));
-            }
-            Err(_) => return Route::Forward,
-        },
-        None => Params::default(),
-    };
+    let params = envelope.params.unwrap_or_default();
     let meta = params.meta.as_ref();
     let meta_version = meta.and_then(|m| m.version.as_deref());
     let header_version = header(headers, "mcp-protocol-version");
@@ -187,7 +225,10 @@ pub(crate) fn classify(headers: &HeaderMap, body: &[u8], config: &TasksConfig) -
             "Missing required _meta fields io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities",
         ));
     }
-    let declared = declares_tasks(meta.and_then(|m| m.capabilities));
+    let extensions = meta
+        .and_then(|m| m.capabilities.as_ref())
+        .and_then(|c| c.extensions);
+    let declared = declares_tasks(extensions);
     let version = meta_version.unwrap_or_default();
     match method {
         "server/discover" => Route::Discover,
@@ -198,17 +239,25 @@ pub(crate) fn classify(headers: &HeaderMap, body: &[u8], config: &TasksConfig) -
                 (false, ToolPolicy::Threshold | ToolPolicy::Always | ToolPolicy::Never) => {
                     Route::Forward
                 }
-                (true, policy) => Route::ToolCall(ToolCall {
-                    id: id.to_owned(),
-                    policy,
-                }),
+                (true, policy) => match (
+                    params_span(body),
+                    extensions.and_then(|raw| span(body, raw.get())),
+                ) {
+                    (Some(params), Some(extensions)) => Route::ToolCall(ToolCall {
+                        id: id.to_owned(),
+                        policy,
+                        params,
+                        extensions,
+                    }),
+                    _ => Route::Reply(Reply::internal(Some(id), "request parse lost its place")),
+                },
                 (false, ToolPolicy::Required) => {
                     Route::Reply(Reply::missing_tasks_capability(Some(id)))
                 }
             }
         }
         "tasks/get" | "tasks/update" | "tasks/cancel" => {
-            task_route(id, method, version, declared, &params, envelope.params)
+            task_route(id, method, version, declared, &params, body)
         }
         "tasks/list" | "tasks/result" => Route::Reply(Reply::method_not_found(Some(id), method)),
         _ => Route::Forward,
@@ -217,6 +266,35 @@ pub(crate) fn classify(headers: &HeaderMap, body: &[u8], config: &TasksConfig) -
 
 fn is_owned(method: &str) -> bool {
     method == "tools/call" || method.starts_with("tasks/")
+}
+
+/// A body the one-pass parse refused: not JSON, not an object, or `params`
+/// of an unexpected shape.
+fn unusual(body: &[u8], error: serde_json::Error) -> Route {
+    match serde_json::from_slice::<Loose<'_>>(body) {
+        Ok(Loose {
+            id: Some(id),
+            method: Some(method),
+            ..
+        }) if is_owned(&method) => Route::Reply(Reply::bad_params(
+            Some(id),
+            "params must be an object with well-formed _meta",
+        )),
+        Ok(_) => Route::Forward,
+        Err(_) => Route::Reply(unreadable(body, error)),
+    }
+}
+
+/// Where `params` is in the buffer.
+fn params_span(body: &[u8]) -> Option<Range<usize>> {
+    let loose: Loose<'_> = serde_json::from_slice(body).ok()?;
+    span(body, loose.params?.get())
+}
+
+/// The `params` of a request, as sent.
+fn raw_params(body: &[u8]) -> Option<Box<RawValue>> {
+    let loose: Loose<'_> = serde_json::from_slice(body).ok()?;
+    loose.params.map(ToOwned::to_owned)
 }
 
 fn unreadable(body: &[u8], error: serde_json::Error) -> Reply {
@@ -233,7 +311,7 @@ fn task_route(
     version: &str,
     declared: bool,
     params: &Params<'_>,
-    raw_params: Option<&RawValue>,
+    body: &[u8],
 ) -> Route {
     if version != MODERN_VERSION {
         return Route::Reply(Reply::unsupported_version(Some(id), version));
@@ -256,9 +334,7 @@ fn task_route(
         id: id.to_owned(),
         method,
         task_id: task_id.into_owned(),
-        params: raw_params
-            .map(ToOwned::to_owned)
-            .unwrap_or_else(empty_object),
+        params: raw_params(body).unwrap_or_else(empty_object),
     })
 }
 
@@ -333,13 +409,13 @@ mod tests {
     }
 
     #[test]
-    fn the_extension_counts_only_under_extensions() {
+    fn the_extension_is_declared_by_a_member_of_extensions() {
         let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
         assert!(declares_tasks(Some(&raw(
-            r#"{"extensions":{"io.modelcontextprotocol/tasks":{}}}"#
+            r#"{"a":1,"io.modelcontextprotocol/tasks":{}}"#
         ))));
         assert!(!declares_tasks(Some(&raw(r#"{"tasks":{"list":{}}}"#))));
-        assert!(!declares_tasks(Some(&raw(r#"{"extensions":[]}"#))));
+        assert!(!declares_tasks(Some(&raw(r#"[]"#))));
         assert!(!declares_tasks(None));
     }
 }

@@ -46,7 +46,8 @@ impl TasksLayer {
         }
     }
 
-    /// How long a call may run before it becomes a task.
+    /// How long a call may run before it becomes a task. Zero parks every
+    /// call from a declaring client at once, before its first answer.
     pub fn threshold(mut self, threshold: Duration) -> Self {
         self.config.threshold = threshold;
         self

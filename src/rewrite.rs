@@ -5,6 +5,8 @@
 //! | a declaring client's `tools/call` | remove the tasks extension from `clientCapabilities`      | the inner server must never make tasks of its own |
 //! | the `server/discover` result (JSON or SSE) | add `capabilities.extensions["io.modelcontextprotocol/tasks"] = {}` | the layer serves the extension |
 
+use std::ops::Range;
+
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::Response;
@@ -15,37 +17,31 @@ use serde_json::{Map, Value};
 use sse_stream::SseStream;
 
 use crate::body::{BoxError, ResponseBody};
-use crate::wire::raw::{Members, span, write_object};
-use crate::wire::{META_CLIENT_CAPABILITIES, TASKS_EXTENSION};
+use crate::wire::TASKS_EXTENSION;
+use crate::wire::raw::{Members, write_object};
 
-/// The request body without the tasks extension in its client capabilities;
-/// `None` when there was nothing to remove or the body could not be edited.
-///
-/// Only the `extensions` object is rewritten; every other byte of the body is
-/// kept as the client sent it (no number or key-order changes).
-pub(crate) fn strip_tasks_extension(body: &[u8]) -> Option<Bytes> {
-    let text = std::str::from_utf8(body).ok()?;
-    let params = Members::parse(text).ok()?.get("params")?;
-    let meta = Members::parse(params.get()).ok()?.get("_meta")?;
-    let capabilities = Members::parse(meta.get())
-        .ok()?
-        .get(META_CLIENT_CAPABILITIES)?;
-    let raw_extensions = Members::parse(capabilities.get()).ok()?.get("extensions")?;
-    let extensions = Members::parse(raw_extensions.get()).ok()?;
-    extensions.get(TASKS_EXTENSION)?;
-    let range = span(text, raw_extensions.get())?;
-    let mut out = String::with_capacity(text.len());
-    out.push_str(&text[..range.start]);
-    let kept = extensions
-        .0
-        .iter()
-        .filter(|(key, _)| key != TASKS_EXTENSION);
+/// Removes the tasks extension from the `extensions` object found at
+/// `extensions` in `body`. Every other byte of the body is kept as the client
+/// sent it. Returns the new body and how many bytes shorter it is.
+pub(crate) fn strip_tasks_extension(
+    body: &Bytes,
+    extensions: Range<usize>,
+) -> Option<(Bytes, usize)> {
+    let text = std::str::from_utf8(body.get(extensions.clone())?).ok()?;
+    let members = Members::parse(text).ok()?;
+    members.get(TASKS_EXTENSION)?;
+    let mut out = Vec::with_capacity(body.len());
+    out.extend_from_slice(&body[..extensions.start]);
+    let mut object = String::with_capacity(text.len());
+    let kept = members.0.iter().filter(|(key, _)| key != TASKS_EXTENSION);
     write_object(
-        &mut out,
+        &mut object,
         kept.map(|(key, value)| (key.as_ref(), value.get())),
     );
-    out.push_str(&text[range.end..]);
-    Some(Bytes::from(out))
+    out.extend_from_slice(object.as_bytes());
+    out.extend_from_slice(&body[extensions.end..]);
+    let shorter = body.len() - out.len();
+    Some((Bytes::from(out), shorter))
 }
 
 /// Adds the tasks extension to a `server/discover` response.
@@ -134,11 +130,26 @@ async fn rewrite_sse(bytes: Bytes) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::META_CLIENT_CAPABILITIES;
+
+    /// Strips at the `extensions` object, found as a test would.
+    fn strip(body: &[u8]) -> Bytes {
+        let start = body
+            .windows(14)
+            .position(|w| w == b"\"extensions\":{")
+            .unwrap()
+            + 13;
+        let end = start + body[start..].windows(3).position(|w| w == b"{}}").unwrap() + 3;
+        let (stripped, shorter) =
+            strip_tasks_extension(&Bytes::copy_from_slice(body), start..end).unwrap();
+        assert_eq!(body.len() - stripped.len(), shorter);
+        stripped
+    }
 
     #[test]
     fn stripping_keeps_every_other_byte_of_the_body() {
         let body = br#"{"id":1,"params":{"arguments":{"n":123456789012345678901234567890,"f":1e400},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"a":{},"io.modelcontextprotocol/tasks":{},"z":{}}}}},"method":"tools/call"}"#;
-        let stripped = strip_tasks_extension(body).unwrap();
+        let stripped = strip(body);
         assert_eq!(
             std::str::from_utf8(&stripped).unwrap(),
             r#"{"id":1,"params":{"arguments":{"n":123456789012345678901234567890,"f":1e400},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"a":{},"z":{}}}}},"method":"tools/call"}"#
@@ -148,8 +159,7 @@ mod tests {
     #[test]
     fn stripping_removes_only_the_tasks_extension() {
         let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{},"other":{}}},"progressToken":7}}}"#;
-        let stripped: Value =
-            serde_json::from_slice(&strip_tasks_extension(body).unwrap()).unwrap();
+        let stripped: Value = serde_json::from_slice(&strip(body)).unwrap();
         let meta = &stripped["params"]["_meta"];
         assert_eq!(meta["progressToken"], 7);
         assert_eq!(

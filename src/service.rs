@@ -311,15 +311,12 @@ fn resume(
     }
 }
 
-/// The `params` of a JSON-RPC request body, or `{}`.
-fn call_params(body: &[u8]) -> Box<serde_json::value::RawValue> {
-    #[derive(serde::Deserialize)]
-    struct Call {
-        params: Box<serde_json::value::RawValue>,
-    }
-    serde_json::from_slice::<Call>(body)
-        .map(|call| call.params)
-        .unwrap_or_else(|_| {
+/// The `params` object at `range` of a body classification has read.
+fn raw_params(body: &[u8], range: std::ops::Range<usize>) -> Box<serde_json::value::RawValue> {
+    body.get(range)
+        .and_then(|bytes| std::str::from_utf8(bytes).ok())
+        .and_then(|text| serde_json::value::RawValue::from_string(text.to_owned()).ok())
+        .unwrap_or_else(|| {
             serde_json::value::RawValue::from_string("{}".to_owned()).expect("valid JSON")
         })
 }
@@ -341,10 +338,15 @@ where
     RB::Error: Into<BoxError>,
 {
     let owner = shared.owner.resolve(&parts);
-    let body = rewrite::strip_tasks_extension(&bytes).unwrap_or(bytes);
+    // The forwarded body loses the tasks extension, byte-exact otherwise; the
+    // params kept for re-issuing are those of the forwarded body.
+    let (body, params) = match rewrite::strip_tasks_extension(&bytes, call.extensions.clone()) {
+        Some((body, shorter)) => (body, call.params.start..call.params.end - shorter),
+        None => (bytes, call.params.clone()),
+    };
+    let params = raw_params(&body, params);
     parts.headers.remove(CONTENT_LENGTH);
     let template = Template::from_parts(&parts);
-    let params = call_params(&body);
     let caller = Caller::<S, B>::boxed(inner.clone());
     let request = Request::from_parts(parts, RequestBody::buffered(body));
     if call.policy == ToolPolicy::Never {
@@ -356,21 +358,26 @@ where
     }));
     let mut flight = Flight::new(call.id.clone(), future);
     let mut progress = None;
-    let deadline = tokio::time::Instant::now() + shared.config.threshold;
-    let raced = tokio::time::timeout_at(deadline, async {
-        loop {
-            match flight.next_event().await {
-                Event::Progress(line) => progress = Some(line),
-                Event::Done(answer) => return answer,
+    let start = if shared.config.threshold.is_zero() {
+        // A zero threshold parks every call before its first answer.
+        Start::Running(Box::new(flight))
+    } else {
+        let deadline = tokio::time::Instant::now() + shared.config.threshold;
+        let raced = tokio::time::timeout_at(deadline, async {
+            loop {
+                match flight.next_event().await {
+                    Event::Progress(line) => progress = Some(line),
+                    Event::Done(answer) => return answer,
+                }
             }
+        })
+        .await;
+        match raced {
+            // Answered in time: unchanged, unless the tool must always be a task.
+            Ok(answer) if call.policy != ToolPolicy::Always => return Ok(answer.into_response()),
+            Ok(answer) => Start::Answered(answer),
+            Err(_) => Start::Running(Box::new(flight)),
         }
-    })
-    .await;
-    let start = match raced {
-        // Answered in time: unchanged, unless the tool must always be a task.
-        Ok(answer) if call.policy != ToolPolicy::Always => return Ok(answer.into_response()),
-        Ok(answer) => Start::Answered(answer),
-        Err(_) => Start::Running(Box::new(flight)),
     };
     let parking = Parking {
         store: shared.store.clone(),

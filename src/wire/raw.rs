@@ -65,7 +65,7 @@ pub(crate) fn write_object<'k>(
 }
 
 /// The byte range `inner` occupies in `outer`, when it is a slice of it.
-pub(crate) fn span(outer: &str, inner: &str) -> Option<std::ops::Range<usize>> {
+pub(crate) fn span(outer: &[u8], inner: &str) -> Option<std::ops::Range<usize>> {
     let start = (inner.as_ptr() as usize).checked_sub(outer.as_ptr() as usize)?;
     let end = start + inner.len();
     (end <= outer.len()).then_some(start..end)
@@ -88,6 +88,9 @@ mod tests {
             out,
             r#"{"z":123456789012345678901234567890,"a":1e400,"m":{"x" : 1}}"#
         );
-        assert_eq!(span(text, members.get("a").unwrap().get()), Some(40..45));
+        assert_eq!(
+            span(text.as_bytes(), members.get("a").unwrap().get()),
+            Some(40..45)
+        );
     }
 }
