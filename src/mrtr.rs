@@ -93,10 +93,13 @@ pub(crate) fn on_input_required(
 }
 
 /// The headers and extensions a re-issued call is sent with.
+///
+/// Kept small because a parked task holds one: no header map at all when
+/// the client sent nothing beyond what a re-issued call sets itself.
 #[derive(Clone, Debug)]
 pub(crate) struct Template {
     pub uri: http::Uri,
-    pub headers: HeaderMap,
+    pub headers: Option<Box<HeaderMap>>,
     pub extensions: http::Extensions,
 }
 
@@ -124,7 +127,7 @@ impl Template {
         }
         Self {
             uri: parts.uri.clone(),
-            headers,
+            headers: (!headers.is_empty()).then(|| Box::new(headers)),
             extensions: parts.extensions.clone(),
         }
     }
@@ -202,7 +205,9 @@ pub(crate) fn reissue(
     let mut request = Request::post(template.uri.clone())
         .body(Bytes::from(body))
         .map_err(|e| e.to_string())?;
-    *request.headers_mut() = template.headers.clone();
+    if let Some(headers) = &template.headers {
+        *request.headers_mut() = HeaderMap::clone(headers);
+    }
     *request.extensions_mut() = template.extensions.clone();
     let headers = request.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));

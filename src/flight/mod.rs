@@ -42,7 +42,7 @@ enum Stage {
     // The response heads are boxed: a parked flight mostly waits in `Head`,
     // and every byte of this enum is held per parked task.
     Json(Box<Parts>, Collecting),
-    Sse(Box<Parts>, Tap),
+    Sse(Box<Parts>, Box<Tap>),
     Finished,
 }
 
@@ -69,7 +69,7 @@ pub(crate) enum Answer {
     /// A JSON-RPC response on an SSE stream.
     Sse {
         head: Parts,
-        tap: Tap,
+        tap: Box<Tap>,
         outcome: Outcome,
     },
     /// Anything that is not an MCP answer: an HTTP error, another content
@@ -208,7 +208,8 @@ impl Flight {
             format!("the inner server answered HTTP {}", response.status())
         } else if kind.starts_with("text/event-stream") {
             let (head, body) = response.into_parts();
-            return Ok(Stage::Sse(Box::new(head), Tap::new(body, self.relay)));
+            let tap = Box::new(Tap::new(body, self.relay));
+            return Ok(Stage::Sse(Box::new(head), tap));
         } else if kind.starts_with("application/json") {
             let (head, body) = response.into_parts();
             let collecting = Box::pin(async move { Ok(body.collect().await?.to_bytes()) });

@@ -4,21 +4,21 @@
 //! every operation is O(1) in the number of tasks and callers on different
 //! shards never wait for each other. Expiry is enforced twice: every read
 //! checks the deadline (so an expired task is invisible at once), and a reaper
-//! task on a timer wheel ([`tokio_util::time::DelayQueue`], O(1) insertion)
+//! task over per-TTL deadline queues (`expiry`, O(1) per task)
 //! removes it and fires its stop signal without anyone calling a sweep.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use tokio_util::time::DelayQueue;
 
+use super::expiry::Expiry;
 use super::{
     CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, StoreError, StoreFuture,
     TaskStore,
@@ -67,15 +67,24 @@ pub struct MemoryTaskStore {
 
 struct Inner {
     shards: Box<[Mutex<HashMap<u128, Entry>>]>,
-    reaper: OnceLock<mpsc::UnboundedSender<(u128, Duration)>>,
+    expiry: Expiry,
+    reaper: AtomicBool,
 }
 
 impl Default for Inner {
     fn default() -> Self {
         Self {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
-            reaper: OnceLock::new(),
+            expiry: Expiry::default(),
+            reaper: AtomicBool::new(false),
         }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Lets a sleeping reaper notice that the store is gone.
+        self.expiry.wake.notify_one();
     }
 }
 
@@ -238,33 +247,27 @@ impl MemoryTaskStore {
         })
     }
 
-    fn schedule_expiry(&self, id: u128, ttl: Duration) {
-        let sender = self.inner.reaper.get_or_init(|| {
-            let (sender, receiver) = mpsc::unbounded_channel();
-            tokio::spawn(reap(Arc::downgrade(&self.inner), receiver));
-            sender
-        });
-        // The reaper only stops once the store is gone, so a send cannot fail
-        // while `self` is alive; reads check the deadline regardless.
-        let _ = sender.send((id, ttl));
+    fn schedule_expiry(&self, id: u128, ttl: Duration, deadline: Timestamp) {
+        if !self.inner.reaper.swap(true, Ordering::AcqRel) {
+            let wake = self.inner.expiry.wake.clone();
+            tokio::spawn(reap(Arc::downgrade(&self.inner), wake));
+        }
+        self.inner.expiry.schedule(id, ttl, deadline);
     }
 }
 
-/// Removes expired tasks and fires their stop signal.
-async fn reap(store: Weak<Inner>, mut schedule: mpsc::UnboundedReceiver<(u128, Duration)>) {
-    let mut wheel = DelayQueue::new();
+/// Removes expired tasks and fires their stop signal, sleeping until the
+/// next deadline or until a new one is scheduled. Ends with the store.
+async fn reap(store: Weak<Inner>, wake: Arc<Notify>) {
+    let mut due = Vec::new();
     loop {
-        tokio::select! {
-            next = schedule.recv() => match next {
-                Some((id, ttl)) => { wheel.insert(id, ttl); }
-                None => return,
-            },
-            Some(expired) = wheel.next(), if !wheel.is_empty() => {
-                let Some(inner) = store.upgrade() else { return };
-                let id = expired.into_inner();
+        let next = {
+            let Some(inner) = store.upgrade() else { return };
+            let now = Timestamp::now();
+            let next = inner.expiry.take_due(now, &mut due);
+            for id in due.drain(..) {
                 let shard = &inner.shards[(id as usize) % SHARDS];
                 // A poisoned shard is left alone here; every read reports it.
-                let now = Timestamp::now().saturating_add(Duration::from_millis(5));
                 if let Ok(mut map) = shard.lock()
                     && map.get(&id).is_some_and(|entry| entry.expired(now))
                     && let Some(entry) = map.remove(&id)
@@ -272,6 +275,16 @@ async fn reap(store: Weak<Inner>, mut schedule: mpsc::UnboundedReceiver<(u128, D
                     entry.stop.cancel();
                 }
             }
+            next.map(|at| Duration::from_millis(at.as_millis().saturating_sub(now.as_millis())))
+        };
+        match next {
+            Some(delay) => {
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = wake.notified() => {}
+                }
+            }
+            None => wake.notified().await,
         }
     }
 }
@@ -301,7 +314,8 @@ impl TaskStore for MemoryTaskStore {
                 shard.insert(id, entry);
             }
             if let Some(ttl) = task.ttl {
-                self.schedule_expiry(id, ttl);
+                let deadline = task.created_at.saturating_add(ttl);
+                self.schedule_expiry(id, ttl, deadline);
             }
             Ok(CreatedTask { snapshot, stop })
         })

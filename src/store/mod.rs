@@ -19,6 +19,7 @@
 //! without one. A principal appearing later is a different security context,
 //! not an upgrade.
 
+mod expiry;
 mod memory;
 
 use std::future::Future;

@@ -1,0 +1,79 @@
+//! When tasks of [`MemoryTaskStore`](super::MemoryTaskStore) expire.
+//!
+//! The TTL runs from creation, so tasks that share a TTL expire in the order
+//! they were created: one FIFO queue per TTL (bucketed by whole seconds) keeps
+//! every deadline in O(1), and the reaper only looks at the queue fronts.
+//! Scheduling wakes the reaper only when a queue was empty, so a busy store
+//! with a fixed TTL costs one queue push per task and nothing else.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use crate::task::Timestamp;
+
+/// Deadlines by TTL bucket, and the signal that wakes the reaper.
+#[derive(Default)]
+pub(super) struct Expiry {
+    queues: Mutex<HashMap<u64, VecDeque<(Timestamp, u128)>>>,
+    /// Shared with the reaper, which must not keep the store alive.
+    pub(super) wake: Arc<Notify>,
+}
+
+impl Expiry {
+    /// Records that `id` expires at `deadline`.
+    pub(super) fn schedule(&self, id: u128, ttl: Duration, deadline: Timestamp) {
+        // A poisoned lock only holds deadlines; reads enforce expiry anyway.
+        let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        let queue = queues.entry(ttl.as_secs()).or_default();
+        let new_front = queue.is_empty();
+        queue.push_back((deadline, id));
+        drop(queues);
+        if new_front {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Moves every id due at `now` into `due`; returns the next deadline.
+    pub(super) fn take_due(&self, now: Timestamp, due: &mut Vec<u128>) -> Option<Timestamp> {
+        let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        let mut next: Option<Timestamp> = None;
+        queues.retain(|_, queue| {
+            while let Some(&(deadline, id)) = queue.front() {
+                if deadline > now {
+                    next = Some(next.map_or(deadline, |n| n.min(deadline)));
+                    break;
+                }
+                due.push(id);
+                queue.pop_front();
+            }
+            !queue.is_empty()
+        });
+        next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn due_ids_come_out_in_deadline_order_per_ttl_and_the_next_deadline_is_the_earliest_front() {
+        let expiry = Expiry::default();
+        let at = Timestamp::from_millis;
+        expiry.schedule(1, Duration::from_secs(1), at(1_000));
+        expiry.schedule(2, Duration::from_secs(1), at(1_500));
+        expiry.schedule(3, Duration::from_secs(60), at(60_000));
+        let mut due = Vec::new();
+        assert_eq!(expiry.take_due(at(1_200), &mut due), Some(at(1_500)));
+        assert_eq!(due, vec![1]);
+        due.clear();
+        assert_eq!(expiry.take_due(at(2_000), &mut due), Some(at(60_000)));
+        assert_eq!(due, vec![2]);
+        due.clear();
+        assert_eq!(expiry.take_due(at(60_000), &mut due), None);
+        assert_eq!(due, vec![3]);
+    }
+}
