@@ -99,3 +99,44 @@ impl ResolveOwner for DefaultOwner {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts() -> Parts {
+        http::Request::new(()).into_parts().0
+    }
+
+    #[test]
+    fn the_default_owner_is_the_principal_extension_or_nobody() {
+        let mut with = parts();
+        with.extensions.insert(Principal::new("alice"));
+        assert_eq!(DefaultOwner.resolve(&with).as_deref(), Some("alice"));
+        assert_eq!(DefaultOwner.resolve(&parts()), None);
+    }
+
+    #[cfg(feature = "tower-mcp")]
+    #[test]
+    fn tower_mcp_token_claims_name_the_owner_by_subject_then_client() {
+        use tower_mcp::oauth::TokenClaims;
+        let claims = |value: serde_json::Value| -> TokenClaims {
+            serde_json::from_value(value).expect("claims")
+        };
+        let mut user = parts();
+        user.extensions.insert(claims(
+            serde_json::json!({"sub": "alice", "client_id": "app"}),
+        ));
+        assert_eq!(DefaultOwner.resolve(&user).as_deref(), Some("alice"));
+
+        let mut service = parts();
+        service
+            .extensions
+            .insert(claims(serde_json::json!({"client_id": "batch"})));
+        assert_eq!(DefaultOwner.resolve(&service).as_deref(), Some("batch"));
+
+        // An explicit Principal wins over token claims.
+        user.extensions.insert(Principal::new("override"));
+        assert_eq!(DefaultOwner.resolve(&user).as_deref(), Some("override"));
+    }
+}
