@@ -1,0 +1,188 @@
+//! Latency and throughput of `TasksLayer`, with and without the layer in the
+//! same run, over the same in-process inner service (`support/inner.rs`).
+//!
+//! Run: `cargo bench --bench layer`. Results and how to read them: `BENCHMARKS.md`.
+
+#[path = "support/inner.rs"]
+mod inner;
+
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use http_body_util::BodyExt;
+use mcp_tasks::{MemoryTaskStore, NewTask, TaskId, TaskStore, TasksLayer, Timestamp};
+use tower::{Layer, ServiceExt};
+
+use inner::{Answers, Inner, request};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+async fn roundtrip<S>(
+    service: S,
+    request: http::Request<http_body_util::Full<bytes::Bytes>>,
+) -> bytes::Bytes
+where
+    S: tower::Service<http::Request<http_body_util::Full<bytes::Bytes>>>,
+    S::Response: Into<http::Response<<S::Response as HasBody>::Body>> + HasBody,
+    S::Error: std::fmt::Debug,
+{
+    let response = service.oneshot(request).await.expect("call");
+    response.into_bytes().await
+}
+
+/// Reads a response body to the end, whatever its type.
+trait HasBody {
+    type Body;
+    fn into_bytes(self) -> impl std::future::Future<Output = bytes::Bytes>;
+}
+
+impl<B> HasBody for http::Response<B>
+where
+    B: http_body::Body<Data = bytes::Bytes>,
+    B::Error: std::fmt::Debug,
+{
+    type Body = B;
+    async fn into_bytes(self) -> bytes::Bytes {
+        self.into_body().collect().await.expect("body").to_bytes()
+    }
+}
+
+fn tools_list() -> http::Request<http_body_util::Full<bytes::Bytes>> {
+    request(1, "tools/list", "", None, false)
+}
+
+fn fast_call() -> http::Request<http_body_util::Full<bytes::Bytes>> {
+    request(
+        2,
+        "tools/call",
+        r#""name":"job","arguments":{}"#,
+        Some("job"),
+        true,
+    )
+}
+
+fn passthrough_and_fast_calls(c: &mut Criterion) {
+    let rt = runtime();
+    let bare = Inner {
+        answers: Answers::AtOnce,
+    };
+    let layered = TasksLayer::new(MemoryTaskStore::new()).layer(bare);
+
+    let mut group = c.benchmark_group("pass_through_tools_list");
+    group.bench_function("without_layer", |b| {
+        b.to_async(&rt).iter(|| roundtrip(bare, tools_list()))
+    });
+    group.bench_function("with_layer", |b| {
+        b.to_async(&rt)
+            .iter(|| roundtrip(layered.clone(), tools_list()))
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("fast_tools_call");
+    group.bench_function("without_layer", |b| {
+        b.to_async(&rt).iter(|| roundtrip(bare, fast_call()))
+    });
+    group.bench_function("with_layer", |b| {
+        b.to_async(&rt)
+            .iter(|| roundtrip(layered.clone(), fast_call()))
+    });
+    group.finish();
+}
+
+/// Fills `store` with 100k working tasks (TTL one hour); returns the last id.
+async fn fill_100k(store: &MemoryTaskStore) -> String {
+    let mut last = None;
+    for _ in 0..100_000 {
+        let id = TaskId::generate().expect("random");
+        let task = NewTask {
+            id,
+            owner: None,
+            created_at: Timestamp::now(),
+            ttl: Some(Duration::from_secs(3600)),
+            poll_interval: Some(Duration::from_secs(1)),
+            status_message: None,
+        };
+        store.create(task).await.expect("create");
+        last = Some(id);
+    }
+    last.expect("tasks were created").to_string()
+}
+
+fn tasks_get_among_100k(c: &mut Criterion) {
+    let rt = runtime();
+    let store = MemoryTaskStore::new();
+    let target = rt.block_on(fill_100k(&store));
+    let layered = TasksLayer::new(store).layer(Inner {
+        answers: Answers::AtOnce,
+    });
+    let params = format!(r#""taskId":"{target}""#);
+    let get = || request(3, "tasks/get", &params, Some(&target), true);
+    let probe = rt.block_on(roundtrip(layered.clone(), get()));
+    assert!(
+        std::str::from_utf8(&probe)
+            .unwrap()
+            .contains(r#""status":"working""#)
+    );
+
+    let mut group = c.benchmark_group("tasks_get_100k_tasks");
+    group.bench_function("with_layer", |b| {
+        b.to_async(&rt).iter(|| roundtrip(layered.clone(), get()))
+    });
+    group.finish();
+}
+
+fn park_and_complete(c: &mut Criterion) {
+    let rt = runtime();
+    let mut group = c.benchmark_group("park_then_complete");
+    group.sample_size(20);
+    group.bench_function("one_cycle", |b| {
+        b.to_async(&rt).iter_custom(|iters| async move {
+            // Each sample starts from a store holding 100k other tasks (not
+            // timed), so the store stays near that size instead of growing
+            // with every sample criterion takes.
+            let store = MemoryTaskStore::new();
+            fill_100k(&store).await;
+            // A zero threshold parks every call; the inner answers after one
+            // yield, so each cycle is: park (store create), drive, complete.
+            let layered = TasksLayer::new(store.clone())
+                .threshold(Duration::ZERO)
+                .layer(Inner {
+                    answers: Answers::AfterYield,
+                });
+            let start = Instant::now();
+            let mut ids = Vec::with_capacity(iters as usize);
+            for _ in 0..iters {
+                let body = roundtrip(layered.clone(), fast_call()).await;
+                let value: serde_json::Value = serde_json::from_slice(&body).expect("json");
+                let id = value["result"]["taskId"].as_str().expect("a task");
+                ids.push(TaskId::parse(id).expect("task id"));
+                // Let the drivers run, as a server would between requests.
+                tokio::task::yield_now().await;
+            }
+            for id in ids {
+                loop {
+                    let task = store.get(id, None).await.expect("store").expect("task");
+                    if task.status().is_terminal() {
+                        break;
+                    }
+                    tokio::task::yield_now().await;
+                }
+            }
+            start.elapsed()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    passthrough_and_fast_calls,
+    tasks_get_among_100k,
+    park_and_complete
+);
+criterion_main!(benches);
