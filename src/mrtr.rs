@@ -24,7 +24,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::store::InputRound;
-use crate::task::TaskId;
+use crate::task::{TaskId, Timestamp};
 use crate::wire::MODERN_VERSION;
 use crate::wire::raw::{Members, write_object};
 
@@ -40,6 +40,9 @@ pub(crate) struct Resume {
     pub request_state: Option<String>,
     /// The original `tools/call` params (name, arguments, `_meta`).
     pub params: Box<RawValue>,
+    /// When the task expires, in milliseconds since the epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires: Option<u64>,
 }
 
 /// The parts of an `InputRequiredResult` the layer reads.
@@ -64,6 +67,7 @@ pub(crate) fn on_input_required(
     result: &RawValue,
     round: u32,
     params: &RawValue,
+    expires: Option<Timestamp>,
 ) -> Result<Next, String> {
     let asked: InputRequired = serde_json::from_str(result.get())
         .map_err(|error| format!("the input_required result is malformed: {error}"))?;
@@ -87,6 +91,7 @@ pub(crate) fn on_input_required(
         keys,
         request_state: asked.request_state,
         params: params.to_owned(),
+        expires: expires.map(Timestamp::as_millis),
     };
     let resume = serde_json::value::to_raw_value(&resume).map_err(|e| e.to_string())?;
     Ok(Next::Ask(InputRound { requests, resume }))
@@ -258,7 +263,7 @@ mod tests {
             r#"{"resultType":"input_required","inputRequests":{"answer":{"method":"elicitation/create"}},"requestState":"s2"}"#,
         );
         let params = raw(r#"{"name":"two_rounds"}"#);
-        let Ok(Next::Ask(round)) = on_input_required(&result, 2, &params) else {
+        let Ok(Next::Ask(round)) = on_input_required(&result, 2, &params, None) else {
             panic!("expected a round")
         };
         assert_eq!(round.requests[0].0, "2.answer");
@@ -273,7 +278,7 @@ mod tests {
     #[test]
     fn only_a_request_state_means_retry_at_once() {
         let result = raw(r#"{"resultType":"input_required","requestState":"later"}"#);
-        let next = on_input_required(&result, 1, &raw("{}")).unwrap();
+        let next = on_input_required(&result, 1, &raw("{}"), None).unwrap();
         assert!(matches!(next, Next::Retry(Some(state)) if state == "later"));
     }
 

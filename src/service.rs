@@ -305,6 +305,7 @@ fn resume(
         round: resume.round,
         attempts: 0,
         shed: 0,
+        expires: resume.expires.map(crate::task::Timestamp::from_millis),
     };
     if let Some(flight) = driver::reissue(&mut work, Some(answers), resume.request_state) {
         driver::spawn(work, flight);

@@ -14,6 +14,7 @@
 //! | the inner service panics            | `failed`, `-32603`                        |
 //! | the store fails to take the outcome | retried with backoff, then logged         |
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use super::caller::CallInner;
 use super::{Answer, Event, Flight};
 use crate::mrtr::{self, Next, Template};
-use crate::store::{NewTask, StoreError, TaskStore};
+use crate::store::{InputRound, NewTask, StoreError, TaskStore};
 use crate::task::{TaskId, TaskSnapshot, Timestamp};
 use crate::wire::Outcome;
 use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR};
@@ -49,6 +50,9 @@ pub(crate) struct Work {
     pub attempts: u32,
     /// Load-shedding retries in a row.
     pub shed: u32,
+    /// When the task expires (`None`: never); outcome writes are retried
+    /// until then.
+    pub expires: Option<Timestamp>,
 }
 
 /// What a new task is created with.
@@ -79,6 +83,7 @@ pub(crate) async fn park(
     status_message: Option<String>,
 ) -> Result<TaskSnapshot, StoreError> {
     let id = TaskId::generate().map_err(|error| StoreError::Backend(Box::new(error)))?;
+    let created_at = Timestamp::now();
     if let Start::Running(flight) = &mut start {
         flight.parked();
     }
@@ -87,7 +92,7 @@ pub(crate) async fn park(
         .create(NewTask {
             id,
             owner: parking.owner,
-            created_at: Timestamp::now(),
+            created_at,
             ttl: parking.ttl,
             poll_interval: parking.poll_interval,
             status_message,
@@ -103,6 +108,7 @@ pub(crate) async fn park(
         round: 0,
         attempts: 0,
         shed: 0,
+        expires: parking.ttl.map(|ttl| created_at.saturating_add(ttl)),
     };
     match start {
         Start::Running(flight) => spawn(work, *flight),
@@ -122,7 +128,7 @@ pub(crate) fn spawn(work: Work, flight: Flight) {
 
 async fn drive(mut work: Work, flight: Flight) {
     let stop = work.stop.clone();
-    let (store, id) = (work.store.clone(), work.id);
+    let (store, id, expires) = (work.store.clone(), work.id, work.expires);
     let running = AssertUnwindSafe(run(&mut work, flight)).catch_unwind();
     tokio::select! {
         biased;
@@ -131,7 +137,7 @@ async fn drive(mut work: Work, flight: Flight) {
         finished = running => {
             if finished.is_err() {
                 let write = internal("The inner call panicked".into());
-                Box::pin(settle(store.as_ref(), id, write)).await;
+                Box::pin(write_until(store.as_ref(), id, write, expires)).await;
             }
         }
     }
@@ -163,29 +169,27 @@ async fn handle(work: &mut Work, answer: Answer) -> Option<Flight> {
         Answer::Json { outcome, .. } | Answer::Sse { outcome, .. } => outcome,
         Answer::Unusable { reason, .. } => {
             let message = format!("The tool call failed: {reason}");
-            settle(work.store.as_ref(), work.id, internal(message)).await;
+            settle(work, internal(message)).await;
             return None;
         }
     };
     let result = match outcome {
         Outcome::InputRequired(result) => result,
         Outcome::Result(result) => {
-            settle(work.store.as_ref(), work.id, Write::Complete(result)).await;
+            settle(work, Write::Complete(result)).await;
             return None;
         }
         Outcome::Error(error) => {
-            settle(work.store.as_ref(), work.id, failure(error)).await;
+            settle(work, failure(error)).await;
             return None;
         }
     };
-    match mrtr::on_input_required(&result, work.round + 1, &work.params) {
+    match mrtr::on_input_required(&result, work.round + 1, &work.params, work.expires) {
         Ok(Next::Ask(round)) => {
             work.round += 1;
             work.attempts = 0;
             work.shed = 0;
-            if let Err(error) = work.store.require_input(work.id, round).await {
-                tracing::debug!(task = %work.id, %error, "input round not stored");
-            }
+            settle(work, Write::Input(round)).await;
             None
         }
         Ok(Next::Retry(state)) if work.shed < SHED_RETRIES => {
@@ -196,16 +200,11 @@ async fn handle(work: &mut Work, answer: Answer) -> Option<Flight> {
         }
         Ok(Next::Retry(_)) => {
             let message = "The inner server kept shedding load (input_required without requests)";
-            settle(work.store.as_ref(), work.id, internal(message.into())).await;
+            settle(work, internal(message.into())).await;
             None
         }
         Err(reason) => {
-            settle(
-                work.store.as_ref(),
-                work.id,
-                internal(format!("The tool call failed: {reason}")),
-            )
-            .await;
+            settle(work, internal(format!("The tool call failed: {reason}"))).await;
             None
         }
     }
@@ -226,25 +225,19 @@ pub(crate) fn reissue(
     match mrtr::reissue(&work.template, call, &work.params, answers, request_state) {
         Ok((id, request)) => Some(Flight::background(id, work.caller.call(request))),
         Err(reason) => {
-            let store = work.store.clone();
-            let id = work.id;
-            tokio::spawn(async move {
-                settle(
-                    store.as_ref(),
-                    id,
-                    internal(format!("Could not resume the call: {reason}")),
-                )
-                .await;
-            });
+            let (store, id, expires) = (work.store.clone(), work.id, work.expires);
+            let write = internal(format!("Could not resume the call: {reason}"));
+            tokio::spawn(async move { write_until(store.as_ref(), id, write, expires).await });
             None
         }
     }
 }
 
-/// The store write that records an outcome.
+/// A store write that records what the inner call said.
 enum Write {
     Complete(Box<RawValue>),
     Fail(String, Box<RawValue>),
+    Input(InputRound),
 }
 
 fn internal(message: String) -> Write {
@@ -260,27 +253,39 @@ fn failure(error: Box<RawValue>) -> Write {
     Write::Fail(message, error)
 }
 
-const ATTEMPTS: u32 = 10;
+/// How long outcome writes are retried for a task without a TTL.
+const RETRY_WITHOUT_TTL: Duration = Duration::from_secs(24 * 3600);
 
-/// Writes the outcome, retrying backend failures with backoff. A task that is
-/// no longer live (cancelled, expired) keeps what it has.
-async fn settle(store: &dyn TaskStore, id: TaskId, write: Write) {
+/// Writes for `work`'s task, retrying while the store is unreachable.
+fn settle(work: &Work, write: Write) -> impl Future<Output = ()> + Send + 'static {
+    let (store, id, expires) = (work.store.clone(), work.id, work.expires);
+    async move { write_until(store.as_ref(), id, write, expires).await }
+}
+
+/// Writes, retrying backend failures with backoff (up to 5 s apart) until
+/// the task would have expired anyway: an outcome reached during a store
+/// outage is kept and written once the store is back. A task that is no
+/// longer live (cancelled, expired, already terminal) keeps what it has.
+async fn write_until(store: &dyn TaskStore, id: TaskId, write: Write, expires: Option<Timestamp>) {
+    let give_up = expires.unwrap_or_else(|| Timestamp::now().saturating_add(RETRY_WITHOUT_TTL));
     let mut delay = Duration::from_millis(50);
-    for attempt in 1..=ATTEMPTS {
+    loop {
         let result = match &write {
             Write::Complete(result) => store.complete(id, result.clone()).await,
             Write::Fail(message, error) => {
                 let _ = store.set_status_message(id, message.clone()).await;
                 store.fail(id, error.clone()).await
             }
+            Write::Input(round) => store.require_input(id, round.clone()).await,
         };
         match result {
             Ok(()) | Err(StoreError::NotFound | StoreError::InvalidTransition { .. }) => return,
-            Err(error) if attempt == ATTEMPTS => {
-                tracing::error!(task = %id, %error, "task outcome lost after {ATTEMPTS} attempts");
+            Err(error) if Timestamp::now() >= give_up => {
+                tracing::error!(task = %id, %error, "task store unreachable until the task expired");
+                return;
             }
             Err(error) => {
-                tracing::warn!(task = %id, %error, "task outcome not stored yet, retrying");
+                tracing::warn!(task = %id, %error, "task store unreachable, retrying the write");
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_secs(5));
             }

@@ -1,0 +1,187 @@
+//! While the task store is unreachable, task methods answer `-32603` (never
+//! "task not found"), and an outcome reached during the outage is written
+//! once the store is back: nothing is lost and no task stays `working`.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full};
+use mcp_tasks::store::{
+    CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, StoreError, StoreFuture,
+};
+use mcp_tasks::{MemoryTaskStore, RequestBody, TaskId, TaskSnapshot, TaskStore, TasksLayer};
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use tower::{Layer, ServiceExt};
+
+/// A memory store that fails every call while `down` is set.
+#[derive(Clone, Default)]
+struct Flaky {
+    inner: MemoryTaskStore,
+    down: Arc<AtomicBool>,
+}
+
+impl Flaky {
+    fn check(&self) -> Result<(), StoreError> {
+        if self.down.load(Ordering::SeqCst) {
+            Err(StoreError::backend("connection refused"))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+macro_rules! guarded {
+    ($self:ident, $call:expr) => {
+        Box::pin(async move {
+            $self.check()?;
+            $call.await
+        })
+    };
+}
+
+impl TaskStore for Flaky {
+    fn create(&self, task: NewTask) -> StoreFuture<'_, CreatedTask> {
+        guarded!(self, self.inner.create(task))
+    }
+    fn get<'a>(
+        &'a self,
+        id: TaskId,
+        owner: Option<&'a str>,
+    ) -> StoreFuture<'a, Option<TaskSnapshot>> {
+        guarded!(self, self.inner.get(id, owner))
+    }
+    fn set_status_message(&self, id: TaskId, message: String) -> StoreFuture<'_, ()> {
+        guarded!(self, self.inner.set_status_message(id, message))
+    }
+    fn complete(&self, id: TaskId, result: Box<RawValue>) -> StoreFuture<'_, ()> {
+        guarded!(self, self.inner.complete(id, result))
+    }
+    fn fail(&self, id: TaskId, error: Box<RawValue>) -> StoreFuture<'_, ()> {
+        guarded!(self, self.inner.fail(id, error))
+    }
+    fn cancel<'a>(
+        &'a self,
+        id: TaskId,
+        owner: Option<&'a str>,
+    ) -> StoreFuture<'a, Option<CancelOutcome>> {
+        guarded!(self, self.inner.cancel(id, owner))
+    }
+    fn require_input(&self, id: TaskId, round: InputRound) -> StoreFuture<'_, ()> {
+        guarded!(self, self.inner.require_input(id, round))
+    }
+    fn answer_input<'a>(
+        &'a self,
+        id: TaskId,
+        owner: Option<&'a str>,
+        answers: Vec<(String, Box<RawValue>)>,
+    ) -> StoreFuture<'a, Option<InputProgress>> {
+        guarded!(self, self.inner.answer_input(id, owner, answers))
+    }
+}
+
+/// Answers any call after 400 ms with a text result.
+async fn slow(
+    request: Request<RequestBody<Full<Bytes>>>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let body = request
+        .into_body()
+        .collect()
+        .await
+        .map(|c| c.to_bytes())
+        .unwrap_or_default();
+    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let answer = json!({"jsonrpc": "2.0", "id": message["id"],
+        "result": {"resultType": "complete", "content": [{"type": "text", "text": "survived"}]}});
+    Ok(Response::builder()
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(answer.to_string())))
+        .expect("response"))
+}
+
+fn post(method: &str, params: Value, name: &str) -> Request<Full<Bytes>> {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    Request::post("/mcp")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .header("mcp-name", name)
+        .body(Full::new(Bytes::from(body.to_string())))
+        .expect("request")
+}
+
+async fn send<S>(service: &S, request: Request<Full<Bytes>>) -> (u16, Value)
+where
+    S: tower::Service<
+            Request<Full<Bytes>>,
+            Response = Response<mcp_tasks::ResponseBody<Full<Bytes>>>,
+        > + Clone,
+    S::Error: std::fmt::Debug,
+{
+    let response = service.clone().oneshot(request).await.expect("call");
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    (status, serde_json::from_slice(&body).expect("json"))
+}
+
+#[tokio::test]
+async fn an_outcome_reached_while_the_store_is_down_is_written_when_it_is_back() {
+    let store = Flaky::default();
+    let layer = TasksLayer::new(store.clone()).threshold(Duration::from_millis(100));
+    let service = layer.layer(tower::service_fn(slow));
+
+    let (_, handle) = send(
+        &service,
+        post("tools/call", json!({"name": "job", "arguments": {}}), "job"),
+    )
+    .await;
+    let task = handle["result"]["taskId"]
+        .as_str()
+        .expect("a task handle")
+        .to_owned();
+
+    // The store goes away while the call is still running.
+    store.down.store(true, Ordering::SeqCst);
+    let get = || post("tasks/get", json!({"taskId": task}), &task);
+    let (status, during) = send(&service, get()).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        during["error"]["code"], -32603,
+        "an outage is an internal error: {during}"
+    );
+    assert!(
+        !during.to_string().contains("not found"),
+        "never 'not found': {during}"
+    );
+
+    // The call finishes during the outage; the store comes back a while later.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    store.down.store(false, Ordering::SeqCst);
+
+    let mut last = Value::Null;
+    for _ in 0..50 {
+        let (_, now) = send(&service, get()).await;
+        if now["result"]["status"] == "completed" {
+            assert_eq!(now["result"]["result"]["content"][0]["text"], "survived");
+            return;
+        }
+        last = now;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the outcome was lost: {last}");
+}
