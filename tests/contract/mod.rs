@@ -49,6 +49,7 @@ where
     cancelling_a_terminal_task_changes_nothing(&make().await).await;
     ownership_is_plain_equality(&make().await).await;
     an_expired_task_reads_like_an_unknown_one(&make().await).await;
+    the_ttl_runs_from_creation(&make().await).await;
     input_rounds_record_only_outstanding_keys(&make().await).await;
 }
 
@@ -95,7 +96,11 @@ async fn a_late_outcome_never_overwrites_cancelled<S: TaskStore>(store: &S) {
         created.stop.is_cancelled(),
         "rule: cancel fires the stop signal"
     );
-    assert!(store.complete(task.id, raw("{}")).await.is_err());
+    let late = store.complete(task.id, raw("{}")).await;
+    assert!(
+        late.is_err(),
+        "rule: a late outcome never overwrites cancelled, got {late:?}"
+    );
     let read = store.get(task.id, None).await.unwrap().unwrap();
     assert_eq!(
         read.status(),
@@ -158,21 +163,33 @@ async fn an_expired_task_reads_like_an_unknown_one<S: TaskStore>(store: &S) {
         store.get(task.id, Some("alice")).await.unwrap().is_none(),
         "rule: expired is unknown"
     );
+    let cancel = store.cancel(task.id, Some("alice")).await.unwrap();
     assert!(
-        store
-            .cancel(task.id, Some("alice"))
-            .await
-            .unwrap()
-            .is_none()
+        cancel.is_none(),
+        "rule: expired is unknown to cancel, got {cancel:?}"
     );
-    assert!(matches!(
-        store.complete(task.id, raw("{}")).await,
-        Err(StoreError::NotFound)
-    ));
+    let late = store.complete(task.id, raw("{}")).await;
+    assert!(
+        matches!(late, Err(StoreError::NotFound)),
+        "rule: expired is unknown to an outcome, got {late:?}"
+    );
     let stopped = tokio::time::timeout(Duration::from_secs(2), created.stop.cancelled()).await;
     assert!(
         stopped.is_ok(),
         "rule: expiry fires the stop signal without a manual sweep"
+    );
+}
+
+async fn the_ttl_runs_from_creation<S: TaskStore>(store: &S) {
+    // Created (by the layer's clock) ten seconds ago with a five-second TTL:
+    // already expired, whenever the store itself received it.
+    let mut task = new_task(None, Some(Duration::from_secs(5)));
+    task.created_at = Timestamp::from_millis(Timestamp::now().as_millis() - 10_000);
+    let _ = store.create(task.clone()).await;
+    let read = store.get(task.id, None).await.unwrap();
+    assert!(
+        read.is_none(),
+        "rule: the TTL runs from creation, got {read:?}"
     );
 }
 

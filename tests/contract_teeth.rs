@@ -1,0 +1,461 @@
+//! The store contract suite has teeth: it passes a small, obviously correct
+//! reference store, and fails that same store, naming the rule, as soon as one
+//! switch breaks exactly one rule.
+
+mod contract;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use mcp_tasks::store::StoreFuture;
+use mcp_tasks::{
+    CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, StoreError, TaskId,
+    TaskSnapshot, TaskState, TaskStatus, TaskStore, Timestamp,
+};
+use serde_json::value::RawValue;
+use tokio_util::sync::CancellationToken;
+
+/// The one rule a [`NaiveStore`] breaks, if any.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flaw {
+    /// Keeps every rule.
+    None,
+    /// A later `complete`/`fail` overwrites a completed or failed task
+    /// (cancelled stays protected, so only one rule is broken).
+    TerminalOverwritten,
+    /// A late `complete`/`fail` overwrites a cancelled task.
+    LateOutcomeOverwritesCancelled,
+    /// Ignores the TTL: tasks never expire and the stop signal never fires.
+    NeverExpires,
+    /// Ignores the owner on `get`, `cancel` and `answer_input`.
+    LeaksAcrossOwners,
+}
+
+/// What a task is doing, with exactly what the store needs for it.
+enum State {
+    Working,
+    InputRequired {
+        /// Requests not answered yet, in the order they were asked.
+        outstanding: Vec<(String, Box<RawValue>)>,
+        /// Answers recorded so far, in the order they came.
+        answers: Vec<(String, Box<RawValue>)>,
+        resume: Box<RawValue>,
+    },
+    Completed(Box<RawValue>),
+    Failed(Box<RawValue>),
+    Cancelled,
+}
+
+impl State {
+    fn status(&self) -> TaskStatus {
+        match self {
+            Self::Working => TaskStatus::Working,
+            Self::InputRequired { .. } => TaskStatus::InputRequired,
+            Self::Completed(_) => TaskStatus::Completed,
+            Self::Failed(_) => TaskStatus::Failed,
+            Self::Cancelled => TaskStatus::Cancelled,
+        }
+    }
+}
+
+struct Task {
+    owner: Option<String>,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    ttl: Option<Duration>,
+    poll_interval: Option<Duration>,
+    message: Option<String>,
+    state: State,
+    stop: CancellationToken,
+}
+
+impl Task {
+    fn snapshot(&self, id: TaskId) -> TaskSnapshot {
+        let state = match &self.state {
+            State::Working => TaskState::Working,
+            State::InputRequired { outstanding, .. } => TaskState::InputRequired {
+                requests: json_object(outstanding),
+            },
+            State::Completed(result) => TaskState::Completed {
+                result: result.clone(),
+            },
+            State::Failed(error) => TaskState::Failed {
+                error: error.clone(),
+            },
+            State::Cancelled => TaskState::Cancelled,
+        };
+        TaskSnapshot {
+            id,
+            state,
+            status_message: self.message.clone(),
+            created_at: self.created_at,
+            last_updated_at: self.updated_at,
+            ttl: self.ttl,
+            poll_interval: self.poll_interval,
+        }
+    }
+}
+
+/// `[(key, value)]` as one JSON object, keys escaped, values verbatim.
+fn json_object(pairs: &[(String, Box<RawValue>)]) -> Box<RawValue> {
+    let members: Vec<String> = pairs
+        .iter()
+        .map(|(key, value)| format!("{}:{}", serde_json::to_string(key).unwrap(), value.get()))
+        .collect();
+    RawValue::from_string(format!("{{{}}}", members.join(","))).unwrap()
+}
+
+type Tasks = HashMap<TaskId, Task>;
+
+/// A reference [`TaskStore`]: one mutex over one map, everything checked in
+/// the plainest possible way, and one sleeping tokio task per TTL.
+struct NaiveStore {
+    flaw: Flaw,
+    tasks: Arc<Mutex<Tasks>>,
+}
+
+impl NaiveStore {
+    fn new(flaw: Flaw) -> Self {
+        Self {
+            flaw,
+            tasks: Arc::default(),
+        }
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Tasks>, StoreError> {
+        self.tasks
+            .lock()
+            .map_err(|_| StoreError::backend("naive store lock poisoned"))
+    }
+
+    fn expired(&self, task: &Task) -> bool {
+        if self.flaw == Flaw::NeverExpires {
+            return false;
+        }
+        task.ttl
+            .is_some_and(|ttl| task.created_at.saturating_add(ttl) <= Timestamp::now())
+    }
+
+    fn may_see(&self, task: &Task, owner: Option<&str>) -> bool {
+        self.flaw == Flaw::LeaksAcrossOwners || task.owner.as_deref() == owner
+    }
+
+    /// Runs `f` on a live task, whoever owns it (the layer's own calls).
+    fn with_live<T>(
+        &self,
+        id: TaskId,
+        f: impl FnOnce(&mut Task) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut tasks = self.lock()?;
+        match tasks.get_mut(&id) {
+            Some(task) if !self.expired(task) => f(task),
+            _ => Err(StoreError::NotFound),
+        }
+    }
+
+    /// Runs `f` on a live task `owner` may see; `None` when it may not.
+    fn with_owned<T>(
+        &self,
+        id: TaskId,
+        owner: Option<&str>,
+        f: impl FnOnce(&mut Task) -> T,
+    ) -> Result<Option<T>, StoreError> {
+        let mut tasks = self.lock()?;
+        Ok(match tasks.get_mut(&id) {
+            Some(task) if !self.expired(task) && self.may_see(task, owner) => Some(f(task)),
+            _ => None,
+        })
+    }
+
+    /// Moves a task to a terminal outcome, unless it already has one.
+    fn finish(&self, task: &mut Task, outcome: State) -> Result<(), StoreError> {
+        let from = task.state.status();
+        let overwrite = match from {
+            TaskStatus::Completed | TaskStatus::Failed => self.flaw == Flaw::TerminalOverwritten,
+            TaskStatus::Cancelled => self.flaw == Flaw::LateOutcomeOverwritesCancelled,
+            TaskStatus::Working | TaskStatus::InputRequired => true,
+        };
+        if !overwrite {
+            return Err(StoreError::InvalidTransition {
+                from,
+                to: outcome.status(),
+            });
+        }
+        task.state = outcome;
+        task.updated_at = Timestamp::now();
+        Ok(())
+    }
+}
+
+/// Sleeps until `deadline`, then forgets the task and fires its stop signal.
+async fn expire(
+    tasks: Weak<Mutex<Tasks>>,
+    id: TaskId,
+    deadline: Timestamp,
+    stop: CancellationToken,
+) {
+    let wait = deadline
+        .as_millis()
+        .saturating_sub(Timestamp::now().as_millis());
+    tokio::time::sleep(Duration::from_millis(wait)).await;
+    if let Some(tasks) = tasks.upgrade()
+        && let Ok(mut tasks) = tasks.lock()
+    {
+        tasks.remove(&id);
+    }
+    stop.cancel();
+}
+
+impl TaskStore for NaiveStore {
+    fn create(&self, new: NewTask) -> StoreFuture<'_, CreatedTask> {
+        Box::pin(async move {
+            let stop = CancellationToken::new();
+            let task = Task {
+                owner: new.owner,
+                created_at: new.created_at,
+                updated_at: new.created_at,
+                ttl: new.ttl,
+                poll_interval: new.poll_interval,
+                message: new.status_message,
+                state: State::Working,
+                stop: stop.clone(),
+            };
+            let snapshot = task.snapshot(new.id);
+            {
+                let mut tasks = self.lock()?;
+                if tasks.contains_key(&new.id) {
+                    return Err(StoreError::backend("task id collision"));
+                }
+                tasks.insert(new.id, task);
+            }
+            if let Some(ttl) = new.ttl
+                && self.flaw != Flaw::NeverExpires
+            {
+                let deadline = new.created_at.saturating_add(ttl);
+                let tasks = Arc::downgrade(&self.tasks);
+                tokio::spawn(expire(tasks, new.id, deadline, stop.clone()));
+            }
+            Ok(CreatedTask { snapshot, stop })
+        })
+    }
+
+    fn get<'a>(
+        &'a self,
+        id: TaskId,
+        owner: Option<&'a str>,
+    ) -> StoreFuture<'a, Option<TaskSnapshot>> {
+        Box::pin(async move { self.with_owned(id, owner, |task| task.snapshot(id)) })
+    }
+
+    fn set_status_message(&self, id: TaskId, message: String) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            self.with_live(id, |task| {
+                let from = task.state.status();
+                if from.is_terminal() {
+                    return Err(StoreError::InvalidTransition { from, to: from });
+                }
+                task.message = Some(message);
+                task.updated_at = Timestamp::now();
+                Ok(())
+            })
+        })
+    }
+
+    fn complete(&self, id: TaskId, result: Box<RawValue>) -> StoreFuture<'_, ()> {
+        Box::pin(
+            async move { self.with_live(id, |task| self.finish(task, State::Completed(result))) },
+        )
+    }
+
+    fn fail(&self, id: TaskId, error: Box<RawValue>) -> StoreFuture<'_, ()> {
+        Box::pin(async move { self.with_live(id, |task| self.finish(task, State::Failed(error))) })
+    }
+
+    fn cancel<'a>(
+        &'a self,
+        id: TaskId,
+        owner: Option<&'a str>,
+    ) -> StoreFuture<'a, Option<CancelOutcome>> {
+        Box::pin(async move {
+            self.with_owned(id, owner, |task| {
+                if task.state.status().is_terminal() {
+                    return CancelOutcome::AlreadyTerminal(task.snapshot(id));
+                }
+                task.state = State::Cancelled;
+                task.updated_at = Timestamp::now();
+                task.stop.cancel();
+                CancelOutcome::Cancelled(task.snapshot(id))
+            })
+        })
+    }
+
+    fn require_input(&self, id: TaskId, round: InputRound) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            self.with_live(id, |task| {
+                let from = task.state.status();
+                if from != TaskStatus::Working {
+                    let to = TaskStatus::InputRequired;
+                    return Err(StoreError::InvalidTransition { from, to });
+                }
+                task.state = State::InputRequired {
+                    outstanding: round.requests,
+                    answers: Vec::new(),
+                    resume: round.resume,
+                };
+                task.updated_at = Timestamp::now();
+                Ok(())
+            })
+        })
+    }
+
+    fn answer_input<'a>(
+        &'a self,
+        id: TaskId,
+        owner: Option<&'a str>,
+        given: Vec<(String, Box<RawValue>)>,
+    ) -> StoreFuture<'a, Option<InputProgress>> {
+        Box::pin(async move {
+            self.with_owned(id, owner, |task| {
+                let State::InputRequired {
+                    outstanding,
+                    answers,
+                    ..
+                } = &mut task.state
+                else {
+                    return InputProgress::NotWaiting;
+                };
+                for (key, value) in given {
+                    // Only outstanding keys count; the rest is ignored.
+                    if let Some(at) = outstanding.iter().position(|(k, _)| *k == key) {
+                        outstanding.remove(at);
+                        answers.push((key, value));
+                    }
+                }
+                task.updated_at = Timestamp::now();
+                if !outstanding.is_empty() {
+                    return InputProgress::Pending;
+                }
+                let State::InputRequired {
+                    answers, resume, ..
+                } = std::mem::replace(&mut task.state, State::Working)
+                else {
+                    unreachable!("matched input_required above")
+                };
+                InputProgress::RoundComplete {
+                    answers,
+                    resume,
+                    stop: task.stop.clone(),
+                }
+            })
+        })
+    }
+}
+
+/// Runs the whole contract against a store with `flaw` on its own tokio task;
+/// the panic message of the rule that failed, or `None` if all passed.
+async fn contract_verdict(flaw: Flaw) -> Option<String> {
+    let suite = tokio::spawn(contract::run(move || async move { NaiveStore::new(flaw) }));
+    let error = suite.await.err()?;
+    assert!(
+        error.is_panic(),
+        "the suite must fail by panicking: {error}"
+    );
+    let payload = error.into_panic();
+    let message = payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()));
+    Some(message.expect("the suite panics with a text message"))
+}
+
+/// Asserts that the suite fails a store with `flaw`, for the rule `rule`.
+async fn assert_caught(flaw: Flaw, rule: &str) {
+    let message = contract_verdict(flaw)
+        .await
+        .unwrap_or_else(|| panic!("the contract passed a store with {flaw:?}"));
+    assert!(
+        message.contains(&format!("rule: {rule}")),
+        "a store with {flaw:?} must fail for \"rule: {rule}\", it failed with: {message}"
+    );
+}
+
+#[tokio::test]
+async fn the_contract_passes_a_store_that_keeps_every_rule() {
+    assert_eq!(contract_verdict(Flaw::None).await, None);
+}
+
+#[tokio::test]
+async fn the_contract_fails_a_store_whose_terminal_states_change() {
+    assert_caught(Flaw::TerminalOverwritten, "terminal states never change").await;
+}
+
+#[tokio::test]
+async fn the_contract_fails_a_store_where_a_late_outcome_overwrites_cancelled() {
+    assert_caught(
+        Flaw::LateOutcomeOverwritesCancelled,
+        "a late outcome never overwrites cancelled",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_contract_fails_a_store_that_ignores_the_ttl() {
+    assert_caught(Flaw::NeverExpires, "expired is unknown").await;
+}
+
+#[tokio::test]
+async fn the_contract_fails_a_store_that_leaks_tasks_across_owners() {
+    assert_caught(Flaw::LeaksAcrossOwners, "no cross-owner reads").await;
+}
+
+/// The reference store itself, checked by hand where the suite is silent.
+#[tokio::test]
+async fn the_reference_store_keeps_what_the_suite_does_not_check() {
+    let store = NaiveStore::new(Flaw::None);
+    let raw = |text: &str| RawValue::from_string(text.to_owned()).unwrap();
+    let id = TaskId::generate().unwrap();
+    let new = NewTask {
+        id,
+        owner: None,
+        created_at: Timestamp::now(),
+        ttl: None,
+        poll_interval: None,
+        status_message: None,
+    };
+    store.create(new.clone()).await.unwrap();
+    assert!(matches!(
+        store.create(new).await,
+        Err(StoreError::Backend(_))
+    ));
+    store
+        .set_status_message(id, "half way".into())
+        .await
+        .unwrap();
+    let read = store.get(id, None).await.unwrap().unwrap();
+    assert_eq!(read.status_message.as_deref(), Some("half way"));
+    let progress = store.answer_input(id, None, vec![]).await.unwrap();
+    assert!(matches!(progress, Some(InputProgress::NotWaiting)));
+    store
+        .fail(id, raw(r#"{"code":1,"message":"x"}"#))
+        .await
+        .unwrap();
+    assert!(store.set_status_message(id, "late".into()).await.is_err());
+    assert!(
+        store
+            .require_input(
+                id,
+                InputRound {
+                    requests: vec![],
+                    resume: raw("{}"),
+                }
+            )
+            .await
+            .is_err()
+    );
+    let unknown = TaskId::generate().unwrap();
+    assert!(matches!(
+        store.complete(unknown, raw("{}")).await,
+        Err(StoreError::NotFound)
+    ));
+}
