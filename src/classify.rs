@@ -118,6 +118,56 @@ struct Params<'a> {
     task_id: Option<&'a RawValue>,
     #[serde(borrow, rename = "_meta")]
     meta: Option<Meta<'a>>,
+    /// The filter of `subscriptions/listen`.
+    notifications: Option<ListenFilter>,
+}
+
+#[derive(Deserialize)]
+struct ListenFilter {
+    #[serde(rename = "taskIds")]
+    task_ids: Option<IgnoredAny>,
+}
+
+/// Whether a JSON value is an object (the value is read and discarded).
+struct IsObject(bool);
+
+impl<'de> Deserialize<'de> for IsObject {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Kind;
+        impl<'de> serde::de::Visitor<'de> for Kind {
+            type Value = bool;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<bool, M::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(true)
+            }
+            fn visit_seq<S: serde::de::SeqAccess<'de>>(self, mut seq: S) -> Result<bool, S::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(false)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+                Ok(false)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+                Ok(false)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+                Ok(false)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+                Ok(false)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<bool, E> {
+                Ok(false)
+            }
+            fn visit_unit<E>(self) -> Result<bool, E> {
+                Ok(false)
+            }
+        }
+        deserializer.deserialize_any(Kind).map(Self)
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -148,8 +198,12 @@ impl<'de, const TASKS: bool> Deserialize<'de> for HasMember<TASKS> {
             fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<bool, M::Error> {
                 let mut found = false;
                 while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    found |= key == TASKS_EXTENSION;
-                    map.next_value::<IgnoredAny>()?;
+                    // The extension is declared by an object, not by `null`.
+                    if key == TASKS_EXTENSION {
+                        found |= map.next_value::<IsObject>()?.0;
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
                 }
                 Ok(found)
             }
@@ -192,8 +246,15 @@ fn decode_name(value: &str) -> Option<Cow<'_, str>> {
 
 /// Classifies one buffered POST body.
 pub(crate) fn classify(headers: &HeaderMap, body: &[u8], config: &TasksConfig) -> Route {
+    // Unreadable bodies are answered only on the 2026-07-28 wire; anything
+    // else (older, session-based clients that may batch, non-MCP routes) is
+    // the inner server's business.
+    let modern_header = header(headers, "mcp-protocol-version") == Some(MODERN_VERSION);
     let first = body.iter().copied().find(|b| !b.is_ascii_whitespace());
     if first == Some(b'[') {
+        if !modern_header {
+            return Route::Forward;
+        }
         return Route::Reply(Reply::invalid_request(
             None,
             "Batch requests are not supported: send one JSON-RPC message per POST",
@@ -201,6 +262,7 @@ pub(crate) fn classify(headers: &HeaderMap, body: &[u8], config: &TasksConfig) -
     }
     let envelope: Envelope<'_> = match serde_json::from_slice(body) {
         Ok(envelope) => envelope,
+        Err(_) if !modern_header => return Route::Forward,
         Err(error) => return unusual(body, error),
     };
     let (Some(id), Some(method)) = (envelope.id, envelope.method.as_deref()) else {
@@ -228,14 +290,26 @@ pub(crate) fn classify(headers: &HeaderMap, body: &[u8], config: &TasksConfig) -
     let extensions = meta
         .and_then(|m| m.capabilities.as_ref())
         .and_then(|c| c.extensions);
-    let declared = declares_tasks(extensions);
+    // Read only where it matters, to keep the pass-through path lean.
+    let declared = || declares_tasks(extensions);
     let version = meta_version.unwrap_or_default();
     match method {
         "server/discover" => Route::Discover,
+        "subscriptions/listen" => {
+            let wants_tasks = params
+                .notifications
+                .as_ref()
+                .is_some_and(|n| n.task_ids.is_some());
+            if wants_tasks && !declared() {
+                Route::Reply(Reply::missing_tasks_capability(Some(id)))
+            } else {
+                Route::Forward
+            }
+        }
         "tools/call" => {
             let name = as_str(params.name);
             let policy = config.policy_for(name.as_deref().unwrap_or_default());
-            match (declared && version == MODERN_VERSION, policy) {
+            match (declared() && version == MODERN_VERSION, policy) {
                 (false, ToolPolicy::Threshold | ToolPolicy::Always | ToolPolicy::Never) => {
                     Route::Forward
                 }
@@ -257,7 +331,7 @@ pub(crate) fn classify(headers: &HeaderMap, body: &[u8], config: &TasksConfig) -
             }
         }
         "tasks/get" | "tasks/update" | "tasks/cancel" => {
-            task_route(id, method, version, declared, &params, body)
+            task_route(id, method, version, declared(), &params, body)
         }
         "tasks/list" | "tasks/result" => Route::Reply(Reply::method_not_found(Some(id), method)),
         _ => Route::Forward,
@@ -416,6 +490,12 @@ mod tests {
         ))));
         assert!(!declares_tasks(Some(&raw(r#"{"tasks":{"list":{}}}"#))));
         assert!(!declares_tasks(Some(&raw(r#"[]"#))));
+        assert!(!declares_tasks(Some(&raw(
+            r#"{"io.modelcontextprotocol/tasks":null}"#
+        ))));
+        assert!(!declares_tasks(Some(&raw(
+            r#"{"io.modelcontextprotocol/tasks":false}"#
+        ))));
         assert!(!declares_tasks(None));
     }
 }

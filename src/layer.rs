@@ -53,9 +53,11 @@ impl TasksLayer {
         self
     }
 
-    /// How long a task lives from its creation (`None`: until the process ends).
+    /// How long a task lives from its creation (`None`: until the process
+    /// ends). TTLs are kept in whole milliseconds, so anything shorter than
+    /// one millisecond is raised to one.
     pub fn ttl(mut self, ttl: Option<Duration>) -> Self {
-        self.config.ttl = ttl;
+        self.config.ttl = ttl.map(|ttl| ttl.max(Duration::from_millis(1)));
         self
     }
 

@@ -108,14 +108,22 @@ pub(crate) struct Template {
     pub extensions: http::Extensions,
 }
 
-/// Headers every re-issued call sets itself; the template does not keep them.
-const SET_ON_REISSUE: [&str; 6] = [
+/// Headers the template does not keep: those every re-issued call sets
+/// itself, and hop-by-hop headers that belonged to the client's connection.
+const NOT_KEPT: [&str; 13] = [
     "content-length",
     "content-type",
     "accept",
     "mcp-protocol-version",
     "mcp-method",
     "mcp-name",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "expect",
 ];
 
 impl Template {
@@ -126,7 +134,7 @@ impl Template {
     pub(crate) fn from_parts(parts: &http::request::Parts) -> Self {
         let mut headers = HeaderMap::new();
         for (name, value) in &parts.headers {
-            if !SET_ON_REISSUE.contains(&name.as_str()) {
+            if !NOT_KEPT.contains(&name.as_str()) {
                 headers.append(name.clone(), value.clone());
             }
         }

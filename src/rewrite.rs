@@ -11,12 +11,13 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use http::Response;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
-use http_body::Body;
-use http_body_util::BodyExt;
+use http_body::{Body, Frame};
+use http_body_util::{BodyExt, StreamBody};
 use serde_json::{Map, Value};
 use sse_stream::SseStream;
 
 use crate::body::{BoxError, ResponseBody};
+use crate::flight::tap::BodyError;
 use crate::wire::TASKS_EXTENSION;
 use crate::wire::raw::{Members, write_object};
 
@@ -62,6 +63,20 @@ where
     }
     let (mut head, body) = response.into_parts();
     head.headers.remove(CONTENT_LENGTH);
+    if sse {
+        // Event by event, as the events arrive: the inner server may keep
+        // the stream open after its response.
+        let events = SseStream::new(body.map_err(|error| BodyError(error.into())));
+        let frames = events.map(|event| match event {
+            Ok(mut event) => {
+                rewrite_event(&mut event);
+                Ok(Frame::data(Bytes::from(event)))
+            }
+            Err(error) => Err(BoxError::from(error.to_string())),
+        });
+        let body = BodyExt::boxed_unsync(StreamBody::new(frames));
+        return Response::from_parts(head, ResponseBody::boxed(body));
+    }
     let bytes = match body.collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(error) => {
@@ -71,12 +86,18 @@ where
             return Response::from_parts(head, ResponseBody::full(Bytes::new()));
         }
     };
-    let rewritten = if sse {
-        rewrite_sse(bytes).await
-    } else {
-        rewrite_json(&bytes).unwrap_or(bytes)
-    };
+    let rewritten = rewrite_json(&bytes).unwrap_or(bytes);
     Response::from_parts(head, ResponseBody::full(rewritten))
+}
+
+/// Adds the extension to the response carried by one SSE event, if it is one.
+fn rewrite_event(event: &mut sse_stream::Sse) {
+    if let Some(data) = event.data.as_deref()
+        && let Ok(mut message) = serde_json::from_str::<Value>(data)
+        && add_extension(&mut message)
+    {
+        event.data = serde_json::to_string(&message).ok();
+    }
 }
 
 fn add_extension(message: &mut Value) -> bool {
@@ -105,26 +126,6 @@ fn rewrite_json(bytes: &[u8]) -> Option<Bytes> {
         return None;
     }
     serde_json::to_vec(&message).ok().map(Bytes::from)
-}
-
-async fn rewrite_sse(bytes: Bytes) -> Bytes {
-    let original = bytes.clone();
-    let body = http_body_util::Full::new(bytes);
-    let mut events = SseStream::new(body);
-    let mut out = Vec::new();
-    while let Some(event) = events.next().await {
-        let Ok(mut event) = event else {
-            return original;
-        };
-        if let Some(data) = event.data.as_deref()
-            && let Ok(mut message) = serde_json::from_str::<Value>(data)
-            && add_extension(&mut message)
-        {
-            event.data = serde_json::to_string(&message).ok();
-        }
-        out.extend_from_slice(&Bytes::from(event));
-    }
-    Bytes::from(out)
 }
 
 #[cfg(test)]

@@ -29,10 +29,10 @@ use pin_project_lite::pin_project;
 use tower_service::Service;
 
 use crate::body::{BoxError, RequestBody, ResponseBody};
-use crate::classify::{Route, ToolCall, classify};
+use crate::classify::{Route, TaskMethod, ToolCall, classify};
 use crate::config::TasksConfig;
 use crate::flight::caller::Caller;
-use crate::flight::driver::{self, Parking, Start, Work, park};
+use crate::flight::driver::{self, Parking, Work, park};
 use crate::flight::{Event, Flight, InnerFuture};
 use crate::methods;
 use crate::mrtr::{self, Resume, Template};
@@ -117,6 +117,16 @@ pin_project! {
     }
 }
 
+/// Whether a POST may carry a JSON-RPC message: JSON, or no content type
+/// at all. Other bodies (forms, uploads) pass through without buffering.
+fn is_json(headers: &http::HeaderMap) -> bool {
+    const JSON: &[u8] = b"application/json";
+    headers.get(CONTENT_TYPE).is_none_or(|value| {
+        let value = value.as_bytes().trim_ascii_start();
+        value.len() >= JSON.len() && value[..JSON.len()].eq_ignore_ascii_case(JSON)
+    })
+}
+
 fn reply_response<B>(reply: Reply) -> Response<ResponseBody<B>> {
     let mut response = Response::new(ResponseBody::full(reply.body));
     *response.status_mut() = reply.status;
@@ -148,7 +158,7 @@ where
         // The clone is not ready; the service that was polled ready goes along.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let state = if request.method() == Method::POST {
+        let state = if request.method() == Method::POST && is_json(request.headers()) {
             let (parts, body) = request.into_parts();
             State::Collect {
                 collect: Limited::new(body, self.shared.config.max_body_bytes).collect(),
@@ -260,11 +270,26 @@ where
             }))
         }
         Route::ToolCall(call) => owned(Box::pin(tool_call(shared, inner, parts, bytes, call))),
+        Route::Task(call) if call.method == TaskMethod::Update => {
+            let caller = Caller::<S, B>::boxed(inner);
+            // Detached: once an answer completes a round, the re-issue must
+            // happen even if this client hangs up.
+            let detached = tokio::spawn(async move {
+                let answered = methods::answer(&shared, &parts, call).await;
+                if let Some((task, round)) = answered.resume {
+                    resume(&shared, caller, &parts, task, round);
+                }
+                answered.reply
+            });
+            owned(Box::pin(async move {
+                let reply = detached
+                    .await
+                    .unwrap_or_else(|_| Reply::internal(None, "tasks/update failed"));
+                Ok(reply_response(reply))
+            }))
+        }
         Route::Task(call) => owned(Box::pin(async move {
             let answered = methods::answer(&shared, &parts, call).await;
-            if let Some((task, round)) = answered.resume {
-                resume(&shared, Caller::<S, B>::boxed(inner), &parts, task, round);
-            }
             Ok(reply_response(answered.reply))
         })),
     }
@@ -290,7 +315,8 @@ fn resume(
     let resume: Resume = match serde_json::from_str(resume.get()) {
         Ok(resume) => resume,
         Err(error) => {
-            tracing::error!(%task, %error, "unreadable resume context");
+            let message = format!("The stored resume context is unreadable: {error}");
+            driver::fail_detached(shared.store.clone(), task, message, None);
             return;
         }
     };
@@ -359,12 +385,11 @@ where
     }));
     let mut flight = Flight::new(call.id.clone(), future);
     let mut progress = None;
-    let start = if shared.config.threshold.is_zero() {
-        // A zero threshold parks every call before its first answer.
-        Start::Running(Box::new(flight))
-    } else {
-        let deadline = tokio::time::Instant::now() + shared.config.threshold;
-        let raced = tokio::time::timeout_at(deadline, async {
+    // `Always` and a zero threshold park before the first answer; otherwise
+    // the call races the threshold and an answer in time goes back unchanged.
+    let race = call.policy != ToolPolicy::Always && !shared.config.threshold.is_zero();
+    if race {
+        let raced = tokio::time::timeout(shared.config.threshold, async {
             loop {
                 match flight.next_event().await {
                     Event::Progress(line) => progress = Some(line),
@@ -373,13 +398,10 @@ where
             }
         })
         .await;
-        match raced {
-            // Answered in time: unchanged, unless the tool must always be a task.
-            Ok(answer) if call.policy != ToolPolicy::Always => return Ok(answer.into_response()),
-            Ok(answer) => Start::Answered(answer),
-            Err(_) => Start::Running(Box::new(flight)),
+        if let Ok(answer) = raced {
+            return Ok(answer.into_response());
         }
-    };
+    }
     let parking = Parking {
         store: shared.store.clone(),
         owner,
@@ -389,7 +411,7 @@ where
         template,
         params,
     };
-    let reply = match park(parking, start, progress).await {
+    let reply = match park(parking, flight, progress).await {
         Ok(snapshot) => Reply::result(&call.id, render(&snapshot, TaskView::Created)),
         Err(error) => {
             tracing::warn!(%error, "could not park a tool call");

@@ -18,11 +18,13 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tower::{Layer, ServiceExt};
 
-/// A memory store that fails every call while `down` is set.
+/// A memory store that fails every call while `down` is set, and takes
+/// `create_delay` to acknowledge a new task.
 #[derive(Clone, Default)]
 struct Flaky {
     inner: MemoryTaskStore,
     down: Arc<AtomicBool>,
+    create_delay: Duration,
 }
 
 impl Flaky {
@@ -46,7 +48,12 @@ macro_rules! guarded {
 
 impl TaskStore for Flaky {
     fn create(&self, task: NewTask) -> StoreFuture<'_, CreatedTask> {
-        guarded!(self, self.inner.create(task))
+        Box::pin(async move {
+            self.check()?;
+            let created = self.inner.create(task).await;
+            tokio::time::sleep(self.create_delay).await;
+            created
+        })
     }
     fn get<'a>(
         &'a self,
@@ -184,4 +191,39 @@ async fn an_outcome_reached_while_the_store_is_down_is_written_when_it_is_back()
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("the outcome was lost: {last}");
+}
+
+#[tokio::test]
+async fn a_client_hanging_up_while_the_task_is_created_leaves_a_task_that_is_still_driven() {
+    let store = Flaky {
+        create_delay: Duration::from_millis(300),
+        ..Flaky::default()
+    };
+    let layer = TasksLayer::new(store.clone()).threshold(Duration::from_millis(100));
+    let service = layer.layer(tower::service_fn(slow));
+
+    // The client gives up after the threshold, while the store is still
+    // acknowledging the new task.
+    let call = post("tools/call", json!({"name": "job", "arguments": {}}), "job");
+    let gave_up =
+        tokio::time::timeout(Duration::from_millis(250), service.clone().oneshot(call)).await;
+    assert!(
+        gave_up.is_err(),
+        "the client must have hung up before the handle"
+    );
+
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(store.inner.len(), 1, "the task was created");
+    let id = store.inner.ids().pop().expect("one task");
+    let task = store
+        .inner
+        .get(id, None)
+        .await
+        .expect("store")
+        .expect("task");
+    assert_eq!(
+        task.status(),
+        mcp_tasks::TaskStatus::Completed,
+        "the parked call was still driven to its outcome"
+    );
 }

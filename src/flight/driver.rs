@@ -66,59 +66,67 @@ pub(crate) struct Parking {
     pub params: Box<RawValue>,
 }
 
-/// Where a new task starts from.
-pub(crate) enum Start {
-    /// The call is still running.
-    Running(Box<Flight>),
-    /// The call already answered (the `Always` policy).
-    Answered(Box<Answer>),
-}
-
-/// Creates the task (durably: `get` finds it once this returns) and hands the
-/// call to a background driver. On a store failure the flight is dropped,
-/// which cancels the inner call, and no task exists.
+/// Creates the task (durably: `get` finds it once this resolves) and hands
+/// the call to a background driver.
+///
+/// Both happen on a tokio task of their own, so a client that hangs up while
+/// the store is still acknowledging cannot leave a task that nothing drives.
+/// On a store failure the flight is dropped, which cancels the inner call,
+/// and no task exists.
 pub(crate) async fn park(
     parking: Parking,
-    mut start: Start,
+    mut flight: Flight,
     status_message: Option<String>,
 ) -> Result<TaskSnapshot, StoreError> {
     let id = TaskId::generate().map_err(|error| StoreError::Backend(Box::new(error)))?;
-    let created_at = Timestamp::now();
-    if let Start::Running(flight) = &mut start {
-        flight.parked();
-    }
-    let created = parking
-        .store
-        .create(NewTask {
+    flight.parked();
+    let (created_tx, created_rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let created_at = Timestamp::now();
+        let task = NewTask {
             id,
             owner: parking.owner,
             created_at,
             ttl: parking.ttl,
             poll_interval: parking.poll_interval,
             status_message,
-        })
-        .await?;
-    let mut work = Work {
-        store: parking.store,
-        id,
-        stop: created.stop,
-        caller: parking.caller,
-        template: Box::new(parking.template),
-        params: parking.params,
-        round: 0,
-        attempts: 0,
-        shed: 0,
-        expires: parking.ttl.map(|ttl| created_at.saturating_add(ttl)),
-    };
-    match start {
-        Start::Running(flight) => spawn(work, *flight),
-        Start::Answered(answer) => {
-            if let Some(flight) = handle(&mut work, *answer).await {
-                spawn(work, flight);
+        };
+        let created = match parking.store.create(task).await {
+            Ok(created) => created,
+            Err(error) => {
+                let _ = created_tx.send(Err(error));
+                return;
             }
-        }
-    }
-    Ok(created.snapshot)
+        };
+        let work = Work {
+            store: parking.store,
+            id,
+            stop: created.stop,
+            caller: parking.caller,
+            template: Box::new(parking.template),
+            params: parking.params,
+            round: 0,
+            attempts: 0,
+            shed: 0,
+            expires: parking.ttl.map(|ttl| created_at.saturating_add(ttl)),
+        };
+        // The client may be gone; the task exists and is driven regardless.
+        let _ = created_tx.send(Ok(created.snapshot));
+        spawn(work, flight);
+    });
+    created_rx
+        .await
+        .unwrap_or_else(|_| Err(StoreError::backend("the task could not be created")))
+}
+
+/// Fails a task with `-32603` and `message`, retrying like any outcome write.
+pub(crate) fn fail_detached(
+    store: Arc<dyn TaskStore>,
+    id: TaskId,
+    message: String,
+    expires: Option<Timestamp>,
+) {
+    tokio::spawn(async move { write_until(store.as_ref(), id, internal(message), expires).await });
 }
 
 /// Drives `flight` for `work` on a tokio task of its own.
@@ -225,9 +233,8 @@ pub(crate) fn reissue(
     match mrtr::reissue(&work.template, call, &work.params, answers, request_state) {
         Ok((id, request)) => Some(Flight::background(id, work.caller.call(request))),
         Err(reason) => {
-            let (store, id, expires) = (work.store.clone(), work.id, work.expires);
-            let write = internal(format!("Could not resume the call: {reason}"));
-            tokio::spawn(async move { write_until(store.as_ref(), id, write, expires).await });
+            let message = format!("Could not resume the call: {reason}");
+            fail_detached(work.store.clone(), work.id, message, work.expires);
             None
         }
     }

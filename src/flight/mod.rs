@@ -16,7 +16,7 @@
 
 pub(crate) mod caller;
 pub(crate) mod driver;
-mod tap;
+pub(crate) mod tap;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -224,6 +224,8 @@ impl Flight {
         let bytes = match collected {
             Ok(bytes) => bytes,
             Err(error) => {
+                let mut head = head;
+                head.headers.remove(http::header::CONTENT_LENGTH);
                 return Answer::Unusable {
                     response: Response::from_parts(head, empty()),
                     reason: error.to_string(),

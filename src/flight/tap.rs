@@ -20,7 +20,7 @@ use crate::body::{BoxBody, BoxError};
 
 /// A body error that is a `std::error::Error`, as `sse-stream` wants.
 #[derive(Debug)]
-pub(crate) struct BodyError(BoxError);
+pub(crate) struct BodyError(pub(crate) BoxError);
 
 impl std::fmt::Display for BodyError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -8,7 +8,6 @@
 //! removes it and fires its stop signal without anyone calling a sweep.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
@@ -68,7 +67,8 @@ pub struct MemoryTaskStore {
 struct Inner {
     shards: Box<[Mutex<HashMap<u128, Entry>>]>,
     expiry: Expiry,
-    reaper: AtomicBool,
+    /// The reaper task; started again if its runtime went away.
+    reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl Default for Inner {
@@ -76,7 +76,7 @@ impl Default for Inner {
         Self {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             expiry: Expiry::default(),
-            reaper: AtomicBool::new(false),
+            reaper: Mutex::new(None),
         }
     }
 }
@@ -202,8 +202,18 @@ impl MemoryTaskStore {
         self.inner
             .shards
             .iter()
-            .map(|shard| shard.lock().map(|map| map.len()).unwrap_or(0))
+            .map(|shard| shard.lock().unwrap_or_else(|p| p.into_inner()).len())
             .sum()
+    }
+
+    /// The ids of every task the store holds (O(n); for diagnostics and tests).
+    pub fn ids(&self) -> Vec<TaskId> {
+        let mut ids = Vec::new();
+        for shard in self.inner.shards.iter() {
+            let map = shard.lock().unwrap_or_else(|p| p.into_inner());
+            ids.extend(map.keys().map(|&id| TaskId::from_u128(id)));
+        }
+        ids
     }
 
     /// Whether the store holds no task at all.
@@ -248,9 +258,13 @@ impl MemoryTaskStore {
     }
 
     fn schedule_expiry(&self, id: u128, ttl: Duration, deadline: Timestamp) {
-        if !self.inner.reaper.swap(true, Ordering::AcqRel) {
-            let wake = self.inner.expiry.wake.clone();
-            tokio::spawn(reap(Arc::downgrade(&self.inner), wake));
+        {
+            // A poisoned lock only guards the handle; reads enforce expiry.
+            let mut reaper = self.inner.reaper.lock().unwrap_or_else(|p| p.into_inner());
+            if reaper.as_ref().is_none_or(|handle| handle.is_finished()) {
+                let wake = self.inner.expiry.wake.clone();
+                *reaper = Some(tokio::spawn(reap(Arc::downgrade(&self.inner), wake)));
+            }
         }
         self.inner.expiry.schedule(id, ttl, deadline);
     }
