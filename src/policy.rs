@@ -13,7 +13,14 @@
 //! without forcing a task on declaring ones, so an MRTR round that comes back
 //! before the threshold still passes through synchronously.
 
-/// When a tool call becomes a task. See the [module docs](self).
+/// When a tool call becomes a task.
+///
+/// | Policy      | Declaring client                               | Non-declaring client |
+/// |-------------|------------------------------------------------|----------------------|
+/// | `Threshold` | a task if still running after the threshold    | synchronous          |
+/// | `Always`    | a task at once                                 | synchronous          |
+/// | `Never`     | synchronous                                    | synchronous          |
+/// | `Required`  | a task if still running after the threshold    | `-32021`, HTTP 400   |
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ToolPolicy {
     /// A task when the call outlives the latency threshold (the default).

@@ -21,6 +21,8 @@
 
 mod expiry;
 mod memory;
+#[cfg(feature = "redis")]
+pub mod redis;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -31,6 +33,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::task::{TaskId, TaskSnapshot, TaskStatus, Timestamp};
 
+#[cfg(feature = "redis")]
+pub use self::redis::{ListCursor, RedisTaskStore, RedisTaskStoreBuilder, TaskPage};
 pub use memory::MemoryTaskStore;
 
 /// The future every store method returns: boxed so that the trait stays

@@ -51,6 +51,9 @@ where
     an_expired_task_reads_like_an_unknown_one(&make().await).await;
     the_ttl_runs_from_creation(&make().await).await;
     input_rounds_record_only_outstanding_keys(&make().await).await;
+    status_messages_change_only_live_tasks(&make().await).await;
+    input_is_asked_only_of_working_tasks(&make().await).await;
+    a_resumed_call_is_stopped_by_cancel(&make().await).await;
 }
 
 async fn a_created_task_is_readable_at_once<S: TaskStore>(store: &S) {
@@ -247,4 +250,110 @@ async fn input_rounds_record_only_outstanding_keys<S: TaskStore>(store: &S) {
     }
     let read = store.get(id, None).await.unwrap().unwrap();
     assert_eq!(read.status(), TaskStatus::Working);
+}
+
+async fn status_messages_change_only_live_tasks<S: TaskStore>(store: &S) {
+    let id = create(store, None, None).await;
+    store
+        .set_status_message(id, "half way".into())
+        .await
+        .unwrap();
+    let read = store.get(id, None).await.unwrap().unwrap();
+    assert_eq!(read.status_message.as_deref(), Some("half way"));
+    store.complete(id, raw("{}")).await.unwrap();
+    let late = store.set_status_message(id, "later".into()).await;
+    assert!(
+        matches!(
+            late,
+            Err(StoreError::InvalidTransition {
+                from: TaskStatus::Completed,
+                to: TaskStatus::Completed
+            })
+        ),
+        "rule: a terminal task's message never changes, got {late:?}"
+    );
+    let read = store.get(id, None).await.unwrap().unwrap();
+    assert_eq!(read.status_message.as_deref(), Some("half way"));
+    let unknown = TaskId::generate().unwrap();
+    assert!(matches!(
+        store.set_status_message(unknown, "x".into()).await,
+        Err(StoreError::NotFound)
+    ));
+}
+
+async fn input_is_asked_only_of_working_tasks<S: TaskStore>(store: &S) {
+    let round = || InputRound {
+        requests: vec![("1.a".into(), raw("{}"))],
+        resume: raw("{}"),
+    };
+    let id = create(store, None, None).await;
+    let progress = store.answer_input(id, None, vec![]).await.unwrap();
+    assert!(
+        matches!(progress, Some(InputProgress::NotWaiting)),
+        "rule: a working task takes no answers"
+    );
+    store.require_input(id, round()).await.unwrap();
+    let again = store.require_input(id, round()).await;
+    assert!(
+        matches!(
+            again,
+            Err(StoreError::InvalidTransition {
+                from: TaskStatus::InputRequired,
+                to: TaskStatus::InputRequired
+            })
+        ),
+        "rule: one round at a time, got {again:?}"
+    );
+    store.cancel(id, None).await.unwrap();
+    let progress = store
+        .answer_input(id, None, vec![("1.a".into(), raw("1"))])
+        .await
+        .unwrap();
+    assert!(
+        matches!(progress, Some(InputProgress::NotWaiting)),
+        "rule: a cancelled task takes no answers"
+    );
+    let read = store.get(id, None).await.unwrap().unwrap();
+    assert_eq!(read.status(), TaskStatus::Cancelled);
+    assert!(matches!(
+        store.require_input(id, round()).await,
+        Err(StoreError::InvalidTransition {
+            from: TaskStatus::Cancelled,
+            ..
+        })
+    ));
+    let unknown = TaskId::generate().unwrap();
+    assert!(matches!(
+        store.require_input(unknown, round()).await,
+        Err(StoreError::NotFound)
+    ));
+    assert!(
+        store
+            .answer_input(unknown, None, vec![])
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+async fn a_resumed_call_is_stopped_by_cancel<S: TaskStore>(store: &S) {
+    let id = create(store, Some("alice"), Some(Duration::from_secs(60))).await;
+    let round = InputRound {
+        requests: vec![("1.a".into(), raw("{}"))],
+        resume: raw("{}"),
+    };
+    store.require_input(id, round).await.unwrap();
+    let progress = store
+        .answer_input(id, Some("alice"), vec![("1.a".into(), raw("1"))])
+        .await
+        .unwrap();
+    let Some(InputProgress::RoundComplete { stop, .. }) = progress else {
+        panic!("expected a complete round, got {progress:?}");
+    };
+    assert!(!stop.is_cancelled());
+    store.cancel(id, Some("alice")).await.unwrap();
+    assert!(
+        stop.is_cancelled(),
+        "rule: cancel fires the stop signal of the resumed call"
+    );
 }

@@ -1,0 +1,13 @@
+-- KEYS: task, round. ARGV: has_owner, owner, now ms, channel, id.
+-- Replies false when the owner sees no such task, else a tag
+-- ('cancelled' or 'terminal') followed by the snapshot.
+if not visible(KEYS[1], ARGV[1], ARGV[2]) then
+  return false
+end
+if terminal(redis.call('HGET', KEYS[1], 's')) then
+  return snapshot(KEYS[1], KEYS[2], {'terminal'})
+end
+redis.call('HSET', KEYS[1], 's', 'cancelled', 'u', ARGV[3])
+redis.call('DEL', KEYS[2])
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return snapshot(KEYS[1], KEYS[2], {'cancelled'})

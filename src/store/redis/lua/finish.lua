@@ -1,0 +1,14 @@
+-- KEYS: task, round. ARGV: terminal status, payload, now ms, channel, id.
+-- Replies 1 when recorded, false when there is no such task, the status
+-- when the task is terminal already (a late outcome never overwrites one).
+local status = redis.call('HGET', KEYS[1], 's')
+if not status then
+  return false
+end
+if terminal(status) then
+  return status
+end
+redis.call('HSET', KEYS[1], 's', ARGV[1], 'r', ARGV[2], 'u', ARGV[3])
+redis.call('DEL', KEYS[2])
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return 1

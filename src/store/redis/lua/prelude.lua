@@ -1,0 +1,39 @@
+-- Shared by every script of RedisTaskStore (src/store/redis/scripts.rs).
+-- Task hash fields: s status, w owner (absent: no owner), c created ms,
+-- u updated ms, e deadline ms (absent: no TTL), t ttl ns, p poll ns,
+-- m status message, r result or error (terminal only).
+
+-- Whether the task exists and belongs to exactly this owner:
+-- plain equality on Option<&str>, as in MemoryTaskStore.
+local function visible(task, has_owner, owner)
+  local w = redis.call('HGET', task, 'w')
+  if has_owner == '1' then
+    return w == owner
+  end
+  return w == false and redis.call('EXISTS', task) == 1
+end
+
+local function terminal(status)
+  return status == 'completed' or status == 'failed' or status == 'cancelled'
+end
+
+-- Appends the snapshot to `out`: status, created, updated, ttl, poll,
+-- message, payload, then the outstanding requests of an input round as
+-- key, request pairs in the order the round listed them.
+local function snapshot(task, round, out)
+  local f = redis.call('HMGET', task, 's', 'c', 'u', 't', 'p', 'm', 'r')
+  for i = 1, 7 do
+    out[#out + 1] = f[i]
+  end
+  if f[1] == 'input_required' then
+    local n = tonumber(redis.call('HGET', round, 'n') or '0')
+    for i = 1, n do
+      local key = redis.call('HGET', round, 'k' .. i)
+      if key and redis.call('HEXISTS', round, 'q:' .. key) == 1 then
+        out[#out + 1] = key
+        out[#out + 1] = redis.call('HGET', round, 'v' .. i)
+      end
+    end
+  end
+  return out
+end

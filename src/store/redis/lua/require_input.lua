@@ -1,0 +1,30 @@
+-- KEYS: task, round. ARGV: now ms, resume, then key, request pairs.
+-- Replies like finish.lua: 1, false, or the status that refuses the round.
+-- Round hash fields: n requests, k<i>/v<i> key and request, q:<key> = i
+-- while outstanding, o outstanding count, a answer count, ak<j>/av<j> the
+-- j-th answer, x resume context.
+local task, round = KEYS[1], KEYS[2]
+local status = redis.call('HGET', task, 's')
+if not status then
+  return false
+end
+if status ~= 'working' then
+  return status
+end
+redis.call('DEL', round)
+local n = 0
+for i = 3, #ARGV - 1, 2 do
+  local key = ARGV[i]
+  -- A key listed twice in one round is one request (the first).
+  if redis.call('HSETNX', round, 'q:' .. key, n + 1) == 1 then
+    n = n + 1
+    redis.call('HSET', round, 'k' .. n, key, 'v' .. n, ARGV[i + 1])
+  end
+end
+redis.call('HSET', round, 'n', n, 'o', n, 'a', 0, 'x', ARGV[2])
+local deadline = redis.call('HGET', task, 'e')
+if deadline then
+  redis.call('PEXPIREAT', round, deadline)
+end
+redis.call('HSET', task, 's', 'input_required', 'u', ARGV[1])
+return 1

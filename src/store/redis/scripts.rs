@@ -1,0 +1,91 @@
+//! The Lua scripts that make every transition atomic, and the key names they
+//! work on.
+//!
+//! Each script is the shared prelude (`lua/prelude.lua`: ownership check,
+//! snapshot) followed by its own body. [`Script`] runs them by `EVALSHA` and
+//! loads them on `NOSCRIPT`, so a restarted or flushed server costs one
+//! extra round trip, once per script.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+use crate::task::TaskId;
+
+macro_rules! script {
+    ($file:literal) => {
+        LazyLock::new(|| {
+            Script::new(concat!(
+                include_str!("lua/prelude.lua"),
+                "\n",
+                include_str!($file)
+            ))
+        })
+    };
+}
+
+pub(super) static CREATE: LazyLock<Script> = script!("lua/create.lua");
+pub(super) static GET: LazyLock<Script> = script!("lua/get.lua");
+pub(super) static SET_MESSAGE: LazyLock<Script> = script!("lua/set_message.lua");
+pub(super) static FINISH: LazyLock<Script> = script!("lua/finish.lua");
+pub(super) static CANCEL: LazyLock<Script> = script!("lua/cancel.lua");
+pub(super) static REQUIRE_INPUT: LazyLock<Script> = script!("lua/require_input.lua");
+pub(super) static ANSWER_INPUT: LazyLock<Script> = script!("lua/answer_input.lua");
+pub(super) static LIST: LazyLock<Script> = script!("lua/list.lua");
+
+/// Key and channel names under one prefix (see the module docs for the table).
+#[derive(Debug)]
+pub(super) struct Keys {
+    prefix: String,
+}
+
+impl Keys {
+    pub(super) fn new(prefix: String) -> Self {
+        Self { prefix }
+    }
+
+    pub(super) fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// `<prefix>:task:{<id>}`: the task hash.
+    pub(super) fn task(&self, id: TaskId) -> String {
+        format!("{}{id}{}", self.task_head(), Self::TASK_TAIL)
+    }
+
+    /// `<prefix>:round:{<id>}`: the open input round of a task.
+    pub(super) fn round(&self, id: TaskId) -> String {
+        format!("{}:round:{{{id}}}", self.prefix)
+    }
+
+    /// `<prefix>:owned:<owner>` or `<prefix>:unowned`: the owner index.
+    pub(super) fn index(&self, owner: Option<&str>) -> String {
+        match owner {
+            Some(owner) => format!("{}:owned:{owner}", self.prefix),
+            None => format!("{}:unowned", self.prefix),
+        }
+    }
+
+    /// `<prefix>:ended`: the channel that announces terminal transitions.
+    pub(super) fn channel(&self) -> String {
+        format!("{}:ended", self.prefix)
+    }
+
+    /// What precedes the id in a task key, for scripts that build task keys
+    /// from index entries.
+    pub(super) fn task_head(&self) -> String {
+        format!("{}:task:{{", self.prefix)
+    }
+
+    /// What follows the id in a task key.
+    pub(super) const TASK_TAIL: &'static str = "}";
+}
+
+/// The two script arguments that carry an owner: a presence flag, so that no
+/// owner and the empty owner stay distinct, and the owner itself.
+pub(super) fn owner_args(owner: Option<&str>) -> [&str; 2] {
+    match owner {
+        Some(owner) => ["1", owner],
+        None => ["0", ""],
+    }
+}

@@ -1,0 +1,283 @@
+//! Stop signals of one [`RedisTaskStore`](super::RedisTaskStore) instance.
+//!
+//! The store hands a [`CancellationToken`] to the work it starts (`create`,
+//! and an `answer_input` that completes a round). The token lives here, by
+//! task id, until the task ends: a terminal transition anywhere is announced
+//! on the `<prefix>:ended` channel and fires it ([`subscribe`]), and the
+//! task's deadline fires it locally ([`reap`]), since Redis expiry announces
+//! nothing (keyspace notifications are off by default and lossy anyway).
+//!
+//! Registration happens *before* the Redis write that makes the token
+//! meaningful, so an announcement that races the write's reply still finds
+//! the entry; a registration whose write did not take is released again.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use redis::aio::ConnectionManager;
+use tokio::sync::{Notify, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::scripts::Keys;
+use crate::task::{TaskId, Timestamp};
+
+/// The tokens this instance handed out, by task id, with their deadlines.
+#[derive(Default)]
+pub(super) struct Stops {
+    local: Mutex<Local>,
+    /// Wakes the reaper when an earlier deadline arrives.
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct Local {
+    tasks: HashMap<u128, Entry>,
+    deadlines: BTreeSet<(u64, u128)>,
+}
+
+struct Entry {
+    stop: CancellationToken,
+    deadline: Option<u64>,
+    /// Registrations whose Redis write has not answered yet.
+    pending: u32,
+    /// Whether a write took: the entry then stays until the task ends.
+    confirmed: bool,
+}
+
+impl Stops {
+    fn lock(&self) -> MutexGuard<'_, Local> {
+        // Only tokens and deadlines live here; a panic elsewhere leaves them usable.
+        self.local.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The token of `id`, registering one before a write that may hand it out.
+    /// Every `hold` is followed by one [`confirm`](Self::confirm) or
+    /// [`release`](Self::release).
+    pub(super) fn hold(&self, id: TaskId) -> CancellationToken {
+        let mut local = self.lock();
+        let entry = local.tasks.entry(id.as_u128()).or_insert_with(|| Entry {
+            stop: CancellationToken::new(),
+            deadline: None,
+            pending: 0,
+            confirmed: false,
+        });
+        entry.pending += 1;
+        entry.stop.clone()
+    }
+
+    /// The write took: keep the token until the task ends or `deadline` passes.
+    pub(super) fn confirm(&self, id: TaskId, deadline: Option<Timestamp>) {
+        let id = id.as_u128();
+        let mut local = self.lock();
+        let Some(entry) = local.tasks.get_mut(&id) else {
+            return; // already fired: the task ended meanwhile
+        };
+        entry.pending = entry.pending.saturating_sub(1);
+        entry.confirmed = true;
+        let Some(deadline) = deadline.map(Timestamp::as_millis) else {
+            return;
+        };
+        if entry.deadline.is_some() {
+            return;
+        }
+        entry.deadline = Some(deadline);
+        let earliest = local.deadlines.first().is_none_or(|&(at, _)| deadline < at);
+        local.deadlines.insert((deadline, id));
+        drop(local);
+        if earliest {
+            self.wake.notify_one();
+        }
+    }
+
+    /// The write did not take: forget the token unless someone else keeps it.
+    pub(super) fn release(&self, id: TaskId) {
+        let mut local = self.lock();
+        if let Some(entry) = local.tasks.get_mut(&id.as_u128()) {
+            entry.pending = entry.pending.saturating_sub(1);
+            if entry.pending == 0 && !entry.confirmed {
+                local.tasks.remove(&id.as_u128());
+            }
+        }
+    }
+
+    /// The task ended (or is gone): fire and forget its token, if held here.
+    pub(super) fn fire(&self, id: TaskId) {
+        let id = id.as_u128();
+        let mut local = self.lock();
+        let Some(entry) = local.tasks.remove(&id) else {
+            return;
+        };
+        if let Some(deadline) = entry.deadline {
+            local.deadlines.remove(&(deadline, id));
+        }
+        drop(local);
+        entry.stop.cancel();
+    }
+
+    /// How many tokens are held.
+    pub(super) fn len(&self) -> usize {
+        self.lock().tasks.len()
+    }
+
+    /// The tasks whose write took. Entries still waiting for their write
+    /// are left out: their task may not be in Redis yet.
+    fn confirmed(&self) -> Vec<TaskId> {
+        let local = self.lock();
+        let confirmed = local.tasks.iter().filter(|(_, entry)| entry.confirmed);
+        confirmed.map(|(&id, _)| TaskId::from_u128(id)).collect()
+    }
+
+    /// Takes the tokens due at `now`; returns the next deadline.
+    fn take_due(&self, now: Timestamp, due: &mut Vec<CancellationToken>) -> Option<u64> {
+        let mut local = self.lock();
+        while let Some(&(at, id)) = local.deadlines.first() {
+            if at > now.as_millis() {
+                return Some(at);
+            }
+            local.deadlines.pop_first();
+            if let Some(entry) = local.tasks.remove(&id) {
+                due.push(entry.stop);
+            }
+        }
+        None
+    }
+}
+
+/// Fires tokens at their task's deadline, until `shutdown`.
+pub(super) async fn reap(stops: Arc<Stops>, shutdown: CancellationToken) {
+    let mut due = Vec::new();
+    loop {
+        let now = Timestamp::now();
+        let next = stops.take_due(now, &mut due);
+        for stop in due.drain(..) {
+            stop.cancel();
+        }
+        let sleep = async {
+            match next {
+                Some(at) => tokio::time::sleep(Duration::from_millis(at - now.as_millis())).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = stops.wake.notified() => {}
+            _ = sleep => {}
+        }
+    }
+}
+
+/// What the subscriber needs.
+pub(super) struct Subscriber {
+    pub(super) client: redis::Client,
+    pub(super) conn: ConnectionManager,
+    pub(super) keys: Arc<Keys>,
+    pub(super) stops: Arc<Stops>,
+    pub(super) shutdown: CancellationToken,
+    pub(super) timeout: Duration,
+}
+
+const KEEPALIVE: Duration = Duration::from_secs(15);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Listens on `<prefix>:ended` and fires the tokens of ended tasks, until
+/// `shutdown`. Reports the first subscription (or its failure) on `ready`.
+///
+/// A connection lost and made again may have missed announcements, so every
+/// resubscription is followed by a check of each held task in Redis: a task
+/// that is gone or terminal has its token fired then.
+pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::RedisResult<()>>) {
+    let mut ready = Some(ready);
+    let mut backoff = Duration::from_millis(100);
+    let channel = sub.keys.channel();
+    loop {
+        let attempt = async {
+            let mut pubsub = bounded(sub.timeout, sub.client.get_async_pubsub()).await?;
+            bounded(sub.timeout, pubsub.subscribe(&channel)).await?;
+            if ready.is_none() {
+                reconcile(&sub).await?;
+            }
+            Ok::<_, redis::RedisError>(pubsub)
+        };
+        let attempt = tokio::select! {
+            _ = sub.shutdown.cancelled() => return,
+            attempt = attempt => attempt,
+        };
+        let pubsub = match (attempt, ready.take()) {
+            (Ok(pubsub), Some(ready)) => {
+                if ready.send(Ok(())).is_err() {
+                    return; // `connect` was given up
+                }
+                pubsub
+            }
+            (Ok(pubsub), None) => pubsub,
+            (Err(error), Some(ready)) => {
+                let _ = ready.send(Err(error));
+                return;
+            }
+            (Err(error), None) => {
+                tracing::warn!(%error, "task store: resubscribing to {channel} failed");
+                tokio::select! {
+                    _ = sub.shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                continue;
+            }
+        };
+        backoff = Duration::from_millis(100);
+        let (mut sink, mut messages) = pubsub.split();
+        let mut keepalive =
+            tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
+        loop {
+            tokio::select! {
+                _ = sub.shutdown.cancelled() => return,
+                message = messages.next() => match message {
+                    Some(message) => {
+                        let id = std::str::from_utf8(message.get_payload_bytes());
+                        if let Some(id) = id.ok().and_then(TaskId::parse) {
+                            sub.stops.fire(id);
+                        }
+                    }
+                    None => break,
+                },
+                _ = keepalive.tick() => {
+                    if bounded(sub.timeout, sink.ping::<redis::Value>()).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        tracing::warn!("task store: subscription to {channel} lost, resubscribing");
+    }
+}
+
+/// Fires the tokens of held tasks that are gone or terminal in Redis.
+async fn reconcile(sub: &Subscriber) -> redis::RedisResult<()> {
+    let mut conn = sub.conn.clone();
+    for ids in sub.stops.confirmed().chunks(256) {
+        let mut pipe = redis::pipe();
+        for &id in ids {
+            pipe.hget(sub.keys.task(id), "s");
+        }
+        let statuses: Vec<Option<String>> =
+            bounded(sub.timeout, pipe.query_async(&mut conn)).await?;
+        for (&id, status) in ids.iter().zip(statuses) {
+            let live = matches!(status.as_deref(), Some("working" | "input_required"));
+            if !live {
+                sub.stops.fire(id);
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn bounded<T>(
+    timeout: Duration,
+    future: impl Future<Output = redis::RedisResult<T>>,
+) -> redis::RedisResult<T> {
+    tokio::time::timeout(timeout, future)
+        .await
+        .unwrap_or_else(|_| Err(redis::RedisError::from((redis::ErrorKind::Io, "timed out"))))
+}

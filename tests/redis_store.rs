@@ -1,0 +1,445 @@
+//! `RedisTaskStore` keeps the store contract, and several instances on one
+//! Redis share tasks and stop signals. Each test starts its own
+//! `redis-server` (see `support/redis_server.rs`).
+
+#![cfg(feature = "redis")]
+
+mod contract;
+#[path = "support/redis_server.rs"]
+mod redis_server;
+
+use std::future::Future;
+use std::time::Duration;
+
+use mcp_tasks::store::{ListCursor, RedisTaskStore};
+use mcp_tasks::{
+    CancelOutcome, InputProgress, InputRound, NewTask, StoreError, TaskId, TaskStatus, TaskStore,
+    Timestamp,
+};
+use redis_server::RedisServer;
+use serde_json::value::RawValue;
+
+fn raw(text: &str) -> Box<RawValue> {
+    RawValue::from_string(text.to_owned()).unwrap()
+}
+
+fn new_task(owner: Option<&str>, ttl: Option<Duration>) -> NewTask {
+    NewTask {
+        id: TaskId::generate().unwrap(),
+        owner: owner.map(str::to_owned),
+        created_at: Timestamp::now(),
+        ttl,
+        poll_interval: None,
+        status_message: None,
+    }
+}
+
+/// A prefix no other store in this run uses.
+fn fresh_prefix() -> String {
+    format!("test-{}", TaskId::generate().unwrap())
+}
+
+async fn connect(server: &RedisServer, prefix: &str) -> RedisTaskStore {
+    RedisTaskStore::builder(server.url())
+        .prefix(prefix)
+        .connect()
+        .await
+        .expect("connect to the test redis-server")
+}
+
+/// Two instances sharing one Redis and one prefix, as behind a load balancer.
+async fn two_instances(server: &RedisServer) -> (RedisTaskStore, RedisTaskStore) {
+    let prefix = fresh_prefix();
+    (
+        connect(server, &prefix).await,
+        connect(server, &prefix).await,
+    )
+}
+
+/// Bounds a store call, so that a hang fails the test instead of stalling it.
+async fn bounded<T>(what: &str, call: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(10), call)
+        .await
+        .unwrap_or_else(|_| panic!("{what} hung"))
+}
+
+#[tokio::test]
+async fn the_redis_store_keeps_the_store_contract() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    // A fresh prefix per rule: every rule sees an empty store.
+    contract::run(|| async { connect(&server, &fresh_prefix()).await }).await;
+}
+
+#[tokio::test]
+async fn a_task_created_on_one_instance_is_readable_on_another() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let (a, b) = two_instances(&server).await;
+    let mut task = new_task(Some("alice"), Some(Duration::from_secs(60)));
+    task.poll_interval = Some(Duration::from_millis(1500));
+    task.status_message = Some("starting".into());
+    a.create(task.clone()).await.unwrap();
+    let read = b.get(task.id, Some("alice")).await.unwrap().unwrap();
+    assert_eq!(read.status(), TaskStatus::Working);
+    assert_eq!(read.created_at, task.created_at);
+    assert_eq!(read.ttl, task.ttl);
+    assert_eq!(read.poll_interval, task.poll_interval);
+    assert_eq!(read.status_message.as_deref(), Some("starting"));
+    assert!(b.get(task.id, Some("bob")).await.unwrap().is_none());
+    assert!(b.get(task.id, None).await.unwrap().is_none());
+
+    b.set_status_message(task.id, "half way".into())
+        .await
+        .unwrap();
+    b.complete(task.id, raw(r#"{"content":[], "isError":false}"#))
+        .await
+        .unwrap();
+    let read = a.get(task.id, Some("alice")).await.unwrap().unwrap();
+    assert_eq!(read.status(), TaskStatus::Completed);
+    assert_eq!(read.status_message.as_deref(), Some("half way"));
+    match read.state {
+        mcp_tasks::TaskState::Completed { result } => {
+            assert_eq!(
+                result.get(),
+                r#"{"content":[], "isError":false}"#,
+                "byte for byte"
+            )
+        }
+        other => panic!("expected completed, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_cancel_on_one_instance_fires_the_stop_signal_of_another_within_a_second() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let (a, b) = two_instances(&server).await;
+    let task = new_task(Some("alice"), None);
+    let created = a.create(task.clone()).await.unwrap();
+    assert_eq!(a.held_stop_signals(), 1);
+    let outcome = b.cancel(task.id, Some("alice")).await.unwrap();
+    assert!(matches!(outcome, Some(CancelOutcome::Cancelled(_))));
+    let fired = tokio::time::timeout(Duration::from_secs(1), created.stop.cancelled()).await;
+    assert!(fired.is_ok(), "A's stop signal fired within one second");
+    assert_eq!(a.held_stop_signals(), 0, "A forgot the ended task");
+    // A's driver finishing late is refused: cancelled stays cancelled.
+    let late = a.complete(task.id, raw("{}")).await;
+    assert!(
+        matches!(
+            late,
+            Err(StoreError::InvalidTransition {
+                from: TaskStatus::Cancelled,
+                ..
+            })
+        ),
+        "got {late:?}"
+    );
+    let read = b.get(task.id, Some("alice")).await.unwrap().unwrap();
+    assert_eq!(read.status(), TaskStatus::Cancelled);
+}
+
+#[tokio::test]
+async fn an_input_round_completed_on_another_instance_returns_the_resume_context() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let (a, b) = two_instances(&server).await;
+    let task = new_task(Some("alice"), Some(Duration::from_secs(60)));
+    let created = a.create(task.clone()).await.unwrap();
+    let round = InputRound {
+        requests: vec![
+            (
+                "1.confirm".into(),
+                raw(r#"{"method":"elicitation/create"}"#),
+            ),
+            ("1.roots".into(), raw(r#"{"method":"roots/list"}"#)),
+        ],
+        resume: raw(r#"{"round":1,"requestState":"opaque"}"#),
+    };
+    a.require_input(task.id, round).await.unwrap();
+    let progress = b
+        .answer_input(task.id, Some("alice"), vec![("1.roots".into(), raw("[]"))])
+        .await
+        .unwrap();
+    assert!(matches!(progress, Some(InputProgress::Pending)));
+    assert_eq!(
+        b.held_stop_signals(),
+        0,
+        "a pending round hands out nothing"
+    );
+    let progress = b
+        .answer_input(
+            task.id,
+            Some("alice"),
+            vec![("1.confirm".into(), raw(r#"{"action":"accept"}"#))],
+        )
+        .await
+        .unwrap();
+    let Some(InputProgress::RoundComplete {
+        answers,
+        resume,
+        stop,
+    }) = progress
+    else {
+        panic!("expected a complete round, got {progress:?}");
+    };
+    let answers: Vec<_> = answers.iter().map(|(k, v)| (k.as_str(), v.get())).collect();
+    assert_eq!(
+        answers,
+        vec![("1.roots", "[]"), ("1.confirm", r#"{"action":"accept"}"#)]
+    );
+    assert_eq!(resume.get(), r#"{"round":1,"requestState":"opaque"}"#);
+    assert_eq!(
+        a.get(task.id, Some("alice"))
+            .await
+            .unwrap()
+            .unwrap()
+            .status(),
+        TaskStatus::Working
+    );
+    // The resumed call runs on B now; a cancel on A stops it there.
+    a.cancel(task.id, Some("alice")).await.unwrap();
+    let fired = tokio::time::timeout(Duration::from_secs(1), stop.cancelled()).await;
+    assert!(fired.is_ok(), "B's resumed call is stopped by A's cancel");
+    assert!(created.stop.is_cancelled());
+    assert_eq!((a.held_stop_signals(), b.held_stop_signals()), (0, 0));
+}
+
+#[tokio::test]
+async fn racing_instances_get_exactly_one_winner_per_transition() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let (a, b) = two_instances(&server).await;
+    for _ in 0..40 {
+        // A's driver finishes while B's client cancels.
+        let task = new_task(None, None);
+        let created = a.create(task.clone()).await.unwrap();
+        let (completed, cancelled) =
+            tokio::join!(a.complete(task.id, raw("{}")), b.cancel(task.id, None));
+        let cancelled = matches!(cancelled.unwrap(), Some(CancelOutcome::Cancelled(_)));
+        assert!(completed.is_ok() != cancelled, "exactly one of them wins");
+        let status = b.get(task.id, None).await.unwrap().unwrap().status();
+        let winner = if cancelled {
+            TaskStatus::Cancelled
+        } else {
+            TaskStatus::Completed
+        };
+        assert_eq!(status, winner);
+        assert!(created.stop.is_cancelled());
+
+        // Two instances answer the last outstanding key at once.
+        let task = new_task(None, None);
+        a.create(task.clone()).await.unwrap();
+        let round = InputRound {
+            requests: vec![("1.a".into(), raw("{}"))],
+            resume: raw(r#"{"r":1}"#),
+        };
+        a.require_input(task.id, round).await.unwrap();
+        let answer = || vec![("1.a".to_owned(), raw("true"))];
+        let (on_a, on_b) = tokio::join!(
+            a.answer_input(task.id, None, answer()),
+            b.answer_input(task.id, None, answer())
+        );
+        let completes = [on_a.unwrap(), on_b.unwrap()]
+            .iter()
+            .filter(|p| matches!(p, Some(InputProgress::RoundComplete { .. })))
+            .count();
+        assert_eq!(completes, 1, "one round, one resumed call");
+        a.complete(task.id, raw("{}")).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!((a.held_stop_signals(), b.held_stop_signals()), (0, 0));
+}
+
+#[tokio::test]
+async fn the_owner_listing_pages_in_creation_order_and_never_shows_another_owner() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let (a, b) = two_instances(&server).await;
+    let mut alice = Vec::new();
+    for at in 0..8u64 {
+        // Some of alice's tasks expire before the listing; every other one is
+        // created on the other instance. Equal creation times test the ties.
+        let ttl = if at % 3 == 1 { 50 } else { 60_000 };
+        let mut task = new_task(Some("alice"), Some(Duration::from_millis(ttl)));
+        task.created_at = Timestamp::from_millis(Timestamp::now().as_millis() + at / 2);
+        let store = if at % 2 == 0 { &a } else { &b };
+        store.create(task.clone()).await.unwrap();
+        if ttl == 60_000 {
+            alice.push((task.created_at, task.id));
+        }
+        a.create(new_task(Some("bob"), None)).await.unwrap();
+        b.create(new_task(None, None)).await.unwrap();
+    }
+    alice.sort();
+    let alice: Vec<TaskId> = alice.into_iter().map(|(_, id)| id).collect();
+    tokio::time::sleep(Duration::from_millis(120)).await;
+
+    let mut listed = Vec::new();
+    let mut cursor: Option<ListCursor> = None;
+    for _ in 0..10 {
+        let page = b.list_owned(Some("alice"), cursor, 2).await.unwrap();
+        assert!(page.ids.len() <= 2);
+        listed.extend(page.ids);
+        // The cursor survives a trip through its text form.
+        cursor = page
+            .next
+            .map(|c| ListCursor::parse(&c.to_string()).unwrap());
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert!(cursor.is_none(), "the listing ends");
+    assert_eq!(listed, alice, "alice's live tasks, oldest first, each once");
+
+    let bob = a.list_owned(Some("bob"), None, 100).await.unwrap();
+    assert_eq!(bob.ids.len(), 8);
+    assert!(bob.ids.iter().all(|id| !alice.contains(id)));
+    let unowned = a.list_owned(None, None, 100).await.unwrap();
+    assert_eq!(unowned.ids.len(), 8, "no owner is an owner of its own");
+    assert!(unowned.ids.iter().all(|id| !bob.ids.contains(id)));
+    let nobody = a.list_owned(Some("mallory"), None, 100).await.unwrap();
+    assert!(nobody.ids.is_empty() && nobody.next.is_none());
+}
+
+#[tokio::test]
+async fn a_listing_cursor_survives_the_expiry_of_the_task_it_names() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let store = connect(&server, &fresh_prefix()).await;
+    // Four tasks created in the same millisecond: the index orders them by id.
+    let created_at = Timestamp::now();
+    let mut tasks: Vec<NewTask> = (0..4).map(|_| new_task(Some("alice"), None)).collect();
+    tasks.sort_by_key(|task| task.id.to_string());
+    for task in &mut tasks {
+        task.created_at = created_at;
+    }
+    tasks[1].ttl = Some(Duration::from_millis(300));
+    for task in &tasks {
+        store.create(task.clone()).await.unwrap();
+    }
+    let first = store.list_owned(Some("alice"), None, 2).await.unwrap();
+    assert_eq!(first.ids, vec![tasks[0].id, tasks[1].id]);
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    // A listing from the start steps over the expired entry and drops it, so
+    // the cursor now names an entry the index no longer has.
+    let again = store.list_owned(Some("alice"), None, 10).await.unwrap();
+    assert_eq!(again.ids, vec![tasks[0].id, tasks[2].id, tasks[3].id]);
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut raw_conn = client.get_multiplexed_async_connection().await.unwrap();
+    let index = format!("{}:owned:alice", store.prefix());
+    let score: Option<f64> = redis::cmd("ZSCORE")
+        .arg(&index)
+        .arg(tasks[1].id.to_string())
+        .query_async(&mut raw_conn)
+        .await
+        .unwrap();
+    assert_eq!(score, None, "the expired entry left the index");
+    let rest = store
+        .list_owned(Some("alice"), first.next, 10)
+        .await
+        .unwrap();
+    assert_eq!(rest.ids, vec![tasks[2].id, tasks[3].id]);
+    assert!(rest.next.is_none());
+}
+
+#[tokio::test]
+async fn with_redis_down_calls_fail_as_backend_errors_not_as_missing_tasks() {
+    let Some(mut server) = RedisServer::start() else {
+        return;
+    };
+    let store = connect(&server, &fresh_prefix()).await;
+    let task = new_task(None, None);
+    store.create(task.clone()).await.unwrap();
+    server.kill();
+    for _ in 0..2 {
+        let read = bounded("get", store.get(task.id, None)).await;
+        assert!(matches!(read, Err(StoreError::Backend(_))), "get: {read:?}");
+        let cancel = bounded("cancel", store.cancel(task.id, None)).await;
+        assert!(
+            matches!(cancel, Err(StoreError::Backend(_))),
+            "cancel: {cancel:?}"
+        );
+        let complete = bounded("complete", store.complete(task.id, raw("{}"))).await;
+        assert!(
+            matches!(complete, Err(StoreError::Backend(_))),
+            "complete: {complete:?}"
+        );
+    }
+    let created = bounded("create", store.create(new_task(None, None))).await;
+    assert!(matches!(created, Err(StoreError::Backend(_))));
+    assert_eq!(
+        store.held_stop_signals(),
+        1,
+        "a failed create keeps nothing"
+    );
+    let connected = bounded("connect", RedisTaskStore::connect(&server.url())).await;
+    assert!(matches!(connected, Err(StoreError::Backend(_))));
+}
+
+#[tokio::test]
+async fn stop_signals_are_dropped_when_tasks_end_anywhere_or_expire() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let (a, b) = two_instances(&server).await;
+    let mut stops = Vec::new();
+    let mut ids = Vec::new();
+    for at in 0..12 {
+        let ttl = (at % 4 == 3).then(|| Duration::from_millis(100));
+        let created = a.create(new_task(None, ttl)).await.unwrap();
+        ids.push(created.snapshot.id);
+        stops.push(created.stop);
+    }
+    assert_eq!(a.held_stop_signals(), 12);
+    for (at, &id) in ids.iter().enumerate() {
+        match at % 4 {
+            0 => a.complete(id, raw("{}")).await.unwrap(),
+            1 => b
+                .fail(id, raw(r#"{"code":-32603,"message":"x"}"#))
+                .await
+                .unwrap(),
+            2 => assert!(b.cancel(id, None).await.unwrap().is_some()),
+            _ => {} // expires
+        }
+    }
+    let all_fired = async {
+        for stop in &stops {
+            stop.cancelled().await;
+        }
+    };
+    let fired = tokio::time::timeout(Duration::from_secs(2), all_fired).await;
+    assert!(
+        fired.is_ok(),
+        "every ended or expired task fired its signal"
+    );
+    assert_eq!(a.held_stop_signals(), 0, "nothing is kept for ended tasks");
+    assert_eq!(b.held_stop_signals(), 0);
+}
+
+#[tokio::test]
+async fn after_a_redis_restart_held_signals_of_lost_tasks_fire() {
+    let Some(mut server) = RedisServer::start() else {
+        return;
+    };
+    let store = connect(&server, &fresh_prefix()).await;
+    let created = store.create(new_task(None, None)).await.unwrap();
+    // The restart loses the task (no persistence) and any announcement made
+    // while the subscriber was away; resubscribing checks what it holds.
+    server.restart();
+    let fired = tokio::time::timeout(Duration::from_secs(10), created.stop.cancelled()).await;
+    assert!(
+        fired.is_ok(),
+        "the lost task's signal fired after resubscribing"
+    );
+    let read = bounded("get", store.get(created.snapshot.id, None)).await;
+    assert!(matches!(read, Ok(None)), "got {read:?}");
+    assert_eq!(store.held_stop_signals(), 0);
+}
