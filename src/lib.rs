@@ -51,4 +51,6 @@ pub use store::{
     CancelOutcome, CreatedTask, InputProgress, InputRound, MemoryTaskStore, NewTask, StoreError,
     TaskStore,
 };
+#[cfg(feature = "redis")]
+pub use store::RedisTaskStore;
 pub use task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
