@@ -39,7 +39,7 @@ mod rewrite;
 mod service;
 pub mod store;
 mod task;
-pub mod wire;
+mod wire;
 
 pub use body::{RequestBody, ResponseBody};
 pub use config::TasksConfig;
@@ -47,10 +47,11 @@ pub use layer::TasksLayer;
 pub use owner::{DefaultOwner, Principal, ResolveOwner};
 pub use policy::ToolPolicy;
 pub use service::{ResponseFuture, TasksService};
+#[cfg(feature = "redis")]
+pub use store::RedisTaskStore;
 pub use store::{
     CancelOutcome, CreatedTask, InputProgress, InputRound, MemoryTaskStore, NewTask, StoreError,
     TaskStore,
 };
-#[cfg(feature = "redis")]
-pub use store::RedisTaskStore;
 pub use task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
+pub use wire::{MODERN_VERSION, TASKS_EXTENSION};

@@ -1,7 +1,7 @@
 //! When tasks of [`MemoryTaskStore`](super::MemoryTaskStore) expire.
 //!
 //! The TTL runs from creation, so tasks that share a TTL expire in the order
-//! they were created: one FIFO queue per TTL (bucketed by whole seconds) keeps
+//! they were created: one FIFO queue per TTL (in 100 ms buckets) keeps
 //! every deadline in O(1), and the reaper only looks at the queue fronts.
 //! Scheduling wakes the reaper only when a queue was empty, so a busy store
 //! with a fixed TTL costs one queue push per task and nothing else.
@@ -27,7 +27,11 @@ impl Expiry {
     pub(super) fn schedule(&self, id: u128, ttl: Duration, deadline: Timestamp) {
         // A poisoned lock only holds deadlines; reads enforce expiry anyway.
         let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
-        let queue = queues.entry(ttl.as_secs()).or_default();
+        // Buckets of 100 ms: deadlines within a bucket are at most that much
+        // out of order, and a task is reaped at most that much late (reads
+        // enforce the exact deadline regardless).
+        let bucket = u64::try_from(ttl.as_millis() / 100).unwrap_or(u64::MAX);
+        let queue = queues.entry(bucket).or_default();
         let new_front = queue.is_empty();
         queue.push_back((deadline, id));
         drop(queues);

@@ -30,7 +30,9 @@ const SHARDS: usize = 16;
 ///
 /// Cloning is cheap and every clone shares the same tasks. Use it when one
 /// process serves all requests for a task; behind a load balancer, use a
-/// shared store instead.
+/// shared store instead. It must be used from within a tokio runtime: the
+/// first task with a TTL starts its reaper there (and again on a later
+/// runtime if that one has gone away).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]

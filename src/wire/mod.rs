@@ -14,9 +14,8 @@ use serde_json::value::RawValue;
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 /// The protocol version whose tasks this layer serves statelessly.
 pub const MODERN_VERSION: &str = "2026-07-28";
-/// `_meta` key of the per-request protocol version.
-pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// `_meta` key of the per-request client capabilities.
+#[cfg(test)]
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
 /// How a call the layer is driving ended, as the inner server said it.
