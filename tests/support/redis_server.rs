@@ -7,6 +7,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -14,18 +15,42 @@ use std::time::{Duration, Instant};
 pub struct RedisServer {
     child: Option<Child>,
     port: u16,
+    /// The data directory of a persistent server (removed on drop).
+    dir: Option<PathBuf>,
 }
 
 impl RedisServer {
     /// Starts a server, or `None` when Redis is missing and the tests were
     /// told to skip. Panics with the reason otherwise.
     pub fn start() -> Option<Self> {
+        Self::start_in(None)
+    }
+
+    /// Like [`Self::start`], with every write persisted before it is
+    /// acknowledged (`--appendonly yes --appendfsync always`) in a fresh
+    /// temporary directory, so that the data survives [`Self::restart`].
+    #[allow(dead_code)]
+    pub fn start_persistent() -> Option<Self> {
+        let unique = format!(
+            "mcp-tasks-redis-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|elapsed| elapsed.as_nanos())
+                .unwrap_or_default()
+        );
+        let dir = std::env::temp_dir().join(unique);
+        std::fs::create_dir_all(&dir).expect("create the redis data directory");
+        Self::start_in(Some(dir))
+    }
+
+    fn start_in(dir: Option<PathBuf>) -> Option<Self> {
         let binary = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned());
         let mut last_failure = String::new();
         // A port found free may be taken before redis binds it: try a few.
         for _ in 0..5 {
             let port = free_port();
-            let child = match spawn(&binary, port) {
+            let child = match spawn(&binary, port, dir.as_ref()) {
                 Ok(child) => child,
                 Err(error) if error.kind() == ErrorKind::NotFound => {
                     if std::env::var("MCP_TASKS_SKIP_REDIS").as_deref() == Ok("1") {
@@ -43,6 +68,7 @@ impl RedisServer {
             let mut server = Self {
                 child: Some(child),
                 port,
+                dir: dir.clone(),
             };
             match server.wait_until_ready(Duration::from_secs(10)) {
                 Ok(()) => return Some(server),
@@ -57,12 +83,14 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}/", self.port)
     }
 
-    /// Kills the server and starts a fresh, empty one on the same port, as a
-    /// Redis restart without persistence would.
+    /// Kills the server (if it still runs) and starts a new one on the same
+    /// port: an empty one, as a Redis restart without persistence would, or,
+    /// for a server from [`Self::start_persistent`], one that loads the data
+    /// acknowledged before.
     pub fn restart(&mut self) {
         self.kill();
         let binary = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned());
-        let child = spawn(&binary, self.port).expect("restart redis-server");
+        let child = spawn(&binary, self.port, self.dir.as_ref()).expect("restart redis-server");
         self.child = Some(child);
         if let Err(failure) = self.wait_until_ready(Duration::from_secs(10)) {
             panic!("`{binary}` did not come back: {failure}");
@@ -101,13 +129,29 @@ impl RedisServer {
 impl Drop for RedisServer {
     fn drop(&mut self) {
         self.kill();
+        if let Some(dir) = self.dir.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
-fn spawn(binary: &str, port: u16) -> std::io::Result<Child> {
-    Command::new(binary)
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-        .args(["--save", "", "--appendonly", "no"])
+fn spawn(binary: &str, port: u16, dir: Option<&PathBuf>) -> std::io::Result<Child> {
+    let mut command = Command::new(binary);
+    command.args([
+        "--port",
+        &port.to_string(),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+    ]);
+    match dir {
+        Some(dir) => command
+            .args(["--appendonly", "yes", "--appendfsync", "always", "--dir"])
+            .arg(dir),
+        None => command.args(["--appendonly", "no"]),
+    };
+    command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
