@@ -5,6 +5,9 @@
 #![cfg(feature = "redis")]
 
 mod contract;
+/// Leases: the running tasks of a lost instance are failed by another.
+#[path = "redis_store/leases.rs"]
+mod leases;
 #[path = "support/redis_server.rs"]
 mod redis_server;
 

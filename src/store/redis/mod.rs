@@ -19,11 +19,15 @@
 //! | `<prefix>:owned:<owner>`    | sorted set | the owner's task ids, scored by creation time (ms) | the per-owner listing (`tasks/list`) pages it by cursor instead of scanning the keyspace |
 //! | `<prefix>:unowned`          | sorted set | ids of tasks created without a principal | a distinct key for "no owner": unowned tasks are a security context of their own |
 //! | `<prefix>:ended` (channel)  | pub/sub    | the id of each task that just became terminal | fires the stop signal on whichever instance runs the task's work |
+//! | `<prefix>:instances`        | set        | the ids of the registered instances     | the sweepers' list of instances to check for a lapsed lease                |
+//! | `<prefix>:instance:{<iid>}` | string     | `1`, with `PX` = the instance's lease   | an instance is alive exactly while this key exists ([leases](#leases))     |
+//! | `<prefix>:driving:{<iid>}`  | set        | ids of the `working` tasks the instance drives | what a sweeper fails when the instance is lost, without scanning tasks |
 //!
 //! Task hash fields: `s` status, `w` owner (absent for none), `c` created and
 //! `u` updated (ms since the epoch), `e` deadline (ms, absent without TTL),
 //! `t` TTL and `p` poll interval (ns), `m` status message, `r` result or
-//! error object (verbatim bytes). Payloads are never parsed on the Redis
+//! error object (verbatim bytes), `d` the instance that drives the task
+//! (while it is `working`). Payloads are never parsed on the Redis
 //! side, so a client reads back exactly what the inner server answered.
 //!
 //! An owner index expires with its longest-lived task (`PEXPIREAT … GT`;
@@ -39,8 +43,10 @@
 //! `complete`, `fail`, `cancel` (with its owner check), `require_input`,
 //! `answer_input` (owner check, recording only outstanding keys, and moving
 //! to `working` with the answers and resume context when the round is full)
-//! and `set_status_message` (non-terminal only). A late `complete` after a
-//! `cancel` on another instance sees `cancelled` and is refused.
+//! and `set_status_message` (non-terminal only). Each keeps the task's
+//! driver and the driving sets in step in the same script. A late
+//! `complete` after a `cancel` on another instance sees `cancelled` and is
+//! refused.
 //!
 //! `create` returns once Redis acknowledged the write (the script's reply);
 //! from then on any instance's `get` finds the task. Redis acknowledges from
@@ -52,10 +58,11 @@
 //! [`InputProgress::RoundComplete`] belong to the instance that handed them
 //! out. It keeps them by id and fires one when
 //!
-//! - the task becomes terminal anywhere: the scripts that end a task
-//!   `PUBLISH` its id on `<prefix>:ended` in the same atomic step, and every
-//!   instance's subscriber fires its own token (after `complete` or `fail`
-//!   the work is over already, and firing frees the entry);
+//! - the task becomes terminal anywhere: the scripts that end a task (the
+//!   sweep of a lost instance's tasks too) `PUBLISH` its id on
+//!   `<prefix>:ended` in the same atomic step, and every instance's
+//!   subscriber fires its own token (after `complete` or `fail` the work is
+//!   over already, and firing frees the entry);
 //! - its deadline passes: a local timer, since Redis expiry announces nothing;
 //! - a call on this instance finds the task terminal or gone.
 //!
@@ -68,13 +75,58 @@
 //! registered before the write that makes them meaningful, so an
 //! announcement that overtakes the write's reply still finds its token.
 //!
+//! # Leases
+//!
+//! An instance that dies leaves no task `working` forever. Each store
+//! instance has a random id ([`RedisTaskStore::instance_id`]), lists itself
+//! in `<prefix>:instances` and keeps `<prefix>:instance:{<iid>}` alive with
+//! `PX` = its lease (default 10 s, [`RedisTaskStoreBuilder::lease`]), renewed
+//! every `lease / 3` by a background task that stops with the last clone.
+//!
+//! A task is *driven* by the instance whose call runs it: the one that
+//! created it, or the one whose `answer_input` completed its round (it
+//! re-issues the call). The same script that makes the task `working`
+//! records the driver (`d`) and adds the id to `<prefix>:driving:{<iid>}`;
+//! the scripts that end a task, or make it wait for input (nothing runs
+//! then), take it out again.
+//!
+//! Every instance sweeps every `lease / 2` (and once at `connect`): for each
+//! listed instance whose lease key is gone, one script per batch of its
+//! driving set fails each task that is still `working` *and* still driven
+//! by it, with the JSON-RPC error `{"code":-32603,"message":"The server
+//! instance running this task was lost"}` and that status message,
+//! announces it on `<prefix>:ended`, and forgets the instance once its
+//! driving set is empty. The script checks the lease key in the same atomic
+//! step, so an instance whose lease is alive is never swept, however slow;
+//! two sweepers racing pop disjoint entries and find a task failed already,
+//! so the race is harmless. A task waiting for input is not failed: its
+//! round can still be answered on any instance, which then drives it.
+//!
+//! **Bound.** A crashed instance renewed its lease last at the latest when
+//! it died, so its key is gone at most `lease` later, and the next sweep of any live instance
+//! comes at most `lease / 2` after that: its running tasks are `failed`
+//! within `lease + lease / 2` of the crash (15 s with the default lease, plus
+//! the sweep's own Redis round trips), given one live instance with the same
+//! lease. With none alive, the first instance to connect sweeps at once.
+//!
+//! **At most once.** A task is never re-run: a lost instance's running
+//! tasks are failed, not restarted elsewhere. An instance that is alive but
+//! missed its lease (a pause longer than the lease, or Redis unreachable
+//! meanwhile) is treated as lost: its running tasks are failed, the
+//! announcement fires its stop signals, and the outcome its call may still
+//! write is refused by the terminal state. Choose a lease comfortably longer
+//! than such pauses and than the response timeout; the instance registers
+//! again at its next renewal or `create`.
+//!
 //! Instances should keep their clocks in sync: creation and update times come
 //! from the instance, expiry from the Redis server's clock.
 //!
 //! Needs Redis 7.0 or later (`PEXPIREAT … GT`). Redis Cluster is not
-//! supported yet: `create` writes the task and its owner index, which live
-//! in different slots.
+//! supported yet: `create` writes the task, its owner index and its driver's
+//! driving set, which live in different slots.
 
+mod builder;
+mod lease;
 mod list;
 mod reply;
 mod scripts;
@@ -82,12 +134,10 @@ mod stops;
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use redis::Value;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManager;
 use serde_json::value::RawValue;
-use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::{
@@ -95,13 +145,12 @@ use super::{
     TaskStore,
 };
 use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
+use lease::Lease;
 use scripts::{Keys, owner_args};
-use stops::{Stops, Subscriber};
+use stops::Stops;
 
+pub use builder::RedisTaskStoreBuilder;
 pub use list::{ListCursor, TaskPage};
-
-/// The key prefix unless [`RedisTaskStoreBuilder::prefix`] says otherwise.
-const DEFAULT_PREFIX: &str = "mcp-tasks";
 
 /// Deadlines past this (about year 142,000) are stored without expiry, as
 /// `PEXPIREAT` would refuse them; the memory store never reaches them either.
@@ -138,6 +187,7 @@ struct Inner {
     conn: ConnectionManager,
     keys: Arc<Keys>,
     stops: Arc<Stops>,
+    lease: Arc<Lease>,
     shutdown: CancellationToken,
 }
 
@@ -151,88 +201,9 @@ impl fmt::Debug for RedisTaskStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisTaskStore")
             .field("prefix", &self.prefix())
+            .field("instance_id", &self.instance_id())
             .field("held_stop_signals", &self.held_stop_signals())
             .finish()
-    }
-}
-
-/// Settings of a [`RedisTaskStore`] before it connects.
-#[derive(Clone, Debug)]
-pub struct RedisTaskStoreBuilder {
-    url: String,
-    prefix: String,
-    response_timeout: Duration,
-    connection_timeout: Duration,
-}
-
-impl RedisTaskStoreBuilder {
-    /// The key prefix (default `mcp-tasks`). Instances that share tasks must
-    /// use the same one; deployments that share a Redis use different ones.
-    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
-        self
-    }
-
-    /// How long one Redis call may take before it fails as a backend error
-    /// (default 5 s). Bounds every store call, so a stalled Redis never hangs
-    /// a request.
-    pub fn response_timeout(mut self, timeout: Duration) -> Self {
-        self.response_timeout = timeout;
-        self
-    }
-
-    /// How long one connection attempt may take (default 1 s).
-    pub fn connection_timeout(mut self, timeout: Duration) -> Self {
-        self.connection_timeout = timeout;
-        self
-    }
-
-    /// Connects, subscribes to the end-of-task channel and starts the
-    /// background tasks (the subscriber and the deadline timer), so it must
-    /// run inside a Tokio runtime. Fails with [`StoreError::Backend`] when
-    /// Redis cannot be reached.
-    pub async fn connect(self) -> Result<RedisTaskStore, StoreError> {
-        let client = redis::Client::open(self.url.as_str()).map_err(backend)?;
-        let config = ConnectionManagerConfig::new()
-            .set_response_timeout(Some(self.response_timeout))
-            .set_connection_timeout(Some(self.connection_timeout))
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_secs(1));
-        let conn = client
-            .get_connection_manager_with_config(config)
-            .await
-            .map_err(backend)?;
-        let keys = Arc::new(Keys::new(self.prefix));
-        let stops = Arc::new(Stops::default());
-        let shutdown = CancellationToken::new();
-        // Stops the background tasks unless a store comes out of this call,
-        // also when the caller gives up on it half way.
-        let abandoned = shutdown.clone().drop_guard();
-        let (ready, subscribed) = oneshot::channel();
-        let subscriber = Subscriber {
-            client,
-            conn: conn.clone(),
-            keys: keys.clone(),
-            stops: stops.clone(),
-            shutdown: shutdown.clone(),
-            timeout: self.response_timeout.max(self.connection_timeout),
-        };
-        tokio::spawn(stops::subscribe(subscriber, ready));
-        let subscribed = match subscribed.await {
-            Ok(subscribed) => subscribed.map_err(backend),
-            Err(_) => Err(StoreError::backend("the task store subscriber ended")),
-        };
-        subscribed?;
-        tokio::spawn(stops::reap(stops.clone(), shutdown.clone()));
-        abandoned.disarm();
-        Ok(RedisTaskStore {
-            inner: Arc::new(Inner {
-                conn,
-                keys,
-                stops,
-                shutdown,
-            }),
-        })
     }
 }
 
@@ -275,17 +246,18 @@ impl RedisTaskStore {
 
     /// Settings for a store at `url`, before connecting.
     pub fn builder(url: impl Into<String>) -> RedisTaskStoreBuilder {
-        RedisTaskStoreBuilder {
-            url: url.into(),
-            prefix: DEFAULT_PREFIX.to_owned(),
-            response_timeout: Duration::from_secs(5),
-            connection_timeout: Duration::from_secs(1),
-        }
+        RedisTaskStoreBuilder::new(url.into())
     }
 
     /// The key prefix.
     pub fn prefix(&self) -> &str {
         self.inner.keys.prefix()
+    }
+
+    /// The random id this instance registered under (its lease is
+    /// `<prefix>:instance:{<id>}`), new at every `connect`.
+    pub fn instance_id(&self) -> &str {
+        self.inner.lease.id()
     }
 
     /// How many stop signals this instance holds: tasks whose work it started
@@ -312,7 +284,8 @@ impl RedisTaskStore {
             .arg(payload.get())
             .arg(now_text())
             .arg(keys.channel())
-            .arg(id.to_string());
+            .arg(id.to_string())
+            .arg(keys.driving_head());
         let reply: Value = call.invoke_async(&mut self.conn()).await.map_err(backend)?;
         let result = reply::written(reply, |_| to);
         if result.is_ok() || ended(&result) {
@@ -329,11 +302,18 @@ impl RedisTaskStore {
     ) -> Result<Answered, StoreError> {
         let keys = &self.inner.keys;
         let [has_owner, owner] = owner_args(owner);
+        let lease = &self.inner.lease;
         let mut call = scripts::ANSWER_INPUT.key(keys.task(id));
         call.key(keys.round(id))
+            .key(keys.driving(lease.id()))
+            .key(keys.instance(lease.id()))
+            .key(keys.instances())
             .arg(has_owner)
             .arg(owner)
-            .arg(now_text());
+            .arg(now_text())
+            .arg(id.to_string())
+            .arg(lease.id())
+            .arg(lease.millis());
         for (key, answer) in &answers {
             call.arg(key.as_str()).arg(answer.get());
         }
@@ -384,8 +364,12 @@ impl TaskStore for RedisTaskStore {
                 .filter(|at| at.as_millis() <= MAX_DEADLINE_MS);
             let owner = task.owner.as_deref();
             let [has_owner, owner_text] = owner_args(owner);
+            let lease = &self.inner.lease;
             let mut call = scripts::CREATE.key(keys.task(id));
             call.key(keys.index(owner))
+                .key(keys.driving(lease.id()))
+                .key(keys.instance(lease.id()))
+                .key(keys.instances())
                 .arg(has_owner)
                 .arg(owner_text)
                 .arg(task.created_at.as_millis())
@@ -408,7 +392,9 @@ impl TaskStore for RedisTaskStore {
                 .arg(task.status_message.as_deref().unwrap_or_default())
                 .arg(id.to_string())
                 .arg(keys.task_head())
-                .arg(Keys::TASK_TAIL);
+                .arg(Keys::TASK_TAIL)
+                .arg(lease.id())
+                .arg(lease.millis());
             // Held before the write: an announcement may overtake the reply.
             let stop = self.inner.stops.hold(id);
             match call.invoke_async::<i64>(&mut self.conn()).await {
@@ -492,7 +478,8 @@ impl TaskStore for RedisTaskStore {
                 .arg(owner)
                 .arg(now_text())
                 .arg(keys.channel())
-                .arg(id.to_string());
+                .arg(id.to_string())
+                .arg(keys.driving_head());
             let reply: Value = call.invoke_async(&mut self.conn()).await.map_err(backend)?;
             if reply::is_absent(&reply) {
                 return Ok(None);
@@ -517,7 +504,9 @@ impl TaskStore for RedisTaskStore {
             let mut call = scripts::REQUIRE_INPUT.key(keys.task(id));
             call.key(keys.round(id))
                 .arg(now_text())
-                .arg(round.resume.get());
+                .arg(round.resume.get())
+                .arg(id.to_string())
+                .arg(keys.driving_head());
             for (key, request) in &round.requests {
                 call.arg(key.as_str()).arg(request.get());
             }

@@ -32,6 +32,7 @@ pub(super) static CANCEL: LazyLock<Script> = script!("lua/cancel.lua");
 pub(super) static REQUIRE_INPUT: LazyLock<Script> = script!("lua/require_input.lua");
 pub(super) static ANSWER_INPUT: LazyLock<Script> = script!("lua/answer_input.lua");
 pub(super) static LIST: LazyLock<Script> = script!("lua/list.lua");
+pub(super) static SWEEP: LazyLock<Script> = script!("lua/sweep.lua");
 
 /// Key and channel names under one prefix (see the module docs for the table).
 #[derive(Debug)]
@@ -55,7 +56,33 @@ impl Keys {
 
     /// `<prefix>:round:{<id>}`: the open input round of a task.
     pub(super) fn round(&self, id: TaskId) -> String {
-        format!("{}:round:{{{id}}}", self.prefix)
+        format!("{}{id}{}", self.round_head(), Self::TASK_TAIL)
+    }
+
+    /// What precedes the id in a round key.
+    pub(super) fn round_head(&self) -> String {
+        format!("{}:round:{{", self.prefix)
+    }
+
+    /// `<prefix>:instances`: the ids of the registered instances.
+    pub(super) fn instances(&self) -> String {
+        format!("{}:instances", self.prefix)
+    }
+
+    /// `<prefix>:instance:{<iid>}`: the lease of an instance.
+    pub(super) fn instance(&self, iid: &str) -> String {
+        format!("{}:instance:{{{iid}}}", self.prefix)
+    }
+
+    /// `<prefix>:driving:{<iid>}`: the ids of the tasks an instance drives.
+    pub(super) fn driving(&self, iid: &str) -> String {
+        format!("{}{iid}{}", self.driving_head(), Self::TASK_TAIL)
+    }
+
+    /// What precedes the instance id in a driving key, for scripts that
+    /// build it from a task's driver.
+    pub(super) fn driving_head(&self) -> String {
+        format!("{}:driving:{{", self.prefix)
     }
 
     /// `<prefix>:owned:<owner>` or `<prefix>:unowned`: the owner index.
@@ -77,7 +104,7 @@ impl Keys {
         format!("{}:task:{{", self.prefix)
     }
 
-    /// What follows the id in a task key.
+    /// What follows the id in a task, round or driving key.
     pub(super) const TASK_TAIL: &'static str = "}";
 }
 

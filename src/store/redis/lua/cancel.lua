@@ -1,4 +1,5 @@
--- KEYS: task, round. ARGV: has_owner, owner, now ms, channel, id.
+-- KEYS: task, round. ARGV: has_owner, owner, now ms, channel, id,
+-- driving key head.
 -- Replies false when the owner sees no such task, else a tag
 -- ('cancelled' or 'terminal') followed by the snapshot.
 if not visible(KEYS[1], ARGV[1], ARGV[2]) then
@@ -9,5 +10,6 @@ if terminal(redis.call('HGET', KEYS[1], 's')) then
 end
 redis.call('HSET', KEYS[1], 's', 'cancelled', 'u', ARGV[3])
 redis.call('DEL', KEYS[2])
+undrive(KEYS[1], ARGV[5], ARGV[6])
 redis.call('PUBLISH', ARGV[4], ARGV[5])
 return snapshot(KEYS[1], KEYS[2], {'cancelled'})

@@ -1,6 +1,7 @@
--- KEYS: task, owner index.
+-- KEYS: task, owner index, driving set, lease and registry of this instance.
 -- ARGV: has_owner, owner, created ms, deadline ms or '', ttl ns or '',
---       poll ns or '', has_message, message, id, task key head, task key tail.
+--       poll ns or '', has_message, message, id, task key head, task key tail,
+--       instance id, lease ms.
 local task, index = KEYS[1], KEYS[2]
 if redis.call('EXISTS', task) == 1 then
   return 0
@@ -18,6 +19,8 @@ end
 if ARGV[7] == '1' then
   redis.call('HSET', task, 'm', ARGV[8])
 end
+-- This instance drives the task (before the expiry, which may be past).
+drive(task, ARGV[9], ARGV[12], KEYS[3], KEYS[5], KEYS[4], ARGV[13])
 local deadline = ARGV[4]
 if deadline ~= '' then
   redis.call('HSET', task, 'e', deadline)
@@ -38,6 +41,14 @@ end
 for _, id in ipairs(redis.call('ZRANGE', index, 0, 1)) do
   if redis.call('EXISTS', ARGV[10] .. id .. ARGV[11]) == 0 then
     redis.call('ZREM', index, id)
+  end
+end
+
+-- Entries of tasks that expired while working leave the driving set the
+-- same way: two random ones are checked at each create.
+for _, id in ipairs(redis.call('SRANDMEMBER', KEYS[3], 2)) do
+  if redis.call('HGET', ARGV[10] .. id .. ARGV[11], 'd') ~= ARGV[12] then
+    redis.call('SREM', KEYS[3], id)
   end
 end
 return 1

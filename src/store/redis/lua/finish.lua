@@ -1,4 +1,5 @@
--- KEYS: task, round. ARGV: terminal status, payload, now ms, channel, id.
+-- KEYS: task, round. ARGV: terminal status, payload, now ms, channel, id,
+-- driving key head.
 -- Replies 1 when recorded, false when there is no such task, the status
 -- when the task is terminal already (a late outcome never overwrites one).
 local status = redis.call('HGET', KEYS[1], 's')
@@ -10,5 +11,6 @@ if terminal(status) then
 end
 redis.call('HSET', KEYS[1], 's', ARGV[1], 'r', ARGV[2], 'u', ARGV[3])
 redis.call('DEL', KEYS[2])
+undrive(KEYS[1], ARGV[5], ARGV[6])
 redis.call('PUBLISH', ARGV[4], ARGV[5])
 return 1

@@ -1,7 +1,8 @@
 -- Shared by every script of RedisTaskStore (src/store/redis/scripts.rs).
 -- Task hash fields: s status, w owner (absent: no owner), c created ms,
 -- u updated ms, e deadline ms (absent: no TTL), t ttl ns, p poll ns,
--- m status message, r result or error (terminal only).
+-- m status message, r result or error (terminal only), d the id of the
+-- instance that drives the task (only while it is `working`).
 
 -- Whether the task exists and belongs to exactly this owner:
 -- plain equality on Option<&str>, as in MemoryTaskStore.
@@ -36,4 +37,24 @@ local function snapshot(task, round, out)
     end
   end
   return out
+end
+
+-- The task stops being driven (it ended, or waits for input): it leaves its
+-- driver's driving set, `head .. driver .. '}'` (Keys::driving).
+local function undrive(task, id, head)
+  local driver = redis.call('HGET', task, 'd')
+  if driver then
+    redis.call('SREM', head .. driver .. '}', id)
+    redis.call('HDEL', task, 'd')
+  end
+end
+
+-- The task is driven by instance `iid` from now on: recorded in the task,
+-- in the instance's driving set, and the instance is registered, its lease
+-- set if it had lapsed (the instance is evidently alive).
+local function drive(task, id, iid, driving, instances, lease, lease_ms)
+  redis.call('HSET', task, 'd', iid)
+  redis.call('SADD', driving, id)
+  redis.call('SADD', instances, iid)
+  redis.call('SET', lease, '1', 'PX', lease_ms, 'NX')
 end

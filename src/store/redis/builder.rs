@@ -1,0 +1,131 @@
+//! [`RedisTaskStoreBuilder`]: the settings of a store, and connecting it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::ConnectionManagerConfig;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::lease::{self, Lease};
+use super::scripts::Keys;
+use super::stops::{self, Stops, Subscriber};
+use super::{Inner, RedisTaskStore, backend};
+use crate::store::StoreError;
+
+/// The key prefix unless [`RedisTaskStoreBuilder::prefix`] says otherwise.
+const DEFAULT_PREFIX: &str = "mcp-tasks";
+
+/// Settings of a [`RedisTaskStore`] before it connects.
+#[derive(Clone, Debug)]
+pub struct RedisTaskStoreBuilder {
+    url: String,
+    prefix: String,
+    response_timeout: Duration,
+    connection_timeout: Duration,
+    lease: Duration,
+}
+
+impl RedisTaskStoreBuilder {
+    pub(super) fn new(url: String) -> Self {
+        Self {
+            url,
+            prefix: DEFAULT_PREFIX.to_owned(),
+            response_timeout: Duration::from_secs(5),
+            connection_timeout: Duration::from_secs(1),
+            lease: lease::DEFAULT_LEASE,
+        }
+    }
+
+    /// The key prefix (default `mcp-tasks`). Instances that share tasks must
+    /// use the same one; deployments that share a Redis use different ones.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// How long one Redis call may take before it fails as a backend error
+    /// (default 5 s). Bounds every store call, so a stalled Redis never hangs
+    /// a request.
+    pub fn response_timeout(mut self, timeout: Duration) -> Self {
+        self.response_timeout = timeout;
+        self
+    }
+
+    /// How long one connection attempt may take (default 1 s).
+    pub fn connection_timeout(mut self, timeout: Duration) -> Self {
+        self.connection_timeout = timeout;
+        self
+    }
+
+    /// How long this instance stays alive in Redis without renewing its
+    /// lease (default 10 s, clamped to 100 ms ..= 1 day). It renews every
+    /// third of it and sweeps for lost instances every half of it, so the
+    /// running tasks of a crashed instance are failed within
+    /// `lease + lease / 2` of its last renewal (15 s by default); see the
+    /// [module docs](super#leases).
+    ///
+    /// Every instance should use the same lease, longer than the pauses an
+    /// instance may take and than the
+    /// [`response_timeout`](Self::response_timeout): an instance that misses
+    /// its lease is taken for lost, and its running tasks are failed.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.clamp(lease::MIN_LEASE, lease::MAX_LEASE);
+        self
+    }
+
+    /// Connects, registers this instance with its lease, subscribes to the
+    /// end-of-task channel and starts the background tasks (the subscriber,
+    /// the deadline timer, and the lease renewer and sweeper), so it must run
+    /// inside a Tokio runtime. Fails with [`StoreError::Backend`] when Redis
+    /// cannot be reached.
+    pub async fn connect(self) -> Result<RedisTaskStore, StoreError> {
+        let client = redis::Client::open(self.url.as_str()).map_err(backend)?;
+        let config = ConnectionManagerConfig::new()
+            .set_response_timeout(Some(self.response_timeout))
+            .set_connection_timeout(Some(self.connection_timeout))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_secs(1));
+        let conn = client
+            .get_connection_manager_with_config(config)
+            .await
+            .map_err(backend)?;
+        let keys = Arc::new(Keys::new(self.prefix));
+        let stops = Arc::new(Stops::default());
+        let shutdown = CancellationToken::new();
+        // Stops the background tasks unless a store comes out of this call,
+        // also when the caller gives up on it half way.
+        let abandoned = shutdown.clone().drop_guard();
+        let lease = Arc::new(Lease::new(conn.clone(), keys.clone(), self.lease)?);
+        // Registered before anything else: a create needs a live instance.
+        lease.renew().await.map_err(backend)?;
+        let (ready, subscribed) = oneshot::channel();
+        let subscriber = Subscriber {
+            client,
+            conn: conn.clone(),
+            keys: keys.clone(),
+            stops: stops.clone(),
+            shutdown: shutdown.clone(),
+            timeout: self.response_timeout.max(self.connection_timeout),
+        };
+        tokio::spawn(stops::subscribe(subscriber, ready));
+        let subscribed = match subscribed.await {
+            Ok(subscribed) => subscribed.map_err(backend),
+            Err(_) => Err(StoreError::backend("the task store subscriber ended")),
+        };
+        subscribed?;
+        tokio::spawn(stops::reap(stops.clone(), shutdown.clone()));
+        tokio::spawn(lease::renew(lease.clone(), shutdown.clone()));
+        tokio::spawn(lease::sweep(lease.clone(), shutdown.clone()));
+        abandoned.disarm();
+        Ok(RedisTaskStore {
+            inner: Arc::new(Inner {
+                conn,
+                keys,
+                stops,
+                lease,
+                shutdown,
+            }),
+        })
+    }
+}

@@ -1,0 +1,176 @@
+//! Instance leases, and the sweeper that fails the running tasks of lost
+//! instances (see the module docs of [`redis`](super#leases)).
+//!
+//! Each instance keeps `<prefix>:instance:{<iid>}` alive (`PX` = the lease,
+//! renewed every third of it) and is listed in `<prefix>:instances`. Every
+//! half lease, each instance looks for listed instances whose lease key is
+//! gone and runs `lua/sweep.lua` on each: it fails the lost instance's
+//! `working` tasks that it still drives, announces them on the end-of-task
+//! channel, and forgets the instance once its driving set is empty.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::Value;
+use redis::aio::ConnectionManager;
+use tokio::time::{Instant, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
+
+use super::scripts::{self, Keys};
+use super::{backend, now_text, reply};
+use crate::store::StoreError;
+use crate::task::TaskId;
+
+/// The lease unless [`lease`](super::RedisTaskStoreBuilder::lease) says otherwise.
+pub(super) const DEFAULT_LEASE: Duration = Duration::from_secs(10);
+/// The shortest lease: renewals every third of it must stay meaningful.
+pub(super) const MIN_LEASE: Duration = Duration::from_millis(100);
+/// The longest lease; far beyond any sensible one, and within what `PX` takes.
+pub(super) const MAX_LEASE: Duration = Duration::from_secs(24 * 60 * 60);
+/// Tasks one sweep script call handles, so that no call blocks Redis long.
+const SWEEP_BATCH: usize = 256;
+
+/// The error a task of a lost instance ends with, and its status message.
+const LOST_MESSAGE: &str = "The server instance running this task was lost";
+const LOST_ERROR: &str =
+    r#"{"code":-32603,"message":"The server instance running this task was lost"}"#;
+
+/// This instance's identity and lease.
+pub(super) struct Lease {
+    conn: ConnectionManager,
+    keys: Arc<Keys>,
+    id: String,
+    lease: Duration,
+}
+
+impl Lease {
+    /// A fresh random instance id; nothing is written yet.
+    pub(super) fn new(
+        conn: ConnectionManager,
+        keys: Arc<Keys>,
+        lease: Duration,
+    ) -> Result<Self, StoreError> {
+        let id = TaskId::generate()
+            .map_err(|error| StoreError::backend(format!("no randomness: {error}")))?
+            .to_string();
+        Ok(Self {
+            conn,
+            keys,
+            id,
+            lease,
+        })
+    }
+
+    /// The random id of this instance.
+    pub(super) fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The lease in milliseconds, as the scripts take it.
+    pub(super) fn millis(&self) -> u64 {
+        u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Keeps this instance alive for one more lease, and listed.
+    pub(super) async fn renew(&self) -> redis::RedisResult<()> {
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("SET")
+            .arg(self.keys.instance(&self.id))
+            .arg("1")
+            .arg("PX")
+            .arg(self.millis())
+            .ignore()
+            .sadd(self.keys.instances(), &self.id)
+            .ignore();
+        pipe.query_async(&mut self.conn.clone()).await
+    }
+
+    /// Sweeps every listed instance whose lease is gone, except this one
+    /// (whose lease may lapse while Redis is unreachable, but which is alive).
+    /// Returns how many tasks were failed.
+    async fn sweep_once(&self) -> Result<u64, StoreError> {
+        let mut conn = self.conn.clone();
+        let instances: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(self.keys.instances())
+            .query_async(&mut conn)
+            .await
+            .map_err(backend)?;
+        let mut failed = 0;
+        for lost in instances.iter().filter(|&iid| *iid != self.id) {
+            loop {
+                let mut call = scripts::SWEEP.key(self.keys.instance(lost));
+                call.key(self.keys.driving(lost))
+                    .key(self.keys.instances())
+                    .arg(lost)
+                    .arg(SWEEP_BATCH)
+                    .arg(self.keys.task_head())
+                    .arg(self.keys.round_head())
+                    .arg(Keys::TASK_TAIL)
+                    .arg(now_text())
+                    .arg(self.keys.channel())
+                    .arg(LOST_ERROR)
+                    .arg(LOST_MESSAGE);
+                let reply: Value = call.invoke_async(&mut conn).await.map_err(backend)?;
+                let mut items = reply::items(reply)?.into_iter();
+                let more = reply::required(items.next(), "sweep state")?;
+                let count = reply::required(items.next(), "sweep count")?;
+                failed += count.parse::<u64>().unwrap_or(0);
+                if more != "1" {
+                    break;
+                }
+            }
+        }
+        Ok(failed)
+    }
+}
+
+/// Renews the lease every third of it, until `shutdown`: after the last
+/// clone of the store is dropped, the lease runs out and another instance
+/// sweeps this one. Runs apart from [`sweep`], so that a slow sweep never
+/// delays a renewal.
+pub(super) async fn renew(lease: Arc<Lease>, shutdown: CancellationToken) {
+    // `connect` renewed once already.
+    let period = lease.lease / 3;
+    let mut ticks = tokio::time::interval_at(Instant::now() + period, period);
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticks.tick() => {}
+        }
+        let renewed = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            renewed = lease.renew() => renewed,
+        };
+        if let Err(error) = renewed {
+            tracing::warn!(%error, instance = lease.id(), "task store: lease renewal failed");
+        }
+    }
+}
+
+/// Sweeps for lost instances every half lease, until `shutdown`. The first
+/// sweep runs at once, so that a restarted deployment soon fails the tasks
+/// of the instances it lost.
+pub(super) async fn sweep(lease: Arc<Lease>, shutdown: CancellationToken) {
+    let mut ticks = tokio::time::interval(lease.lease / 2);
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticks.tick() => {}
+        }
+        let swept = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            swept = lease.sweep_once() => swept,
+        };
+        match swept {
+            Ok(0) => {}
+            Ok(failed) => tracing::warn!(
+                failed,
+                "task store: failed the running tasks of lost server instances"
+            ),
+            Err(error) => tracing::warn!(%error, "task store: sweeping lost instances failed"),
+        }
+    }
+}

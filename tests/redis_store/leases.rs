@@ -1,0 +1,304 @@
+//! An instance that dies leaves no task `working` forever: its lease runs
+//! out and another instance fails the tasks it was running, within
+//! `lease + lease / 2`. A live instance, however quiet, keeps its tasks.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use mcp_tasks::store::RedisTaskStore;
+use mcp_tasks::{
+    InputProgress, InputRound, NewTask, StoreError, TaskSnapshot, TaskState, TaskStatus, TaskStore,
+};
+
+use super::redis_server::RedisServer;
+use super::{fresh_prefix, new_task, raw};
+
+async fn connect_with_lease(server: &RedisServer, prefix: &str, lease: Duration) -> RedisTaskStore {
+    RedisTaskStore::builder(server.url())
+        .prefix(prefix)
+        .lease(lease)
+        .connect()
+        .await
+        .expect("connect to the test redis-server")
+}
+
+/// Creates a task on `store` and has it wait for one answer, key `1.a`.
+async fn waiting_task(store: &RedisTaskStore) -> NewTask {
+    let task = new_task(Some("alice"), None);
+    store.create(task.clone()).await.unwrap();
+    let round = InputRound {
+        requests: vec![("1.a".into(), raw("{}"))],
+        resume: raw(r#"{"r":1}"#),
+    };
+    store.require_input(task.id, round).await.unwrap();
+    task
+}
+
+async fn status_of(store: &RedisTaskStore, task: &NewTask) -> TaskStatus {
+    let read = store.get(task.id, task.owner.as_deref()).await.unwrap();
+    read.expect("the task exists").status()
+}
+
+/// Polls until `task` leaves `working`, failing the test after `within`.
+async fn wait_for_end(store: &RedisTaskStore, task: &NewTask, within: Duration) -> TaskSnapshot {
+    let started = tokio::time::Instant::now();
+    loop {
+        let read = store.get(task.id, task.owner.as_deref()).await.unwrap();
+        let read = read.expect("the task exists");
+        if read.status() != TaskStatus::Working {
+            return read;
+        }
+        assert!(
+            started.elapsed() < within,
+            "the task was still working after {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// How long the lease of instance `iid` has left, read from Redis.
+async fn lease_left(
+    conn: &mut redis::aio::MultiplexedConnection,
+    prefix: &str,
+    iid: &str,
+) -> Duration {
+    let left: i64 = redis::cmd("PTTL")
+        .arg(format!("{prefix}:instance:{{{iid}}}"))
+        .query_async(conn)
+        .await
+        .unwrap();
+    Duration::from_millis(left.max(0) as u64)
+}
+
+/// Slack for the round trips between reading a lease and watching a task.
+const SLACK: Duration = Duration::from_millis(30);
+
+const LOST: &str = "The server instance running this task was lost";
+
+#[tokio::test]
+async fn an_instance_that_dies_has_its_running_tasks_failed_by_another_within_the_bound() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let prefix = fresh_prefix();
+    let lease = Duration::from_millis(600);
+    // B and C both sweep: two sweepers race for A's tasks.
+    let a = connect_with_lease(&server, &prefix, lease).await;
+    let b = connect_with_lease(&server, &prefix, lease).await;
+    let c = connect_with_lease(&server, &prefix, lease).await;
+
+    // A drives `running`. `waiting` waits for input: nothing runs. `resumed`
+    // was A's, but its round was completed on B, which drives it now.
+    let running = new_task(Some("alice"), Some(Duration::from_secs(60)));
+    a.create(running.clone()).await.unwrap();
+    let waiting = waiting_task(&a).await;
+    let resumed = waiting_task(&a).await;
+    let answered = b
+        .answer_input(resumed.id, Some("alice"), vec![("1.a".into(), raw("1"))])
+        .await
+        .unwrap();
+    assert!(matches!(
+        answered,
+        Some(InputProgress::RoundComplete { .. })
+    ));
+    let on_b = new_task(None, None);
+    b.create(on_b.clone()).await.unwrap();
+
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut raw_conn = client.get_multiplexed_async_connection().await.unwrap();
+    let lost_id = a.instance_id().to_owned();
+    let driving = format!("{prefix}:driving:{{{lost_id}}}");
+    let driven: Vec<String> = redis::cmd("SMEMBERS")
+        .arg(&driving)
+        .query_async(&mut raw_conn)
+        .await
+        .unwrap();
+    assert_eq!(
+        driven,
+        vec![running.id.to_string()],
+        "A drives only `running`"
+    );
+    let mut pubsub = client.get_async_pubsub().await.unwrap();
+    pubsub.subscribe(format!("{prefix}:ended")).await.unwrap();
+
+    // A dies: no more renewals. Its lease was renewed at most lease / 3 ago.
+    drop(a);
+    let died = tokio::time::Instant::now();
+    let left = lease_left(&mut raw_conn, &prefix, &lost_id).await;
+    assert!(left > Duration::ZERO, "A's lease outlives A");
+    let bound = lease + lease / 2;
+    let read = wait_for_end(&b, &running, bound + Duration::from_secs(1)).await;
+    let took = died.elapsed();
+    assert!(
+        took + SLACK >= left,
+        "swept after {took:?}, before the lease ran out ({left:?} left)"
+    );
+    match &read.state {
+        TaskState::Failed { error } => {
+            let error: serde_json::Value = serde_json::from_str(error.get()).unwrap();
+            assert_eq!(error, serde_json::json!({"code": -32603, "message": LOST}));
+        }
+        other => panic!("expected failed, got {other:?}"),
+    }
+    assert_eq!(read.status_message.as_deref(), Some(LOST));
+
+    // The end was announced once, though two sweepers raced for it.
+    let mut messages = pubsub.on_message();
+    let first = tokio::time::timeout(Duration::from_secs(1), messages.next()).await;
+    let first = first.expect("the end was announced").unwrap();
+    assert_eq!(
+        first.get_payload::<String>().unwrap(),
+        running.id.to_string()
+    );
+    let again = tokio::time::timeout(
+        Duration::from_millis(2 * lease.as_millis() as u64),
+        messages.next(),
+    )
+    .await;
+    assert!(again.is_err(), "announced once, got another: {again:?}");
+
+    assert_eq!(status_of(&b, &waiting).await, TaskStatus::InputRequired);
+    assert_eq!(
+        status_of(&c, &resumed).await,
+        TaskStatus::Working,
+        "B drives it"
+    );
+    assert_eq!(status_of(&c, &on_b).await, TaskStatus::Working);
+    let instances: Vec<String> = redis::cmd("SMEMBERS")
+        .arg(format!("{prefix}:instances"))
+        .query_async(&mut raw_conn)
+        .await
+        .unwrap();
+    assert!(!instances.contains(&lost_id), "A was forgotten");
+    assert!(instances.contains(&b.instance_id().to_owned()));
+    assert!(instances.contains(&c.instance_id().to_owned()));
+    let exists: bool = redis::cmd("EXISTS")
+        .arg(&driving)
+        .query_async(&mut raw_conn)
+        .await
+        .unwrap();
+    assert!(!exists, "A's driving set is gone");
+    // A late outcome of A's call would be refused: failed stays failed.
+    let late = b.complete(running.id, raw("{}")).await;
+    assert!(
+        matches!(
+            late,
+            Err(StoreError::InvalidTransition {
+                from: TaskStatus::Failed,
+                ..
+            })
+        ),
+        "got {late:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_live_instance_keeps_its_tasks_while_its_lease_is_renewed() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let prefix = fresh_prefix();
+    let lease = Duration::from_millis(600);
+    let a = connect_with_lease(&server, &prefix, lease).await;
+    let b = connect_with_lease(&server, &prefix, lease).await;
+    let on_a = new_task(None, None);
+    let created = a.create(on_a.clone()).await.unwrap();
+    let on_b = new_task(None, None);
+    b.create(on_b.clone()).await.unwrap();
+    // Resumed on A after a round: A drives it again.
+    let resumed = waiting_task(&b).await;
+    a.answer_input(resumed.id, Some("alice"), vec![("1.a".into(), raw("1"))])
+        .await
+        .unwrap();
+    // Many lease periods, each instance sweeping every half lease.
+    tokio::time::sleep(lease * 6).await;
+    for task in [&on_a, &on_b, &resumed] {
+        assert_eq!(status_of(&b, task).await, TaskStatus::Working);
+        assert_eq!(status_of(&a, task).await, TaskStatus::Working);
+    }
+    assert!(!created.stop.is_cancelled());
+    assert_eq!(a.held_stop_signals(), 2);
+    a.complete(on_a.id, raw("{}")).await.unwrap();
+    assert_eq!(status_of(&b, &on_a).await, TaskStatus::Completed);
+}
+
+#[tokio::test]
+async fn an_instance_that_stops_renewing_keeps_its_tasks_until_its_lease_runs_out() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let prefix = fresh_prefix();
+    // A silent instance with a long lease, watched by a quick sweeper.
+    let lease = Duration::from_millis(1500);
+    let sweeper = connect_with_lease(&server, &prefix, Duration::from_millis(200)).await;
+    let silent = connect_with_lease(&server, &prefix, lease).await;
+    let task = new_task(None, None);
+    silent.create(task.clone()).await.unwrap();
+    let silent_id = silent.instance_id().to_owned();
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut raw_conn = client.get_multiplexed_async_connection().await.unwrap();
+    drop(silent);
+    let stopped = tokio::time::Instant::now();
+    // Renewed at most lease / 3 before it stopped: alive for 2/3 of a lease,
+    // while the sweeper looks every 100 ms.
+    let left = lease_left(&mut raw_conn, &prefix, &silent_id).await;
+    tokio::time::sleep(left.saturating_sub(Duration::from_millis(300))).await;
+    let status = status_of(&sweeper, &task).await;
+    // Read after the status: if the lease lived then, it lived before.
+    let still = lease_left(&mut raw_conn, &prefix, &silent_id).await;
+    assert!(
+        status == TaskStatus::Working || still == Duration::ZERO,
+        "swept while its lease lived: {status:?}, {still:?} left"
+    );
+    let read = wait_for_end(&sweeper, &task, lease + Duration::from_secs(1)).await;
+    assert_eq!(read.status(), TaskStatus::Failed);
+    let took = stopped.elapsed();
+    assert!(
+        took + SLACK >= left,
+        "swept after {took:?}, before the lease ran out ({left:?} left)"
+    );
+}
+
+#[tokio::test]
+async fn an_instance_that_lost_its_lease_has_its_tasks_failed_and_its_late_outcome_refused() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let prefix = fresh_prefix();
+    // A renews every 10 s; its lease vanishing now stands for a long pause.
+    let a = connect_with_lease(&server, &prefix, Duration::from_secs(30)).await;
+    let b = connect_with_lease(&server, &prefix, Duration::from_millis(200)).await;
+    let task = new_task(None, None);
+    let created = a.create(task.clone()).await.unwrap();
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut raw_conn = client.get_multiplexed_async_connection().await.unwrap();
+    let lease_key = format!("{prefix}:instance:{{{}}}", a.instance_id());
+    let deleted: i64 = redis::cmd("DEL")
+        .arg(&lease_key)
+        .query_async(&mut raw_conn)
+        .await
+        .unwrap();
+    assert_eq!(deleted, 1, "A holds its lease under {lease_key}");
+    let read = wait_for_end(&b, &task, Duration::from_secs(2)).await;
+    assert_eq!(read.status(), TaskStatus::Failed);
+    // A's call is told to stop, and its outcome, if it comes, is refused.
+    let stopped = tokio::time::timeout(Duration::from_secs(1), created.stop.cancelled()).await;
+    assert!(stopped.is_ok(), "A's stop signal fired");
+    let late = a.complete(task.id, raw("{}")).await;
+    assert!(
+        matches!(
+            late,
+            Err(StoreError::InvalidTransition {
+                from: TaskStatus::Failed,
+                ..
+            })
+        ),
+        "got {late:?}"
+    );
+    // A is alive: its next create registers it again, and nothing of it is
+    // swept while its lease lives.
+    let next = new_task(None, None);
+    a.create(next.clone()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(status_of(&b, &next).await, TaskStatus::Working);
+}
