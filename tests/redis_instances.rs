@@ -37,8 +37,14 @@ impl Instance {
     /// A fixture replica behind a layer over its own store on `redis`, with
     /// the test authentication middleware outside the layer.
     async fn start(redis: &RedisServer, prefix: &str) -> Self {
-        let store = RedisTaskStore::builder(redis.url())
+        Self::start_with_lease(redis.url(), prefix, Duration::from_secs(10)).await
+    }
+
+    /// Like [`Self::start`], with the instance lease `lease`.
+    async fn start_with_lease(url: String, prefix: &str, lease: Duration) -> Self {
+        let store = RedisTaskStore::builder(url)
             .prefix(prefix)
+            .lease(lease)
             .response_timeout(Duration::from_secs(2))
             .connection_timeout(ms(500))
             .connect()
@@ -338,4 +344,66 @@ async fn a_task_stays_invisible_to_another_principal_on_every_instance() {
     error_of(&bob.into_response(), -32602);
     assert_eq!(a.probe.cancelled("slow_compute"), 0);
     assert_eq!(b.probe.started("slow_compute"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_that_crashes_mid_task_has_the_task_failed_by_another_instance() {
+    let Some(redis) = blocking(RedisServer::start) else {
+        return;
+    };
+    let prefix = format!("crash-{}", TaskId::generate().expect("a task id"));
+    let lease = ms(600);
+
+    // Instance A runs on a runtime of its own, so that dropping that runtime
+    // stops everything A does at once: its server, its drivers, its lease.
+    let url_a = redis.url();
+    let (url_tx, url_rx) = std::sync::mpsc::channel();
+    let (crash, crashed) = tokio::sync::oneshot::channel::<()>();
+    let a_prefix = prefix.clone();
+    let a_thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime for instance A");
+        runtime.block_on(async move {
+            let a = Instance::start_with_lease(url_a, &a_prefix, lease).await;
+            url_tx.send(a.served.url.clone()).expect("report A's url");
+            let _ = crashed.await;
+            drop(a);
+        });
+        drop(runtime);
+    });
+    let a_url = blocking(|| url_rx.recv()).expect("instance A started");
+    let b = Instance::start_with_lease(redis.url(), &prefix, lease).await;
+
+    let on_a = McpClient::new(&a_url).with_timeout(CLIENT_TIMEOUT);
+    let created = on_a
+        .call_tool(
+            "slow_compute",
+            json!({"seconds": 30.0, "label": "doomed"}),
+            true,
+        )
+        .await;
+    let task = task_id(&created);
+    let before = b.client().tasks_get(&task).await;
+    assert_eq!(before["result"]["status"], "working", "{before}");
+
+    let _ = crash.send(());
+    blocking(|| a_thread.join()).expect("instance A stopped");
+
+    // B sweeps A's tasks once A's lease has run out: lease + lease/2, plus margin.
+    let failed = b
+        .client()
+        .wait_task_status(&task, &["completed", "failed", "cancelled"], ms(4000))
+        .await;
+    assert_eq!(failed["result"]["status"], "failed", "{failed}");
+    assert_eq!(failed["result"]["error"]["code"], -32603, "{failed}");
+    let message = failed["result"]["error"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        message.contains("instance") && message.contains("lost"),
+        "{failed}"
+    );
 }
