@@ -72,10 +72,12 @@ fn per_task(before: Reading, after: Reading) -> Reading {
     }
 }
 
-/// Lets every spawned task run until it waits.
+/// Lets every spawned task run until it waits: a sleep parks the runtime,
+/// which first polls everything that is ready (a few `yield_now`s would
+/// leave most of 100k freshly spawned tasks unpolled).
 async fn settle() {
-    for _ in 0..8 {
-        tokio::task::yield_now().await;
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
