@@ -43,6 +43,10 @@ pub(crate) struct Resume {
     /// When the task expires, in milliseconds since the epoch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires: Option<u64>,
+    /// The original call's `Mcp-Param-*` headers, which describe its
+    /// arguments and so go with every re-issued call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub param_headers: Vec<(String, String)>,
 }
 
 /// The parts of an `InputRequiredResult` the layer reads.
@@ -68,6 +72,7 @@ pub(crate) fn on_input_required(
     round: u32,
     params: &RawValue,
     expires: Option<Timestamp>,
+    template: &Template,
 ) -> Result<Next, String> {
     let asked: InputRequired = serde_json::from_str(result.get())
         .map_err(|error| format!("the input_required result is malformed: {error}"))?;
@@ -92,6 +97,7 @@ pub(crate) fn on_input_required(
         request_state: asked.request_state,
         params: params.to_owned(),
         expires: expires.map(Timestamp::as_millis),
+        param_headers: template.param_headers(),
     };
     let resume = serde_json::value::to_raw_value(&resume).map_err(|e| e.to_string())?;
     Ok(Next::Ask(InputRound { requests, resume }))
@@ -142,6 +148,40 @@ impl Template {
             uri: parts.uri.clone(),
             headers: (!headers.is_empty()).then(|| Box::new(headers)),
             extensions: parts.extensions.clone(),
+        }
+    }
+
+    /// The `Mcp-Param-*` headers, as text.
+    pub(crate) fn param_headers(&self) -> Vec<(String, String)> {
+        let Some(headers) = &self.headers else {
+            return Vec::new();
+        };
+        headers
+            .iter()
+            .filter(|(name, _)| name.as_str().starts_with("mcp-param-"))
+            .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
+            .collect()
+    }
+
+    /// Replaces the `Mcp-Param-*` headers with `params` (those of the
+    /// original call, when this template comes from a `tasks/update`).
+    pub(crate) fn set_param_headers(&mut self, params: &[(String, String)]) {
+        let headers = self.headers.get_or_insert_with(Default::default);
+        let stale: Vec<_> = headers
+            .keys()
+            .filter(|name| name.as_str().starts_with("mcp-param-"))
+            .cloned()
+            .collect();
+        for name in stale {
+            headers.remove(name);
+        }
+        for (name, value) in params {
+            if let (Ok(name), Ok(value)) = (
+                http::HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                headers.append(name, value);
+            }
         }
     }
 }
@@ -265,13 +305,51 @@ mod tests {
         RawValue::from_string(text.to_owned()).unwrap()
     }
 
+    fn template() -> Template {
+        let parts = Request::post("/mcp")
+            .header("mcp-param-region", "eu")
+            .header("authorization", "Bearer old")
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0;
+        Template::from_parts(&parts)
+    }
+
+    #[test]
+    fn a_resumed_call_keeps_the_original_param_headers_and_the_update_credentials() {
+        let result =
+            raw(r#"{"resultType":"input_required","inputRequests":{"k":{"method":"roots/list"}}}"#);
+        let Ok(Next::Ask(round)) = on_input_required(&result, 1, &raw("{}"), None, &template())
+        else {
+            panic!("expected a round")
+        };
+        let resume: Resume = serde_json::from_str(round.resume.get()).unwrap();
+        assert_eq!(
+            resume.param_headers,
+            vec![("mcp-param-region".to_owned(), "eu".to_owned())]
+        );
+        let update = Request::post("/mcp")
+            .header("mcp-param-region", "us")
+            .header("authorization", "Bearer fresh")
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0;
+        let mut from_update = Template::from_parts(&update);
+        from_update.set_param_headers(&resume.param_headers);
+        let headers = from_update.headers.unwrap();
+        assert_eq!(headers["mcp-param-region"], "eu");
+        assert_eq!(headers["authorization"], "Bearer fresh");
+    }
+
     #[test]
     fn keys_are_prefixed_with_the_round_so_a_reused_inner_key_stays_unique() {
         let result = raw(
             r#"{"resultType":"input_required","inputRequests":{"answer":{"method":"elicitation/create"}},"requestState":"s2"}"#,
         );
         let params = raw(r#"{"name":"two_rounds"}"#);
-        let Ok(Next::Ask(round)) = on_input_required(&result, 2, &params, None) else {
+        let Ok(Next::Ask(round)) = on_input_required(&result, 2, &params, None, &template()) else {
             panic!("expected a round")
         };
         assert_eq!(round.requests[0].0, "2.answer");
@@ -286,7 +364,7 @@ mod tests {
     #[test]
     fn only_a_request_state_means_retry_at_once() {
         let result = raw(r#"{"resultType":"input_required","requestState":"later"}"#);
-        let next = on_input_required(&result, 1, &raw("{}"), None).unwrap();
+        let next = on_input_required(&result, 1, &raw("{}"), None, &template()).unwrap();
         assert!(matches!(next, Next::Retry(Some(state)) if state == "later"));
     }
 

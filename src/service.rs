@@ -326,7 +326,11 @@ fn resume(
         id: task,
         stop,
         caller,
-        template: Box::new(Template::from_parts(parts)),
+        template: Box::new({
+            let mut template = Template::from_parts(parts);
+            template.set_param_headers(&resume.param_headers);
+            template
+        }),
         params: resume.params,
         round: resume.round,
         attempts: 0,

@@ -192,7 +192,14 @@ async fn handle(work: &mut Work, answer: Answer) -> Option<Flight> {
             return None;
         }
     };
-    match mrtr::on_input_required(&result, work.round + 1, &work.params, work.expires) {
+    let asked = mrtr::on_input_required(
+        &result,
+        work.round + 1,
+        &work.params,
+        work.expires,
+        &work.template,
+    );
+    match asked {
         Ok(Next::Ask(round)) => {
             work.round += 1;
             work.attempts = 0;
