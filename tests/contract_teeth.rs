@@ -269,7 +269,16 @@ impl TaskStore for NaiveStore {
     }
 
     fn fail(&self, id: TaskId, error: Box<RawValue>) -> StoreFuture<'_, ()> {
-        Box::pin(async move { self.with_live(id, |task| self.finish(task, State::Failed(error))) })
+        Box::pin(async move {
+            let message = serde_json::from_str::<serde_json::Value>(error.get())
+                .ok()
+                .and_then(|e| e.get("message")?.as_str().map(str::to_owned));
+            self.with_live(id, |task| {
+                self.finish(task, State::Failed(error))?;
+                task.message = message.or(task.message.take());
+                Ok(())
+            })
+        })
     }
 
     fn cancel<'a>(

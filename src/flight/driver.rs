@@ -250,21 +250,17 @@ pub(crate) fn reissue(
 /// A store write that records what the inner call said.
 enum Write {
     Complete(Box<RawValue>),
-    Fail(String, Box<RawValue>),
+    /// The store sets the status message from the error's `message`.
+    Fail(Box<RawValue>),
     Input(InputRound),
 }
 
 fn internal(message: String) -> Write {
-    let error = ErrorObject::new(INTERNAL_ERROR, message);
-    Write::Fail(error.message.clone(), error.to_raw())
+    Write::Fail(ErrorObject::new(INTERNAL_ERROR, message).to_raw())
 }
 
 fn failure(error: Box<RawValue>) -> Write {
-    let message = serde_json::from_str::<serde_json::Value>(error.get())
-        .ok()
-        .and_then(|e| e.get("message")?.as_str().map(str::to_owned))
-        .unwrap_or_else(|| "The tool call answered an error".to_owned());
-    Write::Fail(message, error)
+    Write::Fail(error)
 }
 
 /// How long outcome writes are retried for a task without a TTL.
@@ -286,10 +282,7 @@ async fn write_until(store: &dyn TaskStore, id: TaskId, write: Write, expires: O
     loop {
         let result = match &write {
             Write::Complete(result) => store.complete(id, result.clone()).await,
-            Write::Fail(message, error) => {
-                let _ = store.set_status_message(id, message.clone()).await;
-                store.fail(id, error.clone()).await
-            }
+            Write::Fail(error) => store.fail(id, error.clone()).await,
             Write::Input(round) => store.require_input(id, round.clone()).await,
         };
         match result {

@@ -177,6 +177,15 @@ impl Entry {
     }
 }
 
+/// The `message` of a JSON-RPC error object, if it has one.
+fn error_message(error: &RawValue) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Error {
+        message: Option<String>,
+    }
+    serde_json::from_str::<Error>(error.get()).ok()?.message
+}
+
 /// Renders `[(key, value)]` as one JSON object.
 fn render_object(pairs: &[(String, Box<RawValue>)]) -> Box<RawValue> {
     struct Pairs<'a>(&'a [(String, Box<RawValue>)]);
@@ -366,9 +375,16 @@ impl TaskStore for MemoryTaskStore {
     }
 
     fn fail(&self, id: TaskId, error: Box<RawValue>) -> StoreFuture<'_, ()> {
-        Box::pin(
-            async move { self.with_live(id, |entry, now| entry.finish(State::Failed(error), now)) },
-        )
+        Box::pin(async move {
+            let message = error_message(&error);
+            self.with_live(id, |entry, now| {
+                entry.finish(State::Failed(error), now)?;
+                if let Some(message) = message {
+                    entry.message = Some(message.into_boxed_str());
+                }
+                Ok(())
+            })
+        })
     }
 
     fn cancel<'a>(

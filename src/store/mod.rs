@@ -154,7 +154,8 @@ pub trait TaskStore: Send + Sync + 'static {
     /// `working` → `completed` with the inner result.
     fn complete(&self, id: TaskId, result: Box<RawValue>) -> StoreFuture<'_, ()>;
 
-    /// `working`/`input_required` → `failed` with a JSON-RPC error object.
+    /// `working`/`input_required` → `failed` with a JSON-RPC error object;
+    /// the error's `message` becomes the status message in the same step.
     fn fail(&self, id: TaskId, error: Box<RawValue>) -> StoreFuture<'_, ()>;
 
     /// Cancels a task as `owner`; `None` for unknown, expired or foreign.

@@ -47,6 +47,7 @@ where
     terminal_states_never_change(&make().await).await;
     a_late_outcome_never_overwrites_cancelled(&make().await).await;
     cancelling_a_terminal_task_changes_nothing(&make().await).await;
+    a_failed_task_reports_its_error_message(&make().await).await;
     ownership_is_plain_equality(&make().await).await;
     an_expired_task_reads_like_an_unknown_one(&make().await).await;
     the_ttl_runs_from_creation(&make().await).await;
@@ -109,6 +110,20 @@ async fn a_late_outcome_never_overwrites_cancelled<S: TaskStore>(store: &S) {
         read.status(),
         TaskStatus::Cancelled,
         "rule: cancelled stays cancelled"
+    );
+}
+
+async fn a_failed_task_reports_its_error_message<S: TaskStore>(store: &S) {
+    let id = create(store, None, None).await;
+    store
+        .fail(id, raw(r#"{"code":-32603,"message":"the disk is full"}"#))
+        .await
+        .unwrap();
+    let read = store.get(id, None).await.unwrap().unwrap();
+    assert_eq!(
+        read.status_message.as_deref(),
+        Some("the disk is full"),
+        "rule: a failed task's status message is its error's message"
     );
 }
 

@@ -10,6 +10,13 @@ if terminal(status) then
   return status
 end
 redis.call('HSET', KEYS[1], 's', ARGV[1], 'r', ARGV[2], 'u', ARGV[3])
+-- A failed task reports its error's message, in the same step.
+if ARGV[1] == 'failed' then
+  local ok, error = pcall(cjson.decode, ARGV[2])
+  if ok and type(error) == 'table' and type(error.message) == 'string' then
+    redis.call('HSET', KEYS[1], 'm', error.message)
+  end
+end
 redis.call('DEL', KEYS[2])
 undrive(KEYS[1], ARGV[5], ARGV[6])
 redis.call('PUBLISH', ARGV[4], ARGV[5])
