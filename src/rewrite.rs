@@ -13,13 +13,12 @@ use http::Response;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http_body::{Body, Frame};
 use http_body_util::{BodyExt, StreamBody};
-use serde_json::{Map, Value};
 use sse_stream::SseStream;
 
 use crate::body::{BoxError, ResponseBody};
 use crate::flight::tap::BodyError;
 use crate::wire::TASKS_EXTENSION;
-use crate::wire::raw::{Members, write_object};
+use crate::wire::raw::{Members, span, write_object};
 
 /// Removes the tasks extension from the `extensions` object found at
 /// `extensions` in `body`. Every other byte of the body is kept as the client
@@ -93,43 +92,58 @@ where
 /// Adds the extension to the response carried by one SSE event, if it is one.
 fn rewrite_event(event: &mut sse_stream::Sse) {
     if let Some(data) = event.data.as_deref()
-        && let Ok(mut message) = serde_json::from_str::<Value>(data)
-        && add_extension(&mut message)
+        && let Some(rewritten) = with_extension(data)
     {
-        event.data = serde_json::to_string(&message).ok();
+        event.data = Some(rewritten);
     }
 }
 
-fn add_extension(message: &mut Value) -> bool {
-    let Some(capabilities) = message
-        .get_mut("result")
-        .and_then(|result| result.get_mut("capabilities"))
-        .and_then(Value::as_object_mut)
-    else {
-        return false;
-    };
-    let extensions = capabilities
-        .entry("extensions")
-        .or_insert_with(|| Value::Object(Map::new()));
-    match extensions.as_object_mut() {
+/// `message` (a `server/discover` response) with the tasks extension in
+/// `result.capabilities.extensions`; every other byte stays as it was.
+/// `None` when it is not such a response or already has the extension.
+fn with_extension(message: &str) -> Option<String> {
+    const DECLARED: &str = "{}";
+    let result = Members::parse(message).ok()?.get("result")?;
+    let capabilities = Members::parse(result.get()).ok()?.get("capabilities")?;
+    let members = Members::parse(capabilities.get()).ok()?;
+    let (target, object) = match members.get("extensions") {
         Some(extensions) => {
-            extensions.insert(TASKS_EXTENSION.to_owned(), Value::Object(Map::new()));
-            true
+            let existing = Members::parse(extensions.get()).ok()?;
+            existing.get(TASKS_EXTENSION).is_none().then_some(())?;
+            let mut object = String::new();
+            let kept = existing.0.iter().map(|(k, v)| (k.as_ref(), v.get()));
+            write_object(&mut object, kept.chain([(TASKS_EXTENSION, DECLARED)]));
+            (extensions.get(), object)
         }
-        None => false,
-    }
+        None => {
+            let mut extensions = String::new();
+            write_object(&mut extensions, [(TASKS_EXTENSION, DECLARED)].into_iter());
+            let mut object = String::new();
+            let kept = members.0.iter().map(|(k, v)| (k.as_ref(), v.get()));
+            write_object(
+                &mut object,
+                kept.chain([("extensions", extensions.as_str())]),
+            );
+            (capabilities.get(), object)
+        }
+    };
+    let range = span(message.as_bytes(), target)?;
+    Some(format!(
+        "{}{object}{}",
+        &message[..range.start],
+        &message[range.end..]
+    ))
 }
 
 fn rewrite_json(bytes: &[u8]) -> Option<Bytes> {
-    let mut message: Value = serde_json::from_slice(bytes).ok()?;
-    if !add_extension(&mut message) {
-        return None;
-    }
-    serde_json::to_vec(&message).ok().map(Bytes::from)
+    let text = std::str::from_utf8(bytes).ok()?;
+    with_extension(text).map(Bytes::from)
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
     use crate::wire::META_CLIENT_CAPABILITIES;
 
@@ -167,6 +181,17 @@ mod tests {
             meta[META_CLIENT_CAPABILITIES]["extensions"],
             serde_json::json!({"other":{}})
         );
+    }
+
+    #[test]
+    fn discover_results_keep_every_other_byte() {
+        let body = r#"{"jsonrpc":"2.0","id":1,"result":{"capabilities":{"tools":{},"extensions":{"a":{"n":123456789012345678901234567890}}},"ttlMs":0}}"#;
+        assert_eq!(
+            with_extension(body).unwrap(),
+            r#"{"jsonrpc":"2.0","id":1,"result":{"capabilities":{"tools":{},"extensions":{"a":{"n":123456789012345678901234567890},"io.modelcontextprotocol/tasks":{}}},"ttlMs":0}}"#
+        );
+        let declared = with_extension(body).unwrap();
+        assert_eq!(with_extension(&declared), None, "added once only");
     }
 
     #[test]
