@@ -126,7 +126,11 @@ async fn parked_through_layer() -> Reading {
     assert_eq!(store.len(), TASKS);
     for id in store.ids() {
         let task = store.get(id, None).await.expect("store").expect("task");
-        assert_eq!(task.status(), mcp_tasks::TaskStatus::Working, "every call is still parked");
+        assert_eq!(
+            task.status(),
+            mcp_tasks::TaskStatus::Working,
+            "every call is still parked"
+        );
     }
     per_task(before, after)
 }
