@@ -30,7 +30,7 @@ use serde_json::value::RawValue;
 use crate::config::TasksConfig;
 use crate::policy::ToolPolicy;
 use crate::wire::jsonrpc::Reply;
-use crate::wire::raw::span;
+use crate::wire::raw::{empty_object, span};
 use crate::wire::{MODERN_VERSION, TASKS_EXTENSION};
 
 /// Who answers a request, and what they need to know.
@@ -410,10 +410,6 @@ fn task_route(
         task_id: task_id.into_owned(),
         params: raw_params(body).unwrap_or_else(empty_object),
     })
-}
-
-fn empty_object() -> Box<RawValue> {
-    RawValue::from_string("{}".to_owned()).expect("valid JSON literal")
 }
 
 /// Step 2: the routing headers agree with the body.

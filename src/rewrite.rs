@@ -10,15 +10,15 @@ use std::ops::Range;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::Response;
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use http::header::CONTENT_LENGTH;
 use http_body::{Body, Frame};
 use http_body_util::{BodyExt, StreamBody};
 use sse_stream::SseStream;
 
 use crate::body::{BoxError, ResponseBody};
 use crate::flight::tap::BodyError;
-use crate::wire::TASKS_EXTENSION;
 use crate::wire::raw::{Members, span, write_object};
+use crate::wire::{TASKS_EXTENSION, content_type};
 
 /// Removes the tasks extension from the `extensions` object found at
 /// `extensions` in `body`. Every other byte of the body is kept as the client
@@ -50,12 +50,7 @@ where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    let kind = response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase();
+    let kind = content_type(response.headers());
     let sse = kind.starts_with("text/event-stream");
     if !response.status().is_success() || !(sse || kind.starts_with("application/json")) {
         return response.map(ResponseBody::inner);

@@ -100,7 +100,6 @@ pin_project! {
         },
         Inner { #[pin] future: F },
         Owned { future: OwnedFuture<RB, E> },
-        Done,
     }
 }
 
@@ -214,7 +213,6 @@ where
                     return Poll::Ready(Ok(response.map(ResponseBody::inner)));
                 }
                 StateProj::Owned { future } => return future.as_mut().poll(cx),
-                StateProj::Done => panic!("ResponseFuture polled after completion"),
             };
             state.set(next);
         }
@@ -347,9 +345,7 @@ fn raw_params(body: &[u8], range: std::ops::Range<usize>) -> Box<serde_json::val
     body.get(range)
         .and_then(|bytes| std::str::from_utf8(bytes).ok())
         .and_then(|text| serde_json::value::RawValue::from_string(text.to_owned()).ok())
-        .unwrap_or_else(|| {
-            serde_json::value::RawValue::from_string("{}".to_owned()).expect("valid JSON")
-        })
+        .unwrap_or_else(crate::wire::raw::empty_object)
 }
 
 /// A declaring client's `tools/call`: forward, race, and park if it runs long.
@@ -368,21 +364,23 @@ where
     RB: Body<Data = Bytes> + Send + 'static,
     RB::Error: Into<BoxError>,
 {
-    let owner = shared.owner.resolve(&parts);
     // The forwarded body loses the tasks extension, byte-exact otherwise; the
     // params kept for re-issuing are those of the forwarded body.
     let (body, params) = match rewrite::strip_tasks_extension(&bytes, call.extensions.clone()) {
         Some((body, shorter)) => (body, call.params.start..call.params.end - shorter),
         None => (bytes, call.params.clone()),
     };
-    let params = raw_params(&body, params);
     parts.headers.remove(CONTENT_LENGTH);
+    if call.policy == ToolPolicy::Never {
+        let request = Request::from_parts(parts, RequestBody::buffered(body));
+        return Ok(inner.call(request).await?.map(ResponseBody::inner));
+    }
+    // What a parked call needs later: its owner, and what re-issuing takes.
+    let owner = shared.owner.resolve(&parts);
+    let params = raw_params(&body, params);
     let template = Template::from_parts(&parts);
     let caller = Caller::<S, B>::boxed(inner.clone());
     let request = Request::from_parts(parts, RequestBody::buffered(body));
-    if call.policy == ToolPolicy::Never {
-        return Ok(inner.call(request).await?.map(ResponseBody::inner));
-    }
     let future: InnerFuture = Box::pin(inner.call(request).map(|result| match result {
         Ok(response) => Ok(response.map(|body| body.map_err(Into::into).boxed_unsync())),
         Err(error) => Err(error.into()),

@@ -28,7 +28,7 @@ use http_body_util::BodyExt;
 use serde_json::value::RawValue;
 
 use crate::body::{BoxBody, BoxError, ResponseBody};
-use crate::wire::{InnerMessage, Outcome, read_inner_message};
+use crate::wire::{InnerMessage, Outcome, content_type, read_inner_message};
 use tap::Tap;
 
 /// The inner service's response future, boxed: flights are the owned path.
@@ -101,14 +101,6 @@ pub(crate) struct Flight {
     /// Whether the bytes read may still be relayed to a client; a parked or
     /// re-issued call keeps none of them.
     relay: bool,
-}
-
-fn content_type_of(headers: &http::HeaderMap) -> String {
-    headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase()
 }
 
 impl Flight {
@@ -203,7 +195,7 @@ impl Flight {
     }
 
     fn read_head(&self, response: Response<BoxBody>) -> Result<Stage, Box<Answer>> {
-        let kind = content_type_of(response.headers());
+        let kind = content_type(response.headers());
         let reason = if !response.status().is_success() {
             format!("the inner server answered HTTP {}", response.status())
         } else if kind.starts_with("text/event-stream") {

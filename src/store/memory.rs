@@ -199,7 +199,7 @@ fn render_object(pairs: &[(String, Box<RawValue>)]) -> Box<RawValue> {
         }
     }
     serde_json::value::to_raw_value(&Pairs(pairs))
-        .unwrap_or_else(|_| RawValue::from_string("{}".to_owned()).expect("valid JSON"))
+        .unwrap_or_else(|_| crate::wire::raw::empty_object())
 }
 
 impl MemoryTaskStore {

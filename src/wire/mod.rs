@@ -18,6 +18,15 @@ pub const MODERN_VERSION: &str = "2026-07-28";
 #[cfg(test)]
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
+/// The `Content-Type` of a message, lower-cased (`""` when absent).
+pub(crate) fn content_type(headers: &http::HeaderMap) -> String {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase()
+}
+
 /// How a call the layer is driving ended, as the inner server said it.
 #[derive(Debug)]
 pub(crate) enum Outcome {

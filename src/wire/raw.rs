@@ -64,6 +64,11 @@ pub(crate) fn write_object<'k>(
     out.push('}');
 }
 
+/// The JSON object `{}`.
+pub(crate) fn empty_object() -> Box<RawValue> {
+    RawValue::from_string("{}".to_owned()).expect("`{}` is valid JSON")
+}
+
 /// The byte range `inner` occupies in `outer`, when it is a slice of it.
 pub(crate) fn span(outer: &[u8], inner: &str) -> Option<std::ops::Range<usize>> {
     let start = (inner.as_ptr() as usize).checked_sub(outer.as_ptr() as usize)?;
