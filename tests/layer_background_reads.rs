@@ -17,11 +17,11 @@ use std::time::Duration;
 use axum::body::Body;
 use bytes::Bytes;
 use http::{Request, Response};
-use http_body_util::BodyExt;
 use mcp_tasks::{MemoryTaskStore, RequestBody, TasksLayer, ToolPolicy};
 use serde_json::{Value, json};
 use support::client::McpClient;
 use support::fixture::{Served, serve};
+use support::in_process::{json_response, read_message};
 use support::layered::{CLIENT_TIMEOUT, ms, task_id};
 use tokio::sync::Notify;
 use tower::ServiceBuilder;
@@ -119,13 +119,7 @@ async fn inner(
     frames: Arc<Frames>,
     request: Request<RequestBody<Body>>,
 ) -> Result<Response<Body>, Infallible> {
-    let bytes = request
-        .into_body()
-        .collect()
-        .await
-        .map(|collected| collected.to_bytes())
-        .unwrap_or_default();
-    let message: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let message = read_message(request.into_body()).await;
     let id = message["id"].clone();
     let params = &message["params"];
     Ok(match params["name"].as_str().unwrap_or_default() {
@@ -144,10 +138,7 @@ async fn inner(
                     "mode": "form", "message": "Go?",
                     "requestedSchema": {"type": "object", "properties": {}}}}},
                 "requestState": "s1"}});
-            Response::builder()
-                .header("content-type", "application/json")
-                .body(Body::from(ask.to_string()))
-                .expect("response")
+            json_response(&ask)
         }
         "ask_then_stream" => sse(stream(frames, id, false, Duration::ZERO)),
         other => panic!("no script for {other:?}"),

@@ -9,11 +9,11 @@ use std::convert::Infallible;
 
 use axum::body::Body;
 use http::{Request, Response};
-use http_body_util::BodyExt;
 use mcp_tasks::{MemoryTaskStore, Principal, RequestBody, TasksLayer};
 use serde_json::{Value, json};
 use support::client::McpClient;
 use support::fixture::serve;
+use support::in_process::{json_response, read_message};
 use support::layered::{
     CLIENT_TIMEOUT, USER_HEADER, get_as, ms, principal_from_header, send, task_id, text,
 };
@@ -36,13 +36,7 @@ async fn inner(request: Request<RequestBody<Body>>) -> Result<Response<Body>, In
         "mcpMethod": header(&request, "mcp-method"),
         "principal": request.extensions().get::<Principal>().map(|p| p.as_str().to_owned()),
     });
-    let bytes = request
-        .into_body()
-        .collect()
-        .await
-        .map(|c| c.to_bytes())
-        .unwrap_or_default();
-    let message: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let message = read_message(request.into_body()).await;
     let params = &message["params"];
     let result = if params.get("inputResponses").is_none() {
         tokio::time::sleep(ms(300)).await;
@@ -63,10 +57,7 @@ async fn inner(request: Request<RequestBody<Body>>) -> Result<Response<Body>, In
         json!({"resultType": "complete", "content": [{"type": "text", "text": seen.to_string()}]})
     };
     let body = json!({"jsonrpc": "2.0", "id": message["id"], "result": result});
-    Ok(Response::builder()
-        .header("content-type", "application/json")
-        .body(Body::from(body.to_string()))
-        .expect("response"))
+    Ok(json_response(&body))
 }
 
 async fn status_as(client: &McpClient, task: &str, wanted: &str) -> Value {

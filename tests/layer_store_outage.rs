@@ -2,6 +2,8 @@
 //! "task not found"), and an outcome reached during the outage is written
 //! once the store is back: nothing is lost and no task stays `working`.
 
+mod support;
+
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,13 +11,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response};
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use mcp_tasks::store::{
     CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, StoreError, StoreFuture,
 };
 use mcp_tasks::{MemoryTaskStore, RequestBody, TaskId, TaskSnapshot, TaskStore, TasksLayer};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
+use support::in_process::{self, json_response, read_message, send, tasks_declared};
 use tower::{Layer, ServiceExt};
 
 /// A memory store that fails every call while `down` is set, and takes
@@ -95,55 +98,18 @@ impl TaskStore for Flaky {
 async fn slow(
     request: Request<RequestBody<Full<Bytes>>>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
-    let body = request
-        .into_body()
-        .collect()
-        .await
-        .map(|c| c.to_bytes())
-        .unwrap_or_default();
-    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let message = read_message(request.into_body()).await;
     tokio::time::sleep(Duration::from_millis(400)).await;
-    let answer = json!({"jsonrpc": "2.0", "id": message["id"],
-        "result": {"resultType": "complete", "content": [{"type": "text", "text": "survived"}]}});
-    Ok(Response::builder()
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(answer.to_string())))
-        .expect("response"))
+    let result =
+        json!({"resultType": "complete", "content": [{"type": "text", "text": "survived"}]});
+    Ok(json_response(
+        &json!({"jsonrpc": "2.0", "id": message["id"], "result": result}),
+    ))
 }
 
+/// A declaring 2026-07-28 POST of `method`, named `name`.
 fn post(method: &str, params: Value, name: &str) -> Request<Full<Bytes>> {
-    let mut params = params;
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
-    });
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    Request::post("/mcp")
-        .header("content-type", "application/json")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method)
-        .header("mcp-name", name)
-        .body(Full::new(Bytes::from(body.to_string())))
-        .expect("request")
-}
-
-async fn send<S>(service: &S, request: Request<Full<Bytes>>) -> (u16, Value)
-where
-    S: tower::Service<
-            Request<Full<Bytes>>,
-            Response = Response<mcp_tasks::ResponseBody<Full<Bytes>>>,
-        > + Clone,
-    S::Error: std::fmt::Debug,
-{
-    let response = service.clone().oneshot(request).await.expect("call");
-    let status = response.status().as_u16();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    (status, serde_json::from_slice(&body).expect("json"))
+    in_process::post(method, params, Some(name), tasks_declared())
 }
 
 #[tokio::test]

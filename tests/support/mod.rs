@@ -8,4 +8,5 @@
 
 pub mod client;
 pub mod fixture;
+pub mod in_process;
 pub mod layered;
