@@ -94,7 +94,6 @@ struct Entry {
     owner: Option<Box<str>>,
     created_at: Timestamp,
     updated_at: Timestamp,
-    expires_at: Option<Timestamp>,
     ttl: Option<Duration>,
     poll_interval: Option<Duration>,
     message: Option<Box<str>>,
@@ -130,7 +129,9 @@ impl State {
 
 impl Entry {
     fn expired(&self, now: Timestamp) -> bool {
-        self.expires_at.is_some_and(|at| at <= now)
+        // The TTL runs from creation.
+        self.ttl
+            .is_some_and(|ttl| self.created_at.saturating_add(ttl) <= now)
     }
 
     fn visible_to(&self, owner: Option<&str>, now: Timestamp) -> bool {
@@ -323,7 +324,6 @@ impl TaskStore for MemoryTaskStore {
                 owner: task.owner.map(String::into_boxed_str),
                 created_at: task.created_at,
                 updated_at: task.created_at,
-                expires_at: task.ttl.map(|ttl| task.created_at.saturating_add(ttl)),
                 ttl: task.ttl,
                 poll_interval: task.poll_interval,
                 message: task.status_message.map(String::into_boxed_str),
