@@ -51,7 +51,7 @@ pub use service::{ResponseFuture, TasksService};
 pub use store::RedisTaskStore;
 pub use store::{
     CancelOutcome, CreatedTask, InputProgress, InputRound, MemoryTaskStore, NewTask, StoreError,
-    TaskStore,
+    TaskList, TaskStore,
 };
 pub use task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
 pub use wire::{MODERN_VERSION, TASKS_EXTENSION};

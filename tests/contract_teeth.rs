@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use mcp_tasks::store::StoreFuture;
 use mcp_tasks::{
-    CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, StoreError, TaskId,
+    CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, StoreError, TaskId, TaskList,
     TaskSnapshot, TaskState, TaskStatus, TaskStore, Timestamp,
 };
 use serde_json::value::RawValue;
@@ -30,6 +30,15 @@ enum Flaw {
     NeverExpires,
     /// Ignores the owner on `get`, `cancel` and `answer_input`.
     LeaksAcrossOwners,
+    /// `list` shows every owner's tasks (everything else checks the owner).
+    ListLeaksAcrossOwners,
+    /// `list` shows expired tasks (which are kept until listed; reads and
+    /// the stop signal still honour the TTL).
+    ListShowsExpired,
+    /// `list` takes a cursor it cannot read as "from the start".
+    ListAcceptsAnyCursor,
+    /// `list` hands out a cursor even on the last page.
+    ListCursorNeverEnds,
 }
 
 /// What a task is doing, with exactly what the store needs for it.
@@ -168,6 +177,19 @@ impl NaiveStore {
         })
     }
 
+    /// Reads this store's own cursor text, `<created ms>:<id>`.
+    fn parse_cursor(&self, text: &str) -> Result<Option<(u64, TaskId)>, StoreError> {
+        let parsed = text.split_once(':').and_then(|(created, id)| {
+            let created = created.parse().ok()?;
+            Some((created, TaskId::parse(id)?))
+        });
+        match parsed {
+            Some(key) => Ok(Some(key)),
+            None if self.flaw == Flaw::ListAcceptsAnyCursor => Ok(None),
+            None => Err(StoreError::InvalidCursor),
+        }
+    }
+
     /// Moves a task to a terminal outcome, unless it already has one.
     fn finish(&self, task: &mut Task, outcome: State) -> Result<(), StoreError> {
         let from = task.state.status();
@@ -194,12 +216,14 @@ async fn expire(
     id: TaskId,
     deadline: Timestamp,
     stop: CancellationToken,
+    keep: bool,
 ) {
     let wait = deadline
         .as_millis()
         .saturating_sub(Timestamp::now().as_millis());
     tokio::time::sleep(Duration::from_millis(wait)).await;
     if let Some(tasks) = tasks.upgrade()
+        && !keep
         && let Ok(mut tasks) = tasks.lock()
     {
         tasks.remove(&id);
@@ -234,7 +258,8 @@ impl TaskStore for NaiveStore {
             {
                 let deadline = new.created_at.saturating_add(ttl);
                 let tasks = Arc::downgrade(&self.tasks);
-                tokio::spawn(expire(tasks, new.id, deadline, stop.clone()));
+                let keep = self.flaw == Flaw::ListShowsExpired;
+                tokio::spawn(expire(tasks, new.id, deadline, stop.clone(), keep));
             }
             Ok(CreatedTask { snapshot, stop })
         })
@@ -359,6 +384,46 @@ impl TaskStore for NaiveStore {
             })
         })
     }
+
+    /// Sorts every task there is: plainly correct, and O(n log n).
+    fn list<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        cursor: Option<&'a str>,
+        limit: usize,
+    ) -> StoreFuture<'a, TaskList> {
+        Box::pin(async move {
+            let after = cursor
+                .map(|text| self.parse_cursor(text))
+                .transpose()?
+                .flatten();
+            let tasks = self.lock()?;
+            let mut listed: Vec<(u64, TaskId, &Task)> = tasks
+                .iter()
+                .filter(|(_, task)| {
+                    self.flaw == Flaw::ListLeaksAcrossOwners || task.owner.as_deref() == owner
+                })
+                .filter(|(_, task)| self.flaw == Flaw::ListShowsExpired || !self.expired(task))
+                .map(|(&id, task)| (task.created_at.as_millis(), id, task))
+                .filter(|&(created, id, _)| after.is_none_or(|after| (created, id) > after))
+                .collect();
+            listed.sort_by_key(|&(created, id, _)| (created, id));
+            let limit = limit.clamp(1, 1000);
+            let more = listed.len() > limit;
+            listed.truncate(limit);
+            let next_cursor = listed
+                .last()
+                .filter(|_| more || self.flaw == Flaw::ListCursorNeverEnds)
+                .map(|(created, id, _)| format!("{created}:{id}"));
+            Ok(TaskList {
+                tasks: listed
+                    .iter()
+                    .map(|&(_, id, task)| task.snapshot(id))
+                    .collect(),
+                next_cursor,
+            })
+        })
+    }
 }
 
 /// Runs the whole contract against a store with `flaw` on its own tokio task;
@@ -416,6 +481,34 @@ async fn the_contract_fails_a_store_that_ignores_the_ttl() {
 #[tokio::test]
 async fn the_contract_fails_a_store_that_leaks_tasks_across_owners() {
     assert_caught(Flaw::LeaksAcrossOwners, "no cross-owner reads").await;
+}
+
+#[tokio::test]
+async fn the_contract_fails_a_store_that_lists_other_owners_tasks() {
+    assert_caught(
+        Flaw::ListLeaksAcrossOwners,
+        "list shows only the owner's tasks",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_contract_fails_a_store_that_lists_expired_tasks() {
+    assert_caught(Flaw::ListShowsExpired, "expired tasks are not listed").await;
+}
+
+#[tokio::test]
+async fn the_contract_fails_a_store_that_accepts_any_cursor() {
+    assert_caught(
+        Flaw::ListAcceptsAnyCursor,
+        "a cursor the store did not give out is InvalidCursor",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_contract_fails_a_store_whose_listing_never_ends() {
+    assert_caught(Flaw::ListCursorNeverEnds, "the last page has no cursor").await;
 }
 
 /// The reference store itself, checked by hand where the suite is silent.

@@ -14,6 +14,7 @@ use http::{Request, Response};
 use http_body_util::Full;
 use mcp_tasks::store::{
     CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, StoreError, StoreFuture,
+    TaskList,
 };
 use mcp_tasks::{MemoryTaskStore, RequestBody, TaskId, TaskSnapshot, TaskStore, TasksLayer};
 use serde_json::value::RawValue;
@@ -91,6 +92,14 @@ impl TaskStore for Flaky {
         answers: Vec<(String, Box<RawValue>)>,
     ) -> StoreFuture<'a, Option<InputProgress>> {
         guarded!(self, self.inner.answer_input(id, owner, answers))
+    }
+    fn list<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        cursor: Option<&'a str>,
+        limit: usize,
+    ) -> StoreFuture<'a, TaskList> {
+        guarded!(self, self.inner.list(owner, cursor, limit))
     }
 }
 

@@ -6,6 +6,9 @@
 //! checks the deadline (so an expired task is invisible at once), and a reaper
 //! task over per-TTL deadline queues (`expiry`, O(1) per task)
 //! removes it and fires its stop signal without anyone calling a sweep.
+//! Each owner's tasks are also kept in creation order (`owners`), so that
+//! listing one owner's tasks costs O(log n + page); the reaper keeps that
+//! index in step, and a listing drops the keys of expired tasks it steps over.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -17,10 +20,12 @@ use serde_json::value::RawValue;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::cursor::{ListCursor, MAX_PAGE};
 use super::expiry::Expiry;
+use super::owners::{Found, Owners};
 use super::{
     CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, StoreError, StoreFuture,
-    TaskStore,
+    TaskList, TaskStore,
 };
 use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
 
@@ -69,6 +74,8 @@ pub struct MemoryTaskStore {
 struct Inner {
     shards: Box<[Mutex<HashMap<u128, Entry>>]>,
     expiry: Expiry,
+    /// Each owner's task keys in creation order, for `list`.
+    owners: Owners,
     /// The reaper task; started again if its runtime went away.
     reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -78,6 +85,7 @@ impl Default for Inner {
         Self {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             expiry: Expiry::default(),
+            owners: Owners::default(),
             reaper: Mutex::new(None),
         }
     }
@@ -294,10 +302,15 @@ async fn reap(store: Weak<Inner>, wake: Arc<Notify>) {
             for id in due.drain(..) {
                 let shard = &inner.shards[(id as usize) % SHARDS];
                 // A poisoned shard is left alone here; every read reports it.
-                if let Ok(mut map) = shard.lock()
-                    && map.get(&id).is_some_and(|entry| entry.expired(now))
-                    && let Some(entry) = map.remove(&id)
-                {
+                let removed = match shard.lock() {
+                    Ok(mut map) if map.get(&id).is_some_and(|entry| entry.expired(now)) => {
+                        map.remove(&id)
+                    }
+                    _ => None,
+                };
+                if let Some(entry) = removed {
+                    let key = (entry.created_at.as_millis(), id);
+                    inner.owners.remove(entry.owner.as_deref(), key);
                     entry.stop.cancel();
                 }
             }
@@ -336,6 +349,9 @@ impl TaskStore for MemoryTaskStore {
                 if shard.contains_key(&id) {
                     return Err(StoreError::backend("task id collision"));
                 }
+                // Indexed in the same step (the index's lock is innermost).
+                let key = (task.created_at.as_millis(), id);
+                self.inner.owners.insert(entry.owner.as_deref(), key);
                 shard.insert(id, entry);
             }
             if let Some(ttl) = task.ttl {
@@ -464,6 +480,39 @@ impl TaskStore for MemoryTaskStore {
             })
         })
     }
+
+    fn list<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        cursor: Option<&'a str>,
+        limit: usize,
+    ) -> StoreFuture<'a, TaskList> {
+        Box::pin(async move {
+            let after = match cursor {
+                Some(text) => Some(ListCursor::parse(text).ok_or(StoreError::InvalidCursor)?),
+                None => None,
+            };
+            let now = Timestamp::now();
+            let limit = limit.clamp(1, MAX_PAGE);
+            let read = |(_, id): (u64, u128)| {
+                let shard = self.shard(id)?;
+                Ok(match shard.get(&id) {
+                    Some(entry) if entry.visible_to(owner, now) => Found::Live(entry.snapshot(id)),
+                    // Gone, expired (the reaper may lag), or not this owner's.
+                    _ => Found::Gone,
+                })
+            };
+            let (tasks, last) =
+                self.inner
+                    .owners
+                    .page(owner, after.map(ListCursor::key), limit, read)?;
+            let next_cursor = last.map(|(created, id)| {
+                ListCursor::after(Timestamp::from_millis(created), TaskId::from_u128(id))
+                    .to_string()
+            });
+            Ok(TaskList { tasks, next_cursor })
+        })
+    }
 }
 
 #[cfg(test)]
@@ -492,8 +541,14 @@ mod tests {
         }
         store.create(new_task(None)).await.unwrap();
         assert_eq!(store.len(), 51);
+        assert_eq!(store.inner.owners.len(), 51);
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(store.len(), 1, "only the task without a TTL is left");
+        assert_eq!(
+            store.inner.owners.len(),
+            1,
+            "the reaper keeps the index in step"
+        );
     }
 
     #[tokio::test]

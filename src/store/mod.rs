@@ -13,14 +13,17 @@
 //! | an expired task reads exactly like an unknown one           | expiry must not leak which ids once existed                |
 //! | another principal's task reads exactly like an unknown one  | existence must not leak across principals                  |
 //! | a backend failure is an error, never "no such task"         | a client must not give up on a task because Redis blinked  |
+//! | `list` shows exactly one owner's live tasks                 | a listing must not leak other principals' or expired tasks |
 //!
 //! Ownership uses plain equality on `Option<&str>`: an unowned task is not
 //! reachable by a caller with a principal, and an owned one not by a caller
 //! without one. A principal appearing later is a different security context,
 //! not an upgrade.
 
+mod cursor;
 mod expiry;
 mod memory;
+mod owners;
 #[cfg(feature = "redis")]
 pub mod redis;
 
@@ -34,7 +37,8 @@ use tokio_util::sync::CancellationToken;
 use crate::task::{TaskId, TaskSnapshot, TaskStatus, Timestamp};
 
 #[cfg(feature = "redis")]
-pub use self::redis::{ListCursor, RedisTaskStore, RedisTaskStoreBuilder, TaskPage};
+pub use self::redis::{RedisTaskStore, RedisTaskStoreBuilder, TaskPage};
+pub use cursor::ListCursor;
 pub use memory::MemoryTaskStore;
 
 /// The future every store method returns: boxed so that the trait stays
@@ -58,6 +62,10 @@ pub enum StoreError {
         /// The status that was asked for.
         to: TaskStatus,
     },
+    /// The list cursor is not one this store gave out (the layer answers
+    /// JSON-RPC `-32602`, invalid params).
+    #[error("the list cursor is not one this store gave out")]
+    InvalidCursor,
 }
 
 impl StoreError {
@@ -101,6 +109,17 @@ pub enum CancelOutcome {
     Cancelled(TaskSnapshot),
     /// The task was already terminal and is unchanged.
     AlreadyTerminal(TaskSnapshot),
+}
+
+/// One page of an owner's tasks, the answer to [`TaskStore::list`].
+#[derive(Clone, Debug, Default)]
+pub struct TaskList {
+    /// The owner's live tasks on this page, oldest first (creation time,
+    /// then id). May hold fewer than the limit even when more follow.
+    pub tasks: Vec<TaskSnapshot>,
+    /// Opaque text to pass as the next call's `cursor`; `None` on the last
+    /// page.
+    pub next_cursor: Option<String>,
 }
 
 /// One round of input the inner call asked for.
@@ -176,4 +195,17 @@ pub trait TaskStore: Send + Sync + 'static {
         owner: Option<&'a str>,
         answers: Vec<(String, Box<RawValue>)>,
     ) -> StoreFuture<'a, Option<InputProgress>>;
+
+    /// Lists the live tasks of exactly `owner` (None lists unowned tasks only), oldest first, at most `limit` (clamp 1..=1000), starting after `cursor` (the text a previous page gave as `next_cursor`).
+    ///
+    /// Costs O(log n + page), whatever the number of tasks of other owners.
+    /// Expired tasks are never listed. A `cursor` this store did not give
+    /// out is [`StoreError::InvalidCursor`]; a cursor stays valid when the
+    /// task it came from is gone.
+    fn list<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        cursor: Option<&'a str>,
+        limit: usize,
+    ) -> StoreFuture<'a, TaskList>;
 }

@@ -7,8 +7,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use mcp_tasks::{
-    CancelOutcome, InputProgress, InputRound, NewTask, StoreError, TaskId, TaskState, TaskStatus,
-    TaskStore, Timestamp,
+    CancelOutcome, InputProgress, InputRound, NewTask, StoreError, TaskId, TaskList, TaskState,
+    TaskStatus, TaskStore, Timestamp,
 };
 use serde_json::value::RawValue;
 
@@ -55,6 +55,10 @@ where
     status_messages_change_only_live_tasks(&make().await).await;
     input_is_asked_only_of_working_tasks(&make().await).await;
     a_resumed_call_is_stopped_by_cancel(&make().await).await;
+    list_shows_only_the_owners_tasks(&make().await).await;
+    list_pages_visit_every_task_once_in_creation_order(&make().await).await;
+    list_refuses_a_cursor_it_did_not_give_out(&make().await).await;
+    list_never_shows_expired_tasks(&make().await).await;
 }
 
 async fn a_created_task_is_readable_at_once<S: TaskStore>(store: &S) {
@@ -370,5 +374,205 @@ async fn a_resumed_call_is_stopped_by_cancel<S: TaskStore>(store: &S) {
     assert!(
         stop.is_cancelled(),
         "rule: cancel fires the stop signal of the resumed call"
+    );
+}
+
+/// A task of `owner` created `ago_ms` before `base`, without TTL.
+fn task_at(owner: Option<&str>, base: Timestamp, ago_ms: u64) -> NewTask {
+    let mut task = new_task(owner, None);
+    task.created_at = Timestamp::from_millis(base.as_millis() - ago_ms);
+    task
+}
+
+/// The ids of one page, in the order listed.
+fn ids(page: &TaskList) -> Vec<TaskId> {
+    page.tasks.iter().map(|task| task.id).collect()
+}
+
+/// Every page of `owner`'s listing with `limit`, following the cursors.
+async fn all_pages<S: TaskStore>(store: &S, owner: Option<&str>, limit: usize) -> Vec<TaskList> {
+    let mut pages = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..100 {
+        let page = store.list(owner, cursor.as_deref(), limit).await.unwrap();
+        cursor = page.next_cursor.clone();
+        pages.push(page);
+        if cursor.is_none() {
+            return pages;
+        }
+    }
+    panic!("rule: the listing ends, 100 pages of {limit} and still a cursor");
+}
+
+async fn list_shows_only_the_owners_tasks<S: TaskStore>(store: &S) {
+    let mut alice = Vec::new();
+    let mut bob = Vec::new();
+    let mut unowned = Vec::new();
+    for _ in 0..3 {
+        alice.push(create(store, Some("alice"), None).await);
+        bob.push(create(store, Some("bob"), None).await);
+        unowned.push(create(store, None, Some(Duration::from_secs(60))).await);
+    }
+    // An empty principal is a principal, not the absence of one.
+    let empty = create(store, Some(""), None).await;
+    for (owner, expected) in [
+        (Some("alice"), &alice),
+        (Some("bob"), &bob),
+        (None, &unowned),
+        (Some(""), &vec![empty]),
+    ] {
+        let page = store.list(owner, None, 100).await.unwrap();
+        let mut listed = ids(&page);
+        listed.sort();
+        let mut expected = expected.clone();
+        expected.sort();
+        assert_eq!(
+            listed, expected,
+            "rule: list shows only the owner's tasks, as {owner:?}"
+        );
+        assert!(
+            page.next_cursor.is_none(),
+            "rule: the last page has no cursor, as {owner:?}"
+        );
+    }
+    let nobody = store.list(Some("mallory"), None, 100).await.unwrap();
+    assert!(
+        nobody.tasks.is_empty() && nobody.next_cursor.is_none(),
+        "rule: list shows only the owner's tasks, mallory has none, got {nobody:?}"
+    );
+    // What is listed is the task as it is now.
+    store
+        .complete(alice[1], raw(r#"{"content":[]}"#))
+        .await
+        .unwrap();
+    store.cancel(bob[0], Some("bob")).await.unwrap();
+    let page = store.list(Some("alice"), None, 100).await.unwrap();
+    let done = page.tasks.iter().find(|task| task.id == alice[1]);
+    assert_eq!(
+        done.map(|task| task.status()),
+        Some(TaskStatus::Completed),
+        "rule: list shows each task as get would"
+    );
+    let page = store.list(Some("bob"), None, 100).await.unwrap();
+    assert_eq!(
+        page.tasks.len(),
+        3,
+        "rule: terminal tasks are still listed until they expire"
+    );
+}
+
+async fn list_pages_visit_every_task_once_in_creation_order<S: TaskStore>(store: &S) {
+    let base = Timestamp::now();
+    let mut expected = Vec::new();
+    // Seven tasks of alice, created out of order, two in the same
+    // millisecond (ordered by id), with bob's tasks in between.
+    for ago in [5_000, 1_000, 3_000, 3_000, 2_000, 4_000, 6_000] {
+        let task = task_at(Some("alice"), base, ago);
+        expected.push((task.created_at, task.id));
+        store.create(task).await.unwrap();
+        store
+            .create(task_at(Some("bob"), base, ago + 500))
+            .await
+            .unwrap();
+    }
+    expected.sort_by_key(|&(created, id)| (created, id.as_u128()));
+    let expected: Vec<TaskId> = expected.into_iter().map(|(_, id)| id).collect();
+
+    let pages = all_pages(store, Some("alice"), 2).await;
+    let listed: Vec<TaskId> = pages.iter().flat_map(ids).collect();
+    assert_eq!(
+        listed, expected,
+        "rule: paging visits every task exactly once, oldest first (creation time, then id)"
+    );
+    assert!(
+        pages.iter().all(|page| page.tasks.len() <= 2),
+        "rule: a page holds at most limit tasks"
+    );
+    assert!(
+        pages.iter().all(|page| !page.tasks.is_empty()),
+        "rule: the last page has no cursor (no empty page follows a full one), got {} pages",
+        pages.len()
+    );
+    let whole = store.list(Some("alice"), None, 7).await.unwrap();
+    assert_eq!(ids(&whole), expected);
+    assert!(
+        whole.next_cursor.is_none(),
+        "rule: the last page has no cursor, even when it is full"
+    );
+    let one = store.list(Some("alice"), None, 0).await.unwrap();
+    assert_eq!(
+        ids(&one),
+        expected[..1],
+        "rule: the limit is clamped to 1..=1000"
+    );
+    let many = store.list(Some("alice"), None, usize::MAX).await.unwrap();
+    assert_eq!(
+        ids(&many),
+        expected,
+        "rule: the limit is clamped to 1..=1000"
+    );
+}
+
+async fn list_refuses_a_cursor_it_did_not_give_out<S: TaskStore>(store: &S) {
+    for _ in 0..3 {
+        create(store, Some("alice"), None).await;
+    }
+    for garbage in ["", "garbage", "12-", "-", "1-xyz", "1-0123"] {
+        let listed = store.list(Some("alice"), Some(garbage), 10).await;
+        assert!(
+            matches!(listed, Err(StoreError::InvalidCursor)),
+            "rule: a cursor the store did not give out is InvalidCursor, {garbage:?} gave {listed:?}"
+        );
+    }
+    let first = store.list(Some("alice"), None, 1).await.unwrap();
+    let cursor = first
+        .next_cursor
+        .expect("rule: a page with more to come has a cursor");
+    let rest = store.list(Some("alice"), Some(&cursor), 10).await.unwrap();
+    assert_eq!(
+        rest.tasks.len(),
+        2,
+        "rule: a cursor the store gave out is accepted"
+    );
+}
+
+async fn list_never_shows_expired_tasks<S: TaskStore>(store: &S) {
+    let base = Timestamp::now();
+    // Created (by the layer's clock) ten seconds ago, five-second TTL: expired
+    // before the store ever saw it.
+    let mut stale = task_at(Some("alice"), base, 10_000);
+    stale.ttl = Some(Duration::from_secs(5));
+    let _ = store.create(stale).await;
+    // The oldest live task, with 200 ms left to live.
+    let mut short_first = task_at(Some("alice"), base, 3_000);
+    short_first.ttl = Some(Duration::from_millis(3_200));
+    let older = task_at(Some("alice"), base, 2_000);
+    let newer = task_at(Some("alice"), base, 1_000);
+    for task in [&short_first, &older, &newer] {
+        store.create(task.clone()).await.unwrap();
+    }
+    let first = store.list(Some("alice"), None, 1).await.unwrap();
+    assert_eq!(
+        ids(&first),
+        vec![short_first.id],
+        "rule: expired tasks are not listed (a task expired at creation showed)"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let all = store.list(Some("alice"), None, 100).await.unwrap();
+    assert_eq!(
+        ids(&all),
+        vec![older.id, newer.id],
+        "rule: expired tasks are not listed"
+    );
+    let cursor = first.next_cursor.expect("more tasks followed the first");
+    let rest = store.list(Some("alice"), Some(&cursor), 100).await.unwrap();
+    assert_eq!(
+        ids(&rest),
+        vec![older.id, newer.id],
+        "rule: a cursor outlives the task it came from"
+    );
+    assert!(
+        rest.next_cursor.is_none(),
+        "rule: the last page has no cursor"
     );
 }

@@ -1,40 +1,10 @@
 //! One owner's live tasks, a page at a time, from the owner index.
 
-use std::fmt;
-
-use super::scripts::{Keys, LIST, owner_args};
+use super::scripts::{Keys, LIST, SNAPSHOTS, owner_args};
 use super::{RedisTaskStore, backend, reply};
-use crate::store::StoreError;
-use crate::task::{TaskId, Timestamp};
-
-/// Where the next page of [`RedisTaskStore::list_owned`] starts: just after
-/// the task created at `created` with id `id`.
-///
-/// Its text form (`Display` / [`parse`](Self::parse)) is opaque to clients
-/// and safe to hand out as a `nextCursor`: it names a task the owner may see.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ListCursor {
-    created: Timestamp,
-    id: TaskId,
-}
-
-impl ListCursor {
-    /// Reads the text form; `None` for anything this store did not write.
-    pub fn parse(text: &str) -> Option<Self> {
-        let (created, id) = text.split_once('-')?;
-        let valid = !created.is_empty() && created.bytes().all(|b| b.is_ascii_digit());
-        Some(Self {
-            created: Timestamp::from_millis(created.parse().ok().filter(|_| valid)?),
-            id: TaskId::parse(id)?,
-        })
-    }
-}
-
-impl fmt::Display for ListCursor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}", self.created.as_millis(), self.id)
-    }
-}
+use crate::store::cursor::{ListCursor, MAX_PAGE};
+use crate::store::{StoreError, TaskList};
+use crate::task::{TaskId, TaskSnapshot, Timestamp};
 
 /// A page of one owner's live task ids, oldest first.
 #[derive(Clone, Debug, Default)]
@@ -47,8 +17,6 @@ pub struct TaskPage {
 
 /// The most index entries one page may inspect beyond `limit`.
 const SLACK: usize = 64;
-/// The largest page.
-pub(super) const MAX_PAGE: usize = 1000;
 
 impl RedisTaskStore {
     /// Lists the live tasks of `owner` (exactly that owner: `None` lists
@@ -101,39 +69,69 @@ impl RedisTaskStore {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let next = match (more, last_score, last_id) {
-            (true, Some(score), Some(id)) => Some(ListCursor {
-                created: Timestamp::from_millis(
+            (true, Some(score), Some(id)) => Some(ListCursor::after(
+                Timestamp::from_millis(
                     score
                         .parse()
                         .map_err(|_| reply::corrupt("an index score"))?,
                 ),
-                id: TaskId::parse(&id).ok_or_else(|| reply::corrupt("an index entry"))?,
-            }),
+                TaskId::parse(&id).ok_or_else(|| reply::corrupt("an index entry"))?,
+            )),
             _ => None,
         };
         Ok(TaskPage { ids, next })
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursors_round_trip_and_reject_foreign_text() {
-        let cursor = ListCursor {
-            created: Timestamp::from_millis(1_764_400_225_123),
-            id: TaskId::generate().unwrap(),
+    /// [`TaskStore::list`](crate::store::TaskStore::list): one page of
+    /// [`list_owned`](Self::list_owned), then every listed task's snapshot
+    /// in one more script call. A task that ended its life (or changed
+    /// hands) between the two calls is left out.
+    pub(super) async fn list_page(
+        &self,
+        owner: Option<&str>,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<TaskList, StoreError> {
+        let after = match cursor {
+            Some(text) => Some(ListCursor::parse(text).ok_or(StoreError::InvalidCursor)?),
+            None => None,
         };
-        assert_eq!(ListCursor::parse(&cursor.to_string()), Some(cursor));
-        for bad in [
-            "",
-            "-",
-            "12-",
-            "x-0123",
-            "+1-00000000000000000000000000000000",
-        ] {
-            assert_eq!(ListCursor::parse(bad), None, "{bad}");
+        let page = self.list_owned(owner, after, limit).await?;
+        let tasks = self.snapshots(owner, &page.ids).await?;
+        Ok(TaskList {
+            tasks,
+            next_cursor: page.next.map(|cursor| cursor.to_string()),
+        })
+    }
+
+    /// The snapshots of the tasks `owner` may still see among `ids`, in order.
+    async fn snapshots(
+        &self,
+        owner: Option<&str>,
+        ids: &[TaskId],
+    ) -> Result<Vec<TaskSnapshot>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
         }
+        let keys: &Keys = &self.inner.keys;
+        let [has_owner, owner_text] = owner_args(owner);
+        let mut call = SNAPSHOTS.arg(has_owner);
+        call.arg(owner_text);
+        for &id in ids {
+            call.key(keys.task(id)).key(keys.round(id));
+        }
+        let mut conn = self.inner.conn.clone();
+        let reply: redis::Value = call.invoke_async(&mut conn).await.map_err(backend)?;
+        let items = reply::items(reply)?;
+        if items.len() != ids.len() {
+            return Err(reply::corrupt("a snapshot list of the wrong length"));
+        }
+        let mut tasks = Vec::with_capacity(ids.len());
+        for (&id, item) in ids.iter().zip(items) {
+            if !reply::is_absent(&item) {
+                tasks.push(reply::snapshot(id, reply::items(item)?)?);
+            }
+        }
+        Ok(tasks)
     }
 }

@@ -142,15 +142,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, StoreError, StoreFuture,
-    TaskStore,
+    TaskList, TaskStore,
 };
 use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
 use lease::Lease;
 use scripts::{Keys, owner_args};
 use stops::Stops;
 
+pub use super::ListCursor;
 pub use builder::RedisTaskStoreBuilder;
-pub use list::{ListCursor, TaskPage};
+pub use list::TaskPage;
 
 /// Deadlines past this (about year 142,000) are stored without expiry, as
 /// `PEXPIREAT` would refuse them; the memory store never reaches them either.
@@ -553,5 +554,13 @@ impl TaskStore for RedisTaskStore {
                 }),
             })
         })
+    }
+    fn list<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        cursor: Option<&'a str>,
+        limit: usize,
+    ) -> StoreFuture<'a, TaskList> {
+        Box::pin(self.list_page(owner, cursor, limit))
     }
 }

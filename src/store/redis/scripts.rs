@@ -32,6 +32,7 @@ pub(super) static CANCEL: LazyLock<Script> = script!("lua/cancel.lua");
 pub(super) static REQUIRE_INPUT: LazyLock<Script> = script!("lua/require_input.lua");
 pub(super) static ANSWER_INPUT: LazyLock<Script> = script!("lua/answer_input.lua");
 pub(super) static LIST: LazyLock<Script> = script!("lua/list.lua");
+pub(super) static SNAPSHOTS: LazyLock<Script> = script!("lua/snapshots.lua");
 pub(super) static SWEEP: LazyLock<Script> = script!("lua/sweep.lua");
 
 /// Key and channel names under one prefix (see the module docs for the table).
