@@ -19,6 +19,9 @@
 //! * [`RmcpClient`] is the real rmcp 3.11 client (`ClientLifecycleMode::Discover`
 //!   over `StreamableHttpClientTransport`), for tests proving that an
 //!   off-the-shelf rmcp caller interoperates with the layer.
+//! * [`LegacyClient`] is the rmcp 2.2 client (dev-dependency `rmcp_legacy`)
+//!   on a 2025-11-25 session (`initialize`, `Mcp-Session-Id`), sending raw
+//!   JSON-RPC requests and returning the responses exactly as received.
 //!
 //! The module is self-contained (dev-dependencies only), so examples and
 //! benches can include it with
@@ -29,15 +32,23 @@
 //! | `raw.rs`      | [`McpClient`]: the raw-HTTP client                       |
 //! | `exchange.rs` | [`Exchange`], [`OpenCall`]: responses as read off the wire |
 //! | `rmcp.rs`     | [`RmcpClient`]: the real rmcp client                     |
+//! | `legacy.rs`   | [`LegacyClient`]: the rmcp 2.2 client, 2025-11-25 sessions |
 #![allow(dead_code)]
 
 mod exchange;
+pub mod legacy;
 mod raw;
 mod rmcp;
 
 // Not every test binary, example or bench uses every item.
 #[allow(unused_imports)]
-pub use self::{exchange::Exchange, exchange::OpenCall, raw::McpClient, rmcp::RmcpClient};
+pub use self::{
+    exchange::Exchange,
+    exchange::OpenCall,
+    legacy::{ElicitReply, LegacyClient, LegacyWire},
+    raw::McpClient,
+    rmcp::RmcpClient,
+};
 
 /// Protocol version the clients speak.
 pub const PROTOCOL_VERSION: &str = "2026-07-28";
