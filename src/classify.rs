@@ -28,6 +28,7 @@ use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
 use crate::config::TasksConfig;
+use crate::legacy::{self, sessions::Sessions};
 use crate::policy::ToolPolicy;
 use crate::wire::jsonrpc::Reply;
 use crate::wire::raw::{empty_object, span};
@@ -46,6 +47,8 @@ pub(crate) enum Route {
     Task(TaskCall),
     /// The layer answers at once, usually with an error.
     Reply(Reply),
+    /// A message of a 2025-11-25 session the layer takes part in.
+    Legacy(crate::legacy::route::LegacyRoute),
 }
 
 /// A declaring client's `tools/call`.
@@ -78,7 +81,7 @@ pub(crate) struct TaskCall {
 
 /// The request, parsed in one pass over the buffer.
 #[derive(Deserialize)]
-struct Envelope<'a> {
+pub(crate) struct Envelope<'a> {
     #[serde(borrow)]
     id: Option<&'a RawValue>,
     #[serde(borrow)]
@@ -111,11 +114,20 @@ impl std::ops::Deref for Text<'_> {
 }
 
 #[derive(Deserialize, Default)]
-struct Params<'a> {
+pub(crate) struct Params<'a> {
     #[serde(borrow)]
-    name: Option<&'a RawValue>,
+    pub name: Option<&'a RawValue>,
     #[serde(borrow, rename = "taskId")]
-    task_id: Option<&'a RawValue>,
+    pub task_id: Option<&'a RawValue>,
+    /// The 2025-11-25 task augmentation of a `tools/call`.
+    #[serde(borrow)]
+    pub task: Option<&'a RawValue>,
+    /// The 2025-11-25 `tasks/list` cursor.
+    #[serde(borrow)]
+    pub cursor: Option<&'a RawValue>,
+    /// The request a `notifications/cancelled` cancels.
+    #[serde(borrow, rename = "requestId")]
+    pub request_id: Option<&'a RawValue>,
     #[serde(borrow, rename = "_meta")]
     meta: Option<Meta<'a>>,
     /// The filter of `subscriptions/listen`.
@@ -213,7 +225,7 @@ impl<'de, const TASKS: bool> Deserialize<'de> for HasMember<TASKS> {
 }
 
 /// Reads a JSON string out of a raw value, if it is one.
-fn as_str(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
+pub(crate) fn as_str(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
     raw.and_then(|raw| serde_json::from_str::<Cow<'_, str>>(raw.get()).ok())
 }
 
@@ -224,7 +236,7 @@ fn declares_tasks(extensions: Option<&RawValue>) -> bool {
     })
 }
 
-fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+pub(crate) fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).and_then(|value| value.to_str().ok())
 }
 
@@ -245,7 +257,12 @@ fn decode_name(value: &str) -> Option<Cow<'_, str>> {
 }
 
 /// Classifies one buffered POST body.
-pub(crate) fn classify(headers: &HeaderMap, body: &[u8], config: &TasksConfig) -> Route {
+pub(crate) fn classify(
+    headers: &HeaderMap,
+    body: &[u8],
+    config: &TasksConfig,
+    sessions: &Sessions,
+) -> Route {
     // Unreadable bodies are answered only on the 2026-07-28 wire; anything
     // else (older, session-based clients that may batch, non-MCP routes) is
     // the inner server's business.
@@ -265,17 +282,26 @@ pub(crate) fn classify(headers: &HeaderMap, body: &[u8], config: &TasksConfig) -
         Err(_) if !modern_header => return Route::Forward,
         Err(error) => return unusual(body, error),
     };
+    let params = envelope.params.unwrap_or_default();
+    let meta = params.meta.as_ref();
+    let meta_version = meta.and_then(|m| m.version.as_deref());
+    if meta_version.is_none() && !modern_header {
+        // An older, session-based protocol generation.
+        let method = envelope.method.as_deref();
+        return legacy::route::classify(
+            headers,
+            envelope.id,
+            method,
+            &params,
+            body,
+            config,
+            sessions,
+        );
+    }
     let (Some(id), Some(method)) = (envelope.id, envelope.method.as_deref()) else {
         // Notifications and responses are the inner server's business.
         return Route::Forward;
     };
-    let params = envelope.params.unwrap_or_default();
-    let meta = params.meta.as_ref();
-    let meta_version = meta.and_then(|m| m.version.as_deref());
-    let header_version = header(headers, "mcp-protocol-version");
-    if meta_version.is_none() && header_version != Some(MODERN_VERSION) {
-        return Route::Forward;
-    }
     if let Err(reply) = check_headers(headers, id, method, meta_version, &params, config) {
         return Route::Reply(reply);
     }
@@ -360,7 +386,7 @@ fn unusual(body: &[u8], error: serde_json::Error) -> Route {
 }
 
 /// Where `params` is in the buffer.
-fn params_span(body: &[u8]) -> Option<Range<usize>> {
+pub(crate) fn params_span(body: &[u8]) -> Option<Range<usize>> {
     let loose: Loose<'_> = serde_json::from_slice(body).ok()?;
     span(body, loose.params?.get())
 }

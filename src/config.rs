@@ -14,6 +14,11 @@ use crate::policy::ToolPolicy;
 /// | `poll_interval`    | 1 s       | one cheap read per second per task; a finished task is seen within a second   |
 /// | `max_body_bytes`   | 4 MiB     | every POST is buffered to be classified; this bounds that buffer                |
 /// | `require_task_name_header` | on | the 2026-07-28 transport requires `Mcp-Name: <taskId>` on task methods, and the conformance suite checks it |
+/// | `max_ttl`          | 24 hours  | 2025-11-25 clients ask for a TTL; honoured up to this, so a client cannot pin a task for ever |
+/// | `list_page_size`   | 100       | `tasks/list` pages: one store read each, small enough to answer in a millisecond |
+/// | `max_sessions`     | 10 000    | bounds what the layer keeps of 2025-11-25 sessions (about 100 B each)     |
+/// | `session_idle`     | 1 hour    | a 2025-11-25 session with no request for this long is forgotten            |
+/// | `keep_alive`       | 15 s      | a waiting `tasks/result` sends an SSE comment this often, well under the 30–60 s idle timeouts of common proxies |
 #[derive(Clone, Debug)]
 pub struct TasksConfig {
     pub(crate) threshold: Duration,
@@ -23,6 +28,11 @@ pub struct TasksConfig {
     pub(crate) policies: HashMap<String, ToolPolicy>,
     pub(crate) max_body_bytes: usize,
     pub(crate) require_task_name_header: bool,
+    pub(crate) max_ttl: Option<Duration>,
+    pub(crate) list_page_size: usize,
+    pub(crate) max_sessions: usize,
+    pub(crate) session_idle: Duration,
+    pub(crate) keep_alive: Duration,
 }
 
 impl Default for TasksConfig {
@@ -35,6 +45,11 @@ impl Default for TasksConfig {
             policies: HashMap::new(),
             max_body_bytes: 4 * 1024 * 1024,
             require_task_name_header: true,
+            max_ttl: Some(Duration::from_secs(24 * 3600)),
+            list_page_size: 100,
+            max_sessions: 10_000,
+            session_idle: Duration::from_secs(3600),
+            keep_alive: Duration::from_secs(15),
         }
     }
 }
@@ -61,6 +76,21 @@ impl TasksConfig {
     /// The suggested polling interval.
     pub fn poll_interval(&self) -> Option<Duration> {
         self.poll_interval
+    }
+
+    /// The longest TTL a 2025-11-25 client may ask for (`None`: any).
+    pub fn max_ttl(&self) -> Option<Duration> {
+        self.max_ttl
+    }
+
+    /// How many tasks one `tasks/list` page holds at most.
+    pub fn list_page_size(&self) -> usize {
+        self.list_page_size
+    }
+
+    /// How often a waiting `tasks/result` stream sends a keep-alive comment.
+    pub fn keep_alive(&self) -> Duration {
+        self.keep_alive
     }
 
     /// The largest request body the layer buffers.

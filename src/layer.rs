@@ -1,11 +1,12 @@
 //! [`TasksLayer`]: the layer and its settings.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tower_layer::Layer;
 
 use crate::config::TasksConfig;
+use crate::legacy::sessions::{SessionLimits, Sessions};
 use crate::owner::{DefaultOwner, ResolveOwner};
 use crate::policy::ToolPolicy;
 use crate::service::{Shared, TasksService};
@@ -28,6 +29,10 @@ pub struct TasksLayer {
     config: TasksConfig,
     store: Arc<dyn TaskStore>,
     owner: Arc<dyn ResolveOwner>,
+    /// The 2025-11-25 sessions, shared by every service this layer (or a
+    /// clone of it) makes; created with the settings in force at the first
+    /// [`Layer::layer`].
+    sessions: Arc<OnceLock<Arc<Sessions>>>,
 }
 
 impl TasksLayer {
@@ -43,6 +48,7 @@ impl TasksLayer {
             config: TasksConfig::default(),
             store,
             owner: Arc::new(DefaultOwner),
+            sessions: Arc::new(OnceLock::new()),
         }
     }
 
@@ -97,6 +103,34 @@ impl TasksLayer {
         self
     }
 
+    /// The longest TTL a 2025-11-25 client may ask for with `params.task.ttl`
+    /// (`None`: any). Without a request the [`ttl`](Self::ttl) applies.
+    pub fn max_ttl(mut self, max: Option<Duration>) -> Self {
+        self.config.max_ttl = max.map(|max| max.max(Duration::from_millis(1)));
+        self
+    }
+
+    /// How many tasks a 2025-11-25 `tasks/list` page holds (1 to 1000).
+    pub fn list_page_size(mut self, size: usize) -> Self {
+        self.config.list_page_size = size.clamp(1, 1000);
+        self
+    }
+
+    /// How many 2025-11-25 sessions the layer keeps, and how long an idle
+    /// one is kept. The least recently used session goes when it is full.
+    pub fn legacy_sessions(mut self, max: usize, idle: Duration) -> Self {
+        self.config.max_sessions = max.max(1);
+        self.config.session_idle = idle;
+        self
+    }
+
+    /// How often a waiting 2025-11-25 `tasks/result` stream sends an SSE
+    /// comment, so that idle proxies keep it open.
+    pub fn keep_alive(mut self, interval: Duration) -> Self {
+        self.config.keep_alive = interval.max(Duration::from_millis(10));
+        self
+    }
+
     /// The settings in force.
     pub fn config(&self) -> &TasksConfig {
         &self.config
@@ -107,10 +141,17 @@ impl<S> Layer<S> for TasksLayer {
     type Service = TasksService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
+        let sessions = self.sessions.get_or_init(|| {
+            Arc::new(Sessions::new(SessionLimits {
+                max: self.config.max_sessions,
+                idle: self.config.session_idle,
+            }))
+        });
         let shared = Shared {
             config: self.config.clone(),
             store: self.store.clone(),
             owner: self.owner.clone(),
+            sessions: sessions.clone(),
         };
         TasksService::new(inner, Arc::new(shared))
     }

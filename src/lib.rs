@@ -31,6 +31,7 @@ mod classify;
 mod config;
 mod flight;
 mod layer;
+mod legacy;
 mod methods;
 mod mrtr;
 pub mod owner;

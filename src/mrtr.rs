@@ -151,6 +151,28 @@ impl Template {
         }
     }
 
+    /// A JSON POST of `body` to the inner server, with the kept headers and
+    /// extensions and the `MCP-Protocol-Version` `version`.
+    pub(crate) fn post(
+        &self,
+        body: String,
+        version: &'static str,
+    ) -> Result<Request<Bytes>, http::Error> {
+        let mut request = Request::post(self.uri.clone()).body(Bytes::from(body))?;
+        if let Some(headers) = &self.headers {
+            *request.headers_mut() = HeaderMap::clone(headers);
+        }
+        *request.extensions_mut() = self.extensions.clone();
+        let headers = request.headers_mut();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(
+            ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        headers.insert("mcp-protocol-version", HeaderValue::from_static(version));
+        Ok(request)
+    }
+
     /// The `Mcp-Param-*` headers, as text.
     pub(crate) fn param_headers(&self) -> Vec<(String, String)> {
         let Some(headers) = &self.headers else {
@@ -255,23 +277,10 @@ pub(crate) fn reissue(
         id.get()
     );
 
-    let mut request = Request::post(template.uri.clone())
-        .body(Bytes::from(body))
+    let mut request = template
+        .post(body, MODERN_VERSION)
         .map_err(|e| e.to_string())?;
-    if let Some(headers) = &template.headers {
-        *request.headers_mut() = HeaderMap::clone(headers);
-    }
-    *request.extensions_mut() = template.extensions.clone();
     let headers = request.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    headers.insert(
-        ACCEPT,
-        HeaderValue::from_static("application/json, text/event-stream"),
-    );
-    headers.insert(
-        "mcp-protocol-version",
-        HeaderValue::from_static(MODERN_VERSION),
-    );
     headers.insert("mcp-method", HeaderValue::from_static("tools/call"));
     match name_header(&name) {
         Some(value) => {

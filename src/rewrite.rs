@@ -50,6 +50,18 @@ where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
+    edit_response(response, with_extension).await
+}
+
+/// Applies `edit` to the JSON-RPC message of a JSON response, or to every
+/// message of an SSE response as it streams. `edit` answers `None` for a
+/// message it leaves alone. Error statuses and other bodies pass unchanged.
+pub(crate) async fn edit_response<B, E>(response: Response<B>, edit: E) -> Response<ResponseBody<B>>
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+    E: Fn(&str) -> Option<String> + Send + 'static,
+{
     let kind = content_type(response.headers());
     let sse = kind.starts_with("text/event-stream");
     if !response.status().is_success() || !(sse || kind.starts_with("application/json")) {
@@ -61,9 +73,13 @@ where
         // Event by event, as the events arrive: the inner server may keep
         // the stream open after its response.
         let events = SseStream::new(body.map_err(|error| BodyError(error.into())));
-        let frames = events.map(|event| match event {
+        let frames = events.map(move |event| match event {
             Ok(mut event) => {
-                rewrite_event(&mut event);
+                if let Some(data) = event.data.as_deref()
+                    && let Some(rewritten) = edit(data)
+                {
+                    event.data = Some(rewritten);
+                }
                 Ok(Frame::data(Bytes::from(event)))
             }
             Err(error) => Err(BoxError::from(error.to_string())),
@@ -75,22 +91,28 @@ where
         Ok(collected) => collected.to_bytes(),
         Err(error) => {
             let error: BoxError = error.into();
-            tracing::warn!(%error, "server/discover body could not be read");
+            tracing::warn!(%error, "a response to edit could not be read");
             head.status = http::StatusCode::BAD_GATEWAY;
             return Response::from_parts(head, ResponseBody::full(Bytes::new()));
         }
     };
-    let rewritten = rewrite_json(&bytes).unwrap_or(bytes);
+    let rewritten = std::str::from_utf8(&bytes)
+        .ok()
+        .and_then(edit)
+        .map(Bytes::from)
+        .unwrap_or(bytes);
     Response::from_parts(head, ResponseBody::full(rewritten))
 }
 
-/// Adds the extension to the response carried by one SSE event, if it is one.
-fn rewrite_event(event: &mut sse_stream::Sse) {
-    if let Some(data) = event.data.as_deref()
-        && let Some(rewritten) = with_extension(data)
-    {
-        event.data = Some(rewritten);
-    }
+/// `message` with the JSON text `target` (a slice of it) replaced by
+/// `replacement`.
+pub(crate) fn splice(message: &str, target: &str, replacement: &str) -> Option<String> {
+    let range = span(message.as_bytes(), target)?;
+    Some(format!(
+        "{}{replacement}{}",
+        &message[..range.start],
+        &message[range.end..]
+    ))
 }
 
 /// `message` (a `server/discover` response) with the tasks extension in
@@ -122,17 +144,7 @@ fn with_extension(message: &str) -> Option<String> {
             (capabilities.get(), object)
         }
     };
-    let range = span(message.as_bytes(), target)?;
-    Some(format!(
-        "{}{object}{}",
-        &message[..range.start],
-        &message[range.end..]
-    ))
-}
-
-fn rewrite_json(bytes: &[u8]) -> Option<Bytes> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    with_extension(text).map(Bytes::from)
+    splice(message, target, &object)
 }
 
 #[cfg(test)]
@@ -192,7 +204,12 @@ mod tests {
     #[test]
     fn discover_results_gain_the_extension_and_keep_everything_else() {
         let body = br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","capabilities":{"tools":{}},"ttlMs":5}}"#;
-        let out: Value = serde_json::from_slice(&rewrite_json(body).unwrap()).unwrap();
+        let out: Value = serde_json::from_slice(
+            with_extension(std::str::from_utf8(body).unwrap())
+                .unwrap()
+                .as_bytes(),
+        )
+        .unwrap();
         assert_eq!(
             out["result"]["capabilities"]["extensions"][TASKS_EXTENSION],
             serde_json::json!({})

@@ -34,6 +34,9 @@ use crate::config::TasksConfig;
 use crate::flight::caller::Caller;
 use crate::flight::driver::{self, Parking, Work, park};
 use crate::flight::{Event, Flight, InnerFuture};
+use crate::legacy::route::{LegacyMethod, LegacyRoute};
+use crate::legacy::sessions::Sessions;
+use crate::legacy::{self, advertise};
 use crate::methods;
 use crate::mrtr::{self, Resume, Template};
 use crate::owner::ResolveOwner;
@@ -49,6 +52,8 @@ pub(crate) struct Shared {
     pub config: TasksConfig,
     pub store: Arc<dyn TaskStore>,
     pub owner: Arc<dyn ResolveOwner>,
+    /// The 2025-11-25 sessions the layer serves tasks in.
+    pub sessions: Arc<Sessions>,
 }
 
 /// The middleware built by [`TasksLayer`](crate::TasksLayer).
@@ -126,7 +131,7 @@ fn is_json(headers: &http::HeaderMap) -> bool {
     })
 }
 
-fn reply_response<B>(reply: Reply) -> Response<ResponseBody<B>> {
+pub(crate) fn reply_response<B>(reply: Reply) -> Response<ResponseBody<B>> {
     let mut response = Response::new(ResponseBody::full(reply.body));
     *response.status_mut() = reply.status;
     response
@@ -166,6 +171,13 @@ where
                 shared: self.shared.clone(),
             }
         } else {
+            if request.method() == Method::DELETE
+                && let Some(session) = request.headers().get("mcp-session-id")
+                && let Ok(session) = session.to_str()
+            {
+                // The client ends its 2025-11-25 session.
+                self.shared.sessions.forget(session);
+            }
             State::Inner {
                 future: inner.call(request.map(RequestBody::streaming)),
             }
@@ -256,7 +268,7 @@ where
     RB::Error: Into<BoxError>,
 {
     let owned = |future: OwnedFuture<RB, S::Error>| State::Owned { future };
-    match classify(&parts.headers, &bytes, &shared.config) {
+    match classify(&parts.headers, &bytes, &shared.config, &shared.sessions) {
         Route::Forward => State::Inner {
             future: inner.call(Request::from_parts(parts, RequestBody::buffered(bytes))),
         },
@@ -290,6 +302,76 @@ where
             let answered = methods::answer(&shared, &parts, call).await;
             Ok(reply_response(answered.reply))
         })),
+        Route::Legacy(route) => owned(Box::pin(legacy_route(shared, inner, parts, bytes, route))),
+    }
+}
+
+/// Serves a message of a 2025-11-25 session the layer takes part in.
+async fn legacy_route<S, B, RB>(
+    shared: Arc<Shared>,
+    mut inner: S,
+    mut parts: Parts,
+    bytes: Bytes,
+    route: LegacyRoute,
+) -> Result<Response<ResponseBody<RB>>, S::Error>
+where
+    S: Service<Request<RequestBody<B>>, Response = Response<RB>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError> + Send + 'static,
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+    RB: Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    match route {
+        LegacyRoute::Initialize => {
+            let list = shared.owner.resolve(&parts).is_some();
+            let request = Request::from_parts(parts, RequestBody::buffered(bytes));
+            let response = inner.call(request).await?;
+            let session = legacy::session_id(response.headers());
+            let edit = advertise::initialize(session, shared.sessions.clone(), list);
+            Ok(rewrite::edit_response(response, edit).await)
+        }
+        LegacyRoute::ToolsList { session } => {
+            let request = Request::from_parts(parts, RequestBody::buffered(bytes));
+            let response = inner.call(request).await?;
+            if response.status() == http::StatusCode::NOT_FOUND {
+                shared.sessions.forget(&session);
+            }
+            let edit = advertise::tools_list(shared.config.clone());
+            Ok(rewrite::edit_response(response, edit).await)
+        }
+        LegacyRoute::Call(call) => {
+            let caller = Caller::<S, B>::boxed(inner);
+            let reply = legacy::call::call(shared, caller, parts, bytes, call).await;
+            Ok(reply_response(reply))
+        }
+        LegacyRoute::Task(call) if call.method == LegacyMethod::Result => {
+            Ok(legacy::result::answer(shared, parts, call).await)
+        }
+        LegacyRoute::Task(call) => Ok(reply_response(
+            legacy::methods::answer(&shared, &parts, &call).await,
+        )),
+        LegacyRoute::Answer { session, task, key } => {
+            match legacy::take_answer(&shared, &parts, &bytes, task, key).await {
+                Ok(body) => {
+                    parts.headers.remove(CONTENT_LENGTH);
+                    let request =
+                        Request::from_parts(parts, RequestBody::buffered(Bytes::from(body)));
+                    let response = inner.call(request).await?;
+                    if response.status() == http::StatusCode::NOT_FOUND {
+                        shared.sessions.forget(&session);
+                    }
+                    Ok(response.map(ResponseBody::inner))
+                }
+                Err(reply) => Ok(reply_response(reply)),
+            }
+        }
+        LegacyRoute::Swallow => {
+            let mut response = Response::new(ResponseBody::full(Bytes::new()));
+            *response.status_mut() = http::StatusCode::ACCEPTED;
+            Ok(response)
+        }
     }
 }
 
@@ -334,6 +416,7 @@ fn resume(
         attempts: 0,
         shed: 0,
         expires: resume.expires.map(crate::task::Timestamp::from_millis),
+        legacy: None,
     };
     if let Some(flight) = driver::reissue(&mut work, Some(answers), resume.request_state) {
         driver::spawn(work, flight);
@@ -395,6 +478,9 @@ where
             loop {
                 match flight.next_event().await {
                     Event::Progress(line) => progress = Some(line),
+                    // Relayed with the rest of the stream if the call
+                    // answers in time; a parked call cannot be asked.
+                    Event::Request(_) => {}
                     Event::Done(answer) => return answer,
                 }
             }

@@ -53,6 +53,8 @@ pub(crate) struct Work {
     /// When the task expires (`None`: never); outcome writes are retried
     /// until then.
     pub expires: Option<Timestamp>,
+    /// What a call of a 2025-11-25 session needs besides.
+    pub legacy: Option<Box<crate::legacy::input::LegacyWork>>,
 }
 
 /// What a new task is created with.
@@ -109,6 +111,7 @@ pub(crate) async fn park(
             attempts: 0,
             shed: 0,
             expires: parking.ttl.map(|ttl| created_at.saturating_add(ttl)),
+            legacy: None,
         };
         // The client may be gone; the task exists and is driven regardless.
         let _ = created_tx.send(Ok(created.snapshot));
@@ -138,16 +141,21 @@ async fn drive(mut work: Work, flight: Flight) {
     let stop = work.stop.clone();
     let (store, id, expires) = (work.store.clone(), work.id, work.expires);
     let running = AssertUnwindSafe(run(&mut work, flight)).catch_unwind();
-    tokio::select! {
+    let stopped = tokio::select! {
         biased;
         // Dropping `running` drops the flight and with it the inner call.
-        _ = stop.cancelled() => {}
+        _ = stop.cancelled() => true,
         finished = running => {
             if finished.is_err() {
                 let write = internal("The inner call panicked".into());
                 Box::pin(write_until(store.as_ref(), id, write, expires)).await;
             }
+            false
         }
+    };
+    // In a 2025-11-25 session a dropped stream is not a cancellation.
+    if stopped && work.legacy.is_some() {
+        Box::pin(crate::legacy::input::cancel_inner(&mut work)).await;
     }
 }
 
@@ -158,6 +166,11 @@ async fn run(work: &mut Work, mut flight: Flight) {
                 Event::Progress(line) => {
                     if let Err(error) = work.store.set_status_message(work.id, line).await {
                         tracing::debug!(task = %work.id, %error, "progress not recorded");
+                    }
+                }
+                Event::Request(message) => {
+                    if work.legacy.is_some() {
+                        Box::pin(crate::legacy::input::relay(work, message)).await;
                     }
                 }
                 Event::Done(answer) => break *answer,

@@ -50,6 +50,8 @@ enum Stage {
 pub(crate) enum Event {
     /// A progress line from a `notifications/progress`.
     Progress(String),
+    /// A request of the inner server to the client, verbatim.
+    Request(Box<RawValue>),
     /// The call is over; how it ended.
     Done(Box<Answer>),
 }
@@ -157,12 +159,16 @@ impl Flight {
                 }
                 Stage::Sse(_, tap) => match tap.next().await {
                     Some(Ok(event)) => {
-                        let Some(data) = event.data.as_deref() else {
+                        // Events without data (a priming event that only
+                        // sets an id for resumption) carry no message.
+                        let Some(data) = event.data.as_deref().filter(|d| !d.trim().is_empty())
+                        else {
                             continue;
                         };
                         match read_inner_message(data, &self.id) {
                             Ok(InnerMessage::Response(outcome)) => return self.finish_sse(outcome),
                             Ok(InnerMessage::Progress(Some(line))) => return Event::Progress(line),
+                            Ok(InnerMessage::Request(message)) => return Event::Request(message),
                             Ok(_) => continue,
                             Err(error) => {
                                 let reason = format!("an SSE event is not JSON-RPC: {error}");

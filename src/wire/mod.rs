@@ -45,6 +45,9 @@ pub(crate) enum InnerMessage {
     Response(Outcome),
     /// A `notifications/progress`, with a human-readable line if one can be made.
     Progress(Option<String>),
+    /// A request of the inner server to the client (2025-11-25 sessions),
+    /// the whole message verbatim.
+    Request(Box<RawValue>),
     /// Anything else: other notifications, responses to other ids.
     Other,
 }
@@ -97,6 +100,11 @@ pub(crate) fn read_inner_message(
             return Ok(InnerMessage::Progress(
                 message.params.and_then(progress_line),
             ));
+        }
+        if message.id.is_some() {
+            return Ok(InnerMessage::Request(RawValue::from_string(
+                text.to_owned(),
+            )?));
         }
         return Ok(InnerMessage::Other);
     }

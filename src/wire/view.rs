@@ -36,6 +36,26 @@ pub fn render(snapshot: &TaskSnapshot, view: TaskView) -> Rendered<'_> {
     Rendered { snapshot, view }
 }
 
+/// The status a view shows. 2025-11-25 counts a tool result with
+/// `isError: true` as `failed`; 2026-07-28 as `completed`. The store keeps
+/// what happened (a result), each view names it in its own terms.
+pub fn status_in(task: &TaskSnapshot, view: TaskView) -> &'static str {
+    match &task.state {
+        TaskState::Completed { result } if view == TaskView::Legacy && is_error(result) => "failed",
+        state => state.status().as_str(),
+    }
+}
+
+/// Whether a tool result says `isError: true`.
+fn is_error(result: &serde_json::value::RawValue) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        #[serde(rename = "isError")]
+        is_error: Option<bool>,
+    }
+    serde_json::from_str::<Head>(result.get()).is_ok_and(|head| head.is_error == Some(true))
+}
+
 fn millis(duration: std::time::Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
@@ -51,7 +71,7 @@ impl Serialize for Rendered<'_> {
             TaskView::Legacy => {}
         }
         map.serialize_entry("taskId", &task.id.to_string())?;
-        map.serialize_entry("status", task.status().as_str())?;
+        map.serialize_entry("status", status_in(task, self.view))?;
         if let Some(message) = &task.status_message {
             map.serialize_entry("statusMessage", message)?;
         }
@@ -138,6 +158,17 @@ mod tests {
             text.ends_with(r#""error":{"code":-32603,"message":"boom"}}"#),
             "{text}"
         );
+    }
+
+    #[test]
+    fn an_is_error_result_is_failed_in_the_legacy_view_only() {
+        let result = RawValue::from_string(r#"{"content":[],"isError":true}"#.into()).unwrap();
+        let task = snapshot(TaskState::Completed { result });
+        assert!(json(render(&task, TaskView::Legacy)).contains(r#""status":"failed""#));
+        assert!(json(render(&task, TaskView::Detailed)).contains(r#""status":"completed""#));
+        let result = RawValue::from_string(r#"{"content":[],"isError":false}"#.into()).unwrap();
+        let task = snapshot(TaskState::Completed { result });
+        assert!(json(render(&task, TaskView::Legacy)).contains(r#""status":"completed""#));
     }
 
     #[test]

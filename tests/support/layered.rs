@@ -68,6 +68,23 @@ impl Layered {
         }
     }
 
+    /// Serves the dual-era `Session` fixture (rmcp legacy sessions) behind
+    /// `configure(TasksLayer::new(store))`, with the test authentication
+    /// middleware outside the layer.
+    pub async fn start_sessions(configure: impl FnOnce(TasksLayer) -> TasksLayer) -> Self {
+        let (probe, store, layer) = parts(configure);
+        let app = ServiceBuilder::new()
+            .map_request(principal_from_header)
+            .layer(layer)
+            .service(fixture::service(FixtureMode::Session, probe.clone()));
+        let served = fixture::serve(app).await;
+        Self {
+            served,
+            probe,
+            store,
+        }
+    }
+
     /// A fresh raw client (its own connection pool) with [`CLIENT_TIMEOUT`].
     pub fn client(&self) -> McpClient {
         McpClient::new(&self.served.url).with_timeout(CLIENT_TIMEOUT)

@@ -10,3 +10,4 @@ pub mod client;
 pub mod fixture;
 pub mod in_process;
 pub mod layered;
+pub mod session;

@@ -1,0 +1,199 @@
+//! What a 2025-11-25 client learns about tasks: `capabilities.tasks` in the
+//! `initialize` result and `execution.taskSupport` on every tool.
+//!
+//! | Inner result                          | Edit                                                         |
+//! |---------------------------------------|--------------------------------------------------------------|
+//! | `initialize`, `protocolVersion` 2025-11-25, with `Mcp-Session-Id` | `capabilities.tasks` = `{cancel, requests.tools.call}` plus `list` when the caller has a principal; the session is recorded |
+//! | `initialize` of any other version, or without a session | none                                |
+//! | `tools/list`, a tool without `execution.taskSupport` | `taskSupport` from its policy: `threshold`/`always` → `optional`, `required` → `required`, `never` → `forbidden` |
+//! | `tools/list`, a tool that has one     | none: the inner server's word stands                         |
+//!
+//! Every edit splices JSON text; bytes outside the edited object are kept.
+//! An inner server that declares `capabilities.tasks` itself has it replaced:
+//! in these sessions the layer answers every task method.
+
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
+
+use super::route::LEGACY_VERSION;
+use super::sessions::Sessions;
+use crate::config::TasksConfig;
+use crate::policy::ToolPolicy;
+use crate::rewrite::splice;
+use crate::wire::raw::{Members, write_object};
+
+/// The `capabilities.tasks` the layer declares.
+fn tasks_capability(list: bool) -> &'static str {
+    if list {
+        r#"{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}"#
+    } else {
+        r#"{"cancel":{},"requests":{"tools":{"call":{}}}}"#
+    }
+}
+
+/// The edit of an `initialize` response: records `session` and advertises
+/// tasks when the inner server negotiated 2025-11-25.
+pub(crate) fn initialize(
+    session: Option<Box<str>>,
+    sessions: Arc<Sessions>,
+    list: bool,
+) -> impl Fn(&str) -> Option<String> + Send + 'static {
+    move |message| {
+        let session = session.as_deref()?;
+        let result = Members::parse(message).ok()?.get("result")?;
+        let members = Members::parse(result.get()).ok()?;
+        let version: String = serde_json::from_str(members.get("protocolVersion")?.get()).ok()?;
+        if version != LEGACY_VERSION {
+            return None;
+        }
+        let capabilities = members.get("capabilities")?;
+        let existing = Members::parse(capabilities.get()).ok()?;
+        let mut object = String::with_capacity(capabilities.get().len() + 64);
+        let kept = existing
+            .0
+            .iter()
+            .filter(|(key, _)| key != "tasks")
+            .map(|(key, value)| (key.as_ref(), value.get()));
+        write_object(&mut object, kept.chain([("tasks", tasks_capability(list))]));
+        let edited = splice(message, capabilities.get(), &object)?;
+        sessions.insert(session);
+        Some(edited)
+    }
+}
+
+/// The `taskSupport` a policy advertises.
+fn task_support(policy: ToolPolicy) -> &'static str {
+    match policy {
+        ToolPolicy::Threshold | ToolPolicy::Always => r#""optional""#,
+        ToolPolicy::Required => r#""required""#,
+        ToolPolicy::Never => r#""forbidden""#,
+    }
+}
+
+/// The edit of a `tools/list` response.
+pub(crate) fn tools_list(config: TasksConfig) -> impl Fn(&str) -> Option<String> + Send + 'static {
+    move |message| {
+        let result = Members::parse(message).ok()?.get("result")?;
+        let tools = Members::parse(result.get()).ok()?.get("tools")?;
+        let list: Vec<&RawValue> = serde_json::from_str(tools.get()).ok()?;
+        let mut edited = String::with_capacity(tools.get().len() + 48 * list.len());
+        edited.push('[');
+        let mut changed = false;
+        for (index, tool) in list.iter().enumerate() {
+            if index > 0 {
+                edited.push(',');
+            }
+            match with_task_support(tool.get(), &config) {
+                Some(tool) => {
+                    changed = true;
+                    edited.push_str(&tool);
+                }
+                None => edited.push_str(tool.get()),
+            }
+        }
+        edited.push(']');
+        changed.then(|| splice(message, tools.get(), &edited))?
+    }
+}
+
+/// `tool` with `execution.taskSupport` from its policy; `None` when it has one.
+fn with_task_support(tool: &str, config: &TasksConfig) -> Option<String> {
+    let members = Members::parse(tool).ok()?;
+    let name: String = serde_json::from_str(members.get("name")?.get()).ok()?;
+    let support = task_support(config.policy_for(&name));
+    let execution = match members.get("execution") {
+        Some(execution) if execution.get() != "null" => {
+            let existing = Members::parse(execution.get()).ok()?;
+            if existing.get("taskSupport").is_some() {
+                return None;
+            }
+            let mut object = String::new();
+            let kept = existing.0.iter().map(|(k, v)| (k.as_ref(), v.get()));
+            write_object(&mut object, kept.chain([("taskSupport", support)]));
+            object
+        }
+        _ => {
+            let mut object = String::new();
+            write_object(&mut object, [("taskSupport", support)].into_iter());
+            object
+        }
+    };
+    let mut out = String::with_capacity(tool.len() + execution.len() + 16);
+    let kept = members
+        .0
+        .iter()
+        .filter(|(key, _)| key != "execution")
+        .map(|(key, value)| (key.as_ref(), value.get()));
+    write_object(&mut out, kept.chain([("execution", execution.as_str())]));
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::legacy::sessions_for_tests;
+
+    fn config() -> TasksConfig {
+        let mut config = TasksConfig::default();
+        config.policies.insert("slow".into(), ToolPolicy::Required);
+        config.policies.insert("quick".into(), ToolPolicy::Never);
+        config
+    }
+
+    #[test]
+    fn tools_gain_task_support_from_their_policy_unless_they_have_one() {
+        let message = r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"slow","inputSchema":{"n":123456789012345678901234567890}},{"name":"quick","execution":{}},{"name":"other"},{"name":"own","execution":{"taskSupport":"required"}}],"nextCursor":"x"}}"#;
+        let edited = tools_list(config())(message).unwrap();
+        assert!(
+            edited.contains("123456789012345678901234567890"),
+            "{edited}"
+        );
+        let value: Value = serde_json::from_str(&edited).unwrap();
+        let support: Vec<_> = value["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool["execution"]["taskSupport"].clone())
+            .collect();
+        assert_eq!(
+            support,
+            [
+                json!("required"),
+                json!("forbidden"),
+                json!("optional"),
+                json!("required")
+            ]
+        );
+        assert_eq!(value["result"]["nextCursor"], "x");
+    }
+
+    #[test]
+    fn only_a_2025_11_25_initialize_with_a_session_advertises_tasks() {
+        let sessions = sessions_for_tests(Duration::from_secs(60));
+        let message = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"bogus":1}},"serverInfo":{"name":"s","version":"1"}}}"#;
+        let edit = initialize(Some("s1".into()), sessions.clone(), false);
+        let edited: Value = serde_json::from_str(&edit(message).unwrap()).unwrap();
+        assert_eq!(
+            edited["result"]["capabilities"],
+            json!({"tools": {}, "tasks": {"cancel": {}, "requests": {"tools": {"call": {}}}}})
+        );
+        assert_eq!(edited["result"]["serverInfo"]["name"], "s");
+        assert!(sessions.touch("s1"));
+
+        let listed = initialize(Some("s2".into()), sessions.clone(), true)(message).unwrap();
+        assert!(listed.contains(r#""list":{}"#), "{listed}");
+
+        let older = message.replace("2025-11-25", "2025-06-18");
+        assert_eq!(
+            initialize(Some("s3".into()), sessions.clone(), true)(&older),
+            None
+        );
+        assert!(!sessions.touch("s3"));
+        assert_eq!(initialize(None, sessions, true)(message), None);
+    }
+}

@@ -1,0 +1,175 @@
+//! A task-augmented `tools/call` of a 2025-11-25 session.
+//!
+//! The client asked for a task, so it gets one at once: the nested
+//! `CreateTaskResult` `{"task":{…,"ttl","pollInterval"}}`. The call goes to the
+//! inner server without `params.task` and under an id of the layer's
+//! (`"mcp-tasks:<task>"`, so the client's later ids cannot collide with it),
+//! in the client's session and with its credentials, and is driven in the
+//! background like any parked call.
+//!
+//! The requested `ttl` is honoured up to the configured maximum; without one
+//! the configured TTL applies. The TTL actually given is the one reported.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::request::Parts;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::input::{LegacyWork, inner_post};
+use super::route::LegacyCall;
+use crate::flight::Flight;
+use crate::flight::caller::CallInner;
+use crate::flight::driver::{self, Work};
+use crate::mrtr::Template;
+use crate::service::Shared;
+use crate::store::NewTask;
+use crate::task::{TaskId, Timestamp};
+use crate::wire::jsonrpc::Reply;
+use crate::wire::raw::{Members, empty_object, write_object};
+use crate::wire::view::{Rendered, TaskView, render};
+
+/// The nested 2025-11-25 `CreateTaskResult`.
+#[derive(Serialize)]
+struct Created<'a> {
+    task: Rendered<'a>,
+}
+
+/// The TTL a task gets when the client asked for `requested` milliseconds.
+pub(crate) fn granted_ttl(shared: &Shared, requested: Option<u64>) -> Option<Duration> {
+    let config = &shared.config;
+    match requested {
+        None => config.ttl,
+        Some(millis) => {
+            let asked = Duration::from_millis(millis.max(1));
+            Some(config.max_ttl.map_or(asked, |max| asked.min(max)))
+        }
+    }
+}
+
+/// The forwarded body: `params` without `task`, and the layer's id.
+fn forwarded_body(body: &[u8], call: &LegacyCall, inner_id: &str) -> Option<String> {
+    let text = std::str::from_utf8(body).ok()?;
+    let envelope = Members::parse(text).ok()?;
+    let params = Members::parse(text.get(call.params.clone())?).ok()?;
+    let mut params_text = String::with_capacity(call.params.len());
+    write_object(
+        &mut params_text,
+        params
+            .0
+            .iter()
+            .filter(|(key, _)| key != "task")
+            .map(|(key, value)| (key.as_ref(), value.get())),
+    );
+    let mut out = String::with_capacity(text.len() + 48);
+    let members = envelope.0.iter().map(|(key, value)| match key.as_ref() {
+        "id" => ("id", inner_id),
+        "params" => ("params", params_text.as_str()),
+        other => (other, value.get()),
+    });
+    write_object(&mut out, members);
+    Some(out)
+}
+
+/// Creates the task, answers it, and starts the call in the background.
+pub(crate) async fn call(
+    shared: Arc<Shared>,
+    caller: Box<dyn CallInner>,
+    parts: Parts,
+    bytes: Bytes,
+    call: LegacyCall,
+) -> Reply {
+    let id = match TaskId::generate() {
+        Ok(id) => id,
+        Err(error) => return Reply::internal(Some(&call.id), format!("No task id: {error}")),
+    };
+    let inner_id = serde_json::to_string(&format!("mcp-tasks:{id}")).unwrap_or_default();
+    let Some(body) = forwarded_body(&bytes, &call, &inner_id) else {
+        return Reply::internal(Some(&call.id), "request parse lost its place");
+    };
+    let template = Template::from_parts(&parts);
+    let Some(request) = inner_post(&template, body) else {
+        return Reply::internal(Some(&call.id), "the call could not be forwarded");
+    };
+    let Ok(inner_id) = RawValue::from_string(inner_id) else {
+        return Reply::internal(Some(&call.id), "the call id could not be written");
+    };
+    let ttl = granted_ttl(&shared, call.ttl);
+    let task = NewTask {
+        id,
+        owner: shared.owner.resolve(&parts),
+        created_at: Timestamp::now(),
+        ttl,
+        poll_interval: shared.config.poll_interval,
+        status_message: None,
+    };
+    let expires = ttl.map(|ttl| task.created_at.saturating_add(ttl));
+    // Created and started on a tokio task of its own: a client hanging up
+    // after the store took the task must not leave it undriven.
+    let store = shared.store.clone();
+    let started = tokio::spawn(async move {
+        let created = store.create(task).await?;
+        let mut caller = caller;
+        let future = caller.call(request);
+        let work = Work {
+            store,
+            id,
+            stop: created.stop,
+            caller,
+            template: Box::new(template),
+            params: empty_object(),
+            round: 0,
+            attempts: 0,
+            shed: 0,
+            expires,
+            legacy: Some(Box::new(LegacyWork {
+                inner_id: inner_id.clone(),
+                relayed: 0,
+            })),
+        };
+        driver::spawn(work, Flight::background(inner_id, future));
+        Ok::<_, crate::store::StoreError>(created.snapshot)
+    });
+    match started.await {
+        Ok(Ok(snapshot)) => {
+            shared.sessions.note_augmented(&call.session, &call.id);
+            let created = Created {
+                task: render(&snapshot, TaskView::Legacy),
+            };
+            Reply::result(&call.id, created)
+        }
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "could not create a task");
+            Reply::internal(
+                Some(&call.id),
+                format!("Could not create the task: {error}"),
+            )
+        }
+        Err(_) => Reply::internal(Some(&call.id), "Could not create the task"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::raw::span;
+
+    #[test]
+    fn the_forwarded_call_loses_its_task_and_takes_the_layer_id() {
+        let body = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x","task":{"ttl":60000},"arguments":{"n":123456789012345678901234567890}}}"#;
+        let text = std::str::from_utf8(body).unwrap();
+        let params = Members::parse(text).unwrap().get("params").unwrap();
+        let call = LegacyCall {
+            id: RawValue::from_string("5".into()).unwrap(),
+            session: "s".into(),
+            ttl: Some(60000),
+            params: span(body, params.get()).unwrap(),
+        };
+        assert_eq!(
+            forwarded_body(body, &call, r#""mcp-tasks:t""#).unwrap(),
+            r#"{"jsonrpc":"2.0","id":"mcp-tasks:t","method":"tools/call","params":{"name":"x","arguments":{"n":123456789012345678901234567890}}}"#
+        );
+    }
+}

@@ -1,0 +1,258 @@
+//! Input and cancellation for a task running in a 2025-11-25 session.
+//!
+//! A 2025-11-25 tool asks for input with a request of its own (for example
+//! `elicitation/create`) on the SSE stream of its call. The layer reads that
+//! stream, so it relays:
+//!
+//! ```text
+//! inner ── elicitation/create {id: 0} ──► layer: task input_required, the request stored
+//!                                          with id "mcp-tasks:<task>:<n>" and the related-task _meta
+//! client ── tasks/result ───────────────► layer: the stored request, as an SSE event
+//! client ── {id: "mcp-tasks:<task>:<n>", result} ─► layer: task working again;
+//! inner ◄── {id: 0, result} ─────────────── the answer, under the inner id, in the client's session
+//! ```
+//!
+//! One request is relayed at a time per task; a second one while the first
+//! is unanswered gets a JSON-RPC error back at once, so the tool never waits
+//! for an answer nobody will give. Cancelling (`tasks/cancel`, expiry) sends
+//! `notifications/cancelled` for the call's inner id: in a 2025-11-25 session
+//! a closed stream is not a cancellation.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Request;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use super::route::{LEGACY_VERSION, relay_id};
+use crate::flight::driver::Work;
+use crate::mrtr::Template;
+use crate::store::{InputRound, StoreError};
+use crate::task::TaskId;
+use crate::wire::raw::{Members, write_object};
+
+/// How long the layer waits for the inner server to take a message it
+/// sends on its own (a cancellation, a refusal).
+const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the background work of a 2025-11-25 task keeps besides the common state.
+pub(crate) struct LegacyWork {
+    /// The JSON-RPC id the layer gave the call it forwarded.
+    pub inner_id: Box<RawValue>,
+    /// How many requests of the inner server were relayed so far.
+    pub relayed: u32,
+}
+
+/// What the store keeps to route an answer back (never shown to clients).
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Pending {
+    /// The inner server's id of the request.
+    #[serde(rename = "innerId")]
+    pub inner_id: Box<RawValue>,
+}
+
+/// The `_meta` member that ties a message to `task`.
+pub(crate) fn related_task(task: TaskId) -> String {
+    format!(r#"{{"io.modelcontextprotocol/related-task":{{"taskId":"{task}"}}}}"#)
+}
+
+/// `object` (a JSON object's text) with the related-task `_meta` added to
+/// its `_meta`; every other member kept as it was.
+pub(crate) fn with_related_task(object: &str, task: TaskId) -> Option<String> {
+    let members = Members::parse(object).ok()?;
+    let meta = match members.get("_meta") {
+        Some(meta) if meta.get() != "null" => {
+            let existing = Members::parse(meta.get()).ok()?;
+            let mut merged = String::new();
+            let kept = existing
+                .0
+                .iter()
+                .filter(|(key, _)| key != "io.modelcontextprotocol/related-task")
+                .map(|(k, v)| (k.as_ref(), v.get()));
+            let related = format!(r#"{{"taskId":"{task}"}}"#);
+            write_object(
+                &mut merged,
+                kept.chain([("io.modelcontextprotocol/related-task", related.as_str())]),
+            );
+            merged
+        }
+        _ => related_task(task),
+    };
+    let mut out = String::with_capacity(object.len() + 96);
+    let kept = members
+        .0
+        .iter()
+        .filter(|(key, _)| key != "_meta")
+        .map(|(key, value)| (key.as_ref(), value.get()));
+    write_object(&mut out, kept.chain([("_meta", meta.as_str())]));
+    Some(out)
+}
+
+/// `message` (a JSON-RPC message) with `id` for its id and, when it has
+/// params, the related-task `_meta` in them.
+fn relayed_message(message: &str, id: &str, task: TaskId) -> Option<String> {
+    let members = Members::parse(message).ok()?;
+    let params = match members.get("params") {
+        Some(params) => Some(with_related_task(params.get(), task)?),
+        None => None,
+    };
+    let mut out = String::with_capacity(message.len() + 128);
+    let kept = members
+        .0
+        .iter()
+        .filter(|(key, _)| key != "id" && key != "params")
+        .map(|(key, value)| (key.as_ref(), value.get()));
+    let added = [("id", Some(id)), ("params", params.as_deref())];
+    write_object(
+        &mut out,
+        kept.chain(added.into_iter().filter_map(|(k, v)| Some((k, v?)))),
+    );
+    Some(out)
+}
+
+/// A POST of `body` to the inner server, in the session of `template`.
+pub(crate) fn inner_post(template: &Template, body: String) -> Option<Request<Bytes>> {
+    template.post(body, LEGACY_VERSION).ok()
+}
+
+/// Sends a message the layer makes up to the inner server and waits (a
+/// bounded time) for it to be taken.
+async fn send(work: &mut Work, body: String) {
+    let Some(request) = inner_post(&work.template, body) else {
+        return;
+    };
+    let sent = tokio::time::timeout(SEND_TIMEOUT, work.caller.call(request)).await;
+    match sent {
+        Ok(Ok(response)) if response.status().is_success() => {}
+        Ok(Ok(response)) => {
+            tracing::debug!(task = %work.id, status = %response.status(), "the inner server refused a message")
+        }
+        Ok(Err(error)) => {
+            tracing::debug!(task = %work.id, %error, "a message to the inner server failed")
+        }
+        Err(_) => tracing::debug!(task = %work.id, "a message to the inner server timed out"),
+    }
+}
+
+/// Relays a request the inner server sent on the call's stream.
+pub(crate) async fn relay(work: &mut Work, message: Box<RawValue>) {
+    let Some(legacy) = work.legacy.as_mut() else {
+        return;
+    };
+    let inner_id = Members::parse(message.get())
+        .ok()
+        .and_then(|members| members.get("id").map(ToOwned::to_owned));
+    let Some(inner_id) = inner_id else {
+        return;
+    };
+    legacy.relayed += 1;
+    let key = legacy.relayed.to_string();
+    let id = serde_json::to_string(&relay_id(work.id, legacy.relayed)).unwrap_or_default();
+    let relayed = relayed_message(message.get(), &id, work.id)
+        .and_then(|text| RawValue::from_string(text).ok());
+    let resume = serde_json::value::to_raw_value(&Pending {
+        inner_id: inner_id.clone(),
+    });
+    let (Some(relayed), Ok(resume)) = (relayed, resume) else {
+        refuse(
+            work,
+            &inner_id,
+            "The request could not be relayed to the client",
+        )
+        .await;
+        return;
+    };
+    let round = InputRound {
+        requests: vec![(key, relayed)],
+        resume,
+    };
+    match work.store.require_input(work.id, round).await {
+        Ok(()) => {}
+        Err(StoreError::InvalidTransition { from, .. }) if !from.is_terminal() => {
+            let reason = "Another request of this task is still waiting for the client's answer; mcp-tasks relays one at a time";
+            refuse(work, &inner_id, reason).await;
+        }
+        Err(StoreError::InvalidTransition { .. } | StoreError::NotFound) => {}
+        Err(error) => {
+            let reason = format!("The task store failed: {error}");
+            refuse(work, &inner_id, &reason).await;
+        }
+    }
+}
+
+/// Answers the inner server's request `inner_id` with an error.
+async fn refuse(work: &mut Work, inner_id: &RawValue, reason: &str) {
+    tracing::warn!(task = %work.id, reason, "an input request of the inner server was refused");
+    let error =
+        crate::wire::jsonrpc::ErrorObject::new(crate::wire::jsonrpc::INTERNAL_ERROR, reason);
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"error":{}}}"#,
+        inner_id.get(),
+        error.to_raw().get()
+    );
+    send(work, body).await;
+}
+
+/// Tells the inner server that the call of a cancelled or expired task is
+/// cancelled.
+pub(crate) async fn cancel_inner(work: &mut Work) {
+    let Some(legacy) = work.legacy.as_ref() else {
+        return;
+    };
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{},"reason":"The task was cancelled"}}}}"#,
+        legacy.inner_id.get()
+    );
+    send(work, body).await;
+}
+
+/// The client's answer `message`, re-addressed to the inner request `pending`.
+pub(crate) fn answer_for_inner(message: &str, pending: &Pending) -> Option<String> {
+    let members = Members::parse(message).ok()?;
+    let mut out = String::with_capacity(message.len() + 16);
+    let kept = members
+        .0
+        .iter()
+        .filter(|(key, _)| key != "id")
+        .map(|(key, value)| (key.as_ref(), value.get()));
+    write_object(&mut out, kept.chain([("id", pending.inner_id.get())]));
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    #[test]
+    fn relayed_requests_get_the_layer_id_and_the_related_task() {
+        let task = TaskId::from_u128(7);
+        let message = r#"{"jsonrpc":"2.0","id":0,"method":"elicitation/create","params":{"message":"sure?","_meta":{"k":1}}}"#;
+        let out = relayed_message(message, r#""mcp-tasks:x:1""#, task).unwrap();
+        let out: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(out["id"], "mcp-tasks:x:1");
+        assert_eq!(out["method"], "elicitation/create");
+        assert_eq!(out["params"]["message"], "sure?");
+        assert_eq!(out["params"]["_meta"]["k"], 1);
+        assert_eq!(
+            out["params"]["_meta"]["io.modelcontextprotocol/related-task"],
+            json!({"taskId": task.to_string()})
+        );
+    }
+
+    #[test]
+    fn answers_go_back_under_the_inner_id() {
+        let pending = Pending {
+            inner_id: RawValue::from_string("0".into()).unwrap(),
+        };
+        let answer = r#"{"jsonrpc":"2.0","id":"mcp-tasks:x:1","result":{"action":"accept"}}"#;
+        let out: Value =
+            serde_json::from_str(&answer_for_inner(answer, &pending).unwrap()).unwrap();
+        assert_eq!(
+            out,
+            json!({"jsonrpc": "2.0", "id": 0, "result": {"action": "accept"}})
+        );
+    }
+}

@@ -1,0 +1,171 @@
+//! `tasks/result` of a 2025-11-25 session: wait until the task is terminal,
+//! then answer what the inner server answered.
+//!
+//! | The task                 | The answer                                                      |
+//! |--------------------------|-----------------------------------------------------------------|
+//! | already terminal         | JSON at once                                                    |
+//! | `working`                | an SSE stream: keep-alive comments, then the outcome as its one response |
+//! | `input_required`         | on that stream, the relayed request(s) of the inner server first |
+//! | `completed`              | the inner result verbatim, `_meta` gaining `io.modelcontextprotocol/related-task` |
+//! | `failed`                 | the inner JSON-RPC error verbatim (an error response has no `_meta`) |
+//! | `cancelled`              | `-32602`: a cancelled task has no result                        |
+//! | unknown, expired, foreign | `-32602`, as `tasks/get`                                       |
+//!
+//! The wait reads the store every [`WAIT_POLL`], so it works the same when
+//! another instance runs the task. Comments every `keep_alive` (15 s by
+//! default) keep idle proxies from cutting a long wait. A client that hangs
+//! up ends the wait; the task runs on.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Response;
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
+use http::request::Parts;
+use http_body::Frame;
+use http_body_util::{BodyExt, StreamBody};
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::input::with_related_task;
+use super::route::{LegacyTask, error};
+use crate::body::{BoxError, ResponseBody};
+use crate::service::{Shared, reply_response as json};
+use crate::task::{TaskId, TaskSnapshot, TaskState};
+use crate::wire::jsonrpc::{INVALID_PARAMS, Reply};
+use crate::wire::raw::Members;
+
+/// How often a waiting `tasks/result` reads the task.
+pub(crate) const WAIT_POLL: Duration = Duration::from_millis(200);
+
+/// The answer of `tasks/result` for a terminal task; `None` while it runs.
+fn outcome(id: &RawValue, task: &TaskSnapshot) -> Option<Reply> {
+    Some(match &task.state {
+        TaskState::Completed { result } => {
+            match with_related_task(result.get(), task.id)
+                .and_then(|text| RawValue::from_string(text).ok())
+            {
+                Some(result) => Reply::result(id, result),
+                None => Reply::result(id, result),
+            }
+        }
+        TaskState::Failed { error } => Reply::error(http::StatusCode::OK, Some(id), error),
+        TaskState::Cancelled => error(
+            id,
+            INVALID_PARAMS,
+            "The task was cancelled: it has no result",
+        ),
+        TaskState::Working | TaskState::InputRequired { .. } => return None,
+    })
+}
+
+/// One SSE event carrying `data` (split into lines as SSE requires).
+fn event(data: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(data.len() + 16);
+    for line in data.split(|b| *b == b'\n') {
+        out.extend_from_slice(b"data: ");
+        out.extend_from_slice(line);
+        out.push(b'\n');
+    }
+    out.push(b'\n');
+    Bytes::from(out)
+}
+
+/// Answers `tasks/result`.
+pub(crate) async fn answer<B>(
+    shared: Arc<Shared>,
+    parts: Parts,
+    call: LegacyTask,
+) -> Response<ResponseBody<B>> {
+    let owner = shared.owner.resolve(&parts);
+    let Some(task) = TaskId::parse(&call.task_id) else {
+        return json(Reply::task_not_found(&call.id));
+    };
+    match shared.store.get(task, owner.as_deref()).await {
+        Ok(Some(snapshot)) => {
+            if let Some(reply) = outcome(&call.id, &snapshot) {
+                return json(reply);
+            }
+        }
+        Ok(None) => return json(Reply::task_not_found(&call.id)),
+        Err(e) => {
+            return json(Reply::internal(
+                Some(&call.id),
+                format!("The task store failed: {e}"),
+            ));
+        }
+    }
+    let (tx, mut rx) = mpsc::channel::<Bytes>(4);
+    tokio::spawn(wait(shared, owner, task, call.id, tx));
+    let frames = futures_util::stream::poll_fn(move |cx| {
+        rx.poll_recv(cx)
+            .map(|next| next.map(|bytes| Ok::<_, BoxError>(Frame::data(bytes))))
+    });
+    let mut response = Response::new(ResponseBody::boxed(BodyExt::boxed_unsync(StreamBody::new(
+        frames,
+    ))));
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// Feeds the stream of one waiting `tasks/result` until the outcome.
+async fn wait(
+    shared: Arc<Shared>,
+    owner: Option<String>,
+    task: TaskId,
+    id: Box<RawValue>,
+    tx: mpsc::Sender<Bytes>,
+) {
+    let keep_alive = shared.config.keep_alive;
+    let mut relayed = HashSet::new();
+    let mut last_sent = Instant::now();
+    loop {
+        let snapshot = match shared.store.get(task, owner.as_deref()).await {
+            Ok(Some(snapshot)) => snapshot,
+            Ok(None) => {
+                let _ = tx.send(event(&Reply::task_not_found(&id).body)).await;
+                return;
+            }
+            Err(e) => {
+                let reply = Reply::internal(Some(&id), format!("The task store failed: {e}"));
+                let _ = tx.send(event(&reply.body)).await;
+                return;
+            }
+        };
+        if let Some(reply) = outcome(&id, &snapshot) {
+            let _ = tx.send(event(&reply.body)).await;
+            return;
+        }
+        if let TaskState::InputRequired { requests } = &snapshot.state
+            && let Ok(requests) = Members::parse(requests.get())
+        {
+            for (key, request) in requests.0 {
+                if relayed.insert(key.into_owned()) {
+                    if tx.send(event(request.get().as_bytes())).await.is_err() {
+                        return;
+                    }
+                    last_sent = Instant::now();
+                }
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(WAIT_POLL) => {}
+            _ = tx.closed() => return,
+        }
+        if last_sent.elapsed() >= keep_alive {
+            if tx
+                .send(Bytes::from_static(b": keep-alive\n\n"))
+                .await
+                .is_err()
+            {
+                return;
+            }
+            last_sent = Instant::now();
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! Which messages of a 2025-11-25 session the layer takes part in.
+//!
+//! | Message (in a recorded 2025-11-25 session)           | Route                                        |
+//! |------------------------------------------------------|----------------------------------------------|
+//! | `initialize` (any session, any version)              | forwarded; a 2025-11-25 result gains `capabilities.tasks` |
+//! | `tools/list`                                         | forwarded; tools gain `execution.taskSupport` |
+//! | `tools/call` with `params.task`                      | a task, answered at once                     |
+//! | `tools/call` with `params.task`, tool `Never`        | `-32601`                                     |
+//! | `tools/call` without `params.task`, tool `Required`  | `-32601`                                     |
+//! | `tools/call` without `params.task`                   | forwarded untouched: no threshold, no task   |
+//! | `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` | answered by the layer                   |
+//! | a response whose id is `"mcp-tasks:<task>:<n>"`      | an answer to a relayed input request         |
+//! | `notifications/cancelled` for a task-augmented call  | swallowed (`202`): tasks are cancelled with `tasks/cancel` |
+//! | anything else, or a session that is not recorded     | forwarded untouched                          |
+//!
+//! Errors are JSON-RPC errors with HTTP 200: in a 2025-11-25 session an HTTP
+//! 404 means "your session is gone", which none of them is.
+
+use std::ops::Range;
+
+use http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::sessions::Sessions;
+use crate::classify::{Params, Route, as_str, header, params_span};
+use crate::config::TasksConfig;
+use crate::policy::ToolPolicy;
+use crate::task::TaskId;
+use crate::wire::jsonrpc::{ErrorObject, INVALID_PARAMS, METHOD_NOT_FOUND, Reply};
+use crate::wire::raw::span;
+
+/// The protocol version whose experimental tasks the layer serves.
+pub(crate) const LEGACY_VERSION: &str = "2025-11-25";
+
+/// The prefix of the ids the layer gives the requests it relays.
+pub(crate) const RELAY_PREFIX: &str = "mcp-tasks:";
+
+/// What the layer does with a message of a 2025-11-25 session.
+#[derive(Debug)]
+pub(crate) enum LegacyRoute {
+    /// `initialize`: forward, then advertise tasks if 2025-11-25 was negotiated.
+    Initialize,
+    /// `tools/list`: forward, then add `execution.taskSupport`.
+    ToolsList { session: Box<str> },
+    /// A task-augmented `tools/call`.
+    Call(LegacyCall),
+    /// A task method.
+    Task(LegacyTask),
+    /// The client's answer to an input request the layer relayed.
+    Answer {
+        session: Box<str>,
+        task: TaskId,
+        key: String,
+    },
+    /// A notification the inner server must not see: answered `202`.
+    Swallow,
+}
+
+/// A task-augmented `tools/call`.
+#[derive(Debug)]
+pub(crate) struct LegacyCall {
+    pub id: Box<RawValue>,
+    pub session: Box<str>,
+    /// The requested TTL in milliseconds.
+    pub ttl: Option<u64>,
+    /// Where `params` is in the body.
+    pub params: Range<usize>,
+}
+
+/// The 2025-11-25 task methods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LegacyMethod {
+    Get,
+    Result,
+    List,
+    Cancel,
+}
+
+/// A task method call of a 2025-11-25 session.
+#[derive(Debug)]
+pub(crate) struct LegacyTask {
+    pub id: Box<RawValue>,
+    pub method: LegacyMethod,
+    /// `params.taskId` (empty for `tasks/list`).
+    pub task_id: String,
+    /// `params.cursor` of `tasks/list`.
+    pub cursor: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct TaskParam {
+    ttl: Option<u64>,
+}
+
+/// A JSON-RPC error in a 2025-11-25 session (HTTP 200).
+pub(crate) fn error(id: &RawValue, code: i64, message: impl Into<String>) -> Reply {
+    Reply::error(StatusCode::OK, Some(id), ErrorObject::new(code, message))
+}
+
+/// Classifies a message that carries no 2026-07-28 marks.
+pub(crate) fn classify(
+    headers: &HeaderMap,
+    id: Option<&RawValue>,
+    method: Option<&str>,
+    params: &Params<'_>,
+    body: &[u8],
+    config: &TasksConfig,
+    sessions: &Sessions,
+) -> Route {
+    if method == Some("initialize") && id.is_some() {
+        return Route::Legacy(LegacyRoute::Initialize);
+    }
+    let Some(session) = header(headers, "mcp-session-id") else {
+        return Route::Forward;
+    };
+    let version = header(headers, "mcp-protocol-version");
+    if version.is_some_and(|version| version != LEGACY_VERSION) || !sessions.touch(session) {
+        return Route::Forward;
+    }
+    let route = match (id, method) {
+        (Some(id), None) => match relayed(id) {
+            Some((task, key)) => LegacyRoute::Answer {
+                session: session.into(),
+                task,
+                key,
+            },
+            None => return Route::Forward,
+        },
+        (None, Some("notifications/cancelled")) => match params.request_id {
+            Some(request) if sessions.is_augmented(session, request) => LegacyRoute::Swallow,
+            _ => return Route::Forward,
+        },
+        (Some(id), Some(method)) => return request(id, method, session, params, body, config),
+        _ => return Route::Forward,
+    };
+    Route::Legacy(route)
+}
+
+fn request(
+    id: &RawValue,
+    method: &str,
+    session: &str,
+    params: &Params<'_>,
+    body: &[u8],
+    config: &TasksConfig,
+) -> Route {
+    let route = match method {
+        "tools/list" => LegacyRoute::ToolsList {
+            session: session.into(),
+        },
+        "tools/call" => return tool_call(id, session, params, body, config),
+        "tasks/get" | "tasks/result" | "tasks/cancel" => {
+            let Some(task_id) = as_str(params.task_id) else {
+                return Route::Reply(error(id, INVALID_PARAMS, "params.taskId must be a string"));
+            };
+            let method = match method {
+                "tasks/get" => LegacyMethod::Get,
+                "tasks/result" => LegacyMethod::Result,
+                _ => LegacyMethod::Cancel,
+            };
+            LegacyRoute::Task(LegacyTask {
+                id: id.to_owned(),
+                method,
+                task_id: task_id.into_owned(),
+                cursor: None,
+            })
+        }
+        "tasks/list" => {
+            let cursor = match params.cursor {
+                None => None,
+                Some(raw) if raw.get() == "null" => None,
+                Some(raw) => match as_str(Some(raw)) {
+                    Some(cursor) => Some(cursor.into_owned()),
+                    None => {
+                        return Route::Reply(error(
+                            id,
+                            INVALID_PARAMS,
+                            "params.cursor must be a string",
+                        ));
+                    }
+                },
+            };
+            LegacyRoute::Task(LegacyTask {
+                id: id.to_owned(),
+                method: LegacyMethod::List,
+                task_id: String::new(),
+                cursor,
+            })
+        }
+        _ => return Route::Forward,
+    };
+    Route::Legacy(route)
+}
+
+fn tool_call(
+    id: &RawValue,
+    session: &str,
+    params: &Params<'_>,
+    body: &[u8],
+    config: &TasksConfig,
+) -> Route {
+    let name = as_str(params.name);
+    let name = name.as_deref().unwrap_or_default();
+    let policy = config.policy_for(name);
+    let task = params.task.filter(|raw| raw.get() != "null");
+    let Some(task) = task else {
+        if policy == ToolPolicy::Required {
+            let message = format!(
+                "Tool {name:?} requires task augmentation: send params.task (taskSupport \"required\")"
+            );
+            return Route::Reply(error(id, METHOD_NOT_FOUND, message));
+        }
+        return Route::Forward;
+    };
+    if policy == ToolPolicy::Never {
+        let message =
+            format!("Tool {name:?} does not support task augmentation (taskSupport \"forbidden\")");
+        return Route::Reply(error(id, METHOD_NOT_FOUND, message));
+    }
+    let ttl = match serde_json::from_str::<TaskParam>(task.get()) {
+        Ok(task) => task.ttl,
+        Err(_) => {
+            return Route::Reply(error(
+                id,
+                INVALID_PARAMS,
+                "params.task must be an object whose ttl is a number of milliseconds",
+            ));
+        }
+    };
+    match params_span(body) {
+        Some(params) if span(body, task.get()).is_some() => {
+            Route::Legacy(LegacyRoute::Call(LegacyCall {
+                id: id.to_owned(),
+                session: session.into(),
+                ttl,
+                params,
+            }))
+        }
+        _ => Route::Reply(error(id, INVALID_PARAMS, "params must be an object")),
+    }
+}
+
+/// The task and key of a relayed request's id, `"mcp-tasks:<task>:<n>"`.
+pub(crate) fn relayed(id: &RawValue) -> Option<(TaskId, String)> {
+    let text: String = serde_json::from_str(id.get()).ok()?;
+    let rest = text.strip_prefix(RELAY_PREFIX)?;
+    let (task, key) = rest.split_once(':')?;
+    let valid = !key.is_empty() && key.bytes().all(|b| b.is_ascii_digit());
+    Some((TaskId::parse(task)?, key.to_owned())).filter(|_| valid)
+}
+
+/// The id the layer gives the `n`th request it relays for `task`.
+pub(crate) fn relay_id(task: TaskId, n: u32) -> String {
+    format!("{RELAY_PREFIX}{task}:{n}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relay_ids_round_trip_and_other_ids_are_not_relays() {
+        let task = TaskId::generate().unwrap();
+        let id = RawValue::from_string(serde_json::to_string(&relay_id(task, 3)).unwrap()).unwrap();
+        assert_eq!(relayed(&id), Some((task, "3".to_owned())));
+        for other in [
+            "7",
+            r#""mcp-tasks:nope:1""#,
+            r#""abc""#,
+            r#""mcp-tasks:00000000000000000000000000000001:""#,
+        ] {
+            let other = RawValue::from_string(other.to_owned()).unwrap();
+            assert_eq!(relayed(&other), None, "{other}");
+        }
+    }
+}

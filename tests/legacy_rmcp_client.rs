@@ -1,0 +1,193 @@
+//! A real 2025-11-25 client, rmcp 2.2, against the layer in front of the rmcp
+//! 3.x fixture in session mode. The client sends raw task requests; its own
+//! handler answers the elicitation the layer relays on the `tasks/result`
+//! stream, as a 2025-11-25 client does.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::client::{ElicitReply, LegacyClient};
+use support::layered::{Layered, USER_HEADER, ms, text};
+
+const RELATED: &str = "io.modelcontextprotocol/related-task";
+
+async fn status(client: &LegacyClient, task: &str) -> String {
+    let got = client
+        .request("tasks/get", json!({"taskId": task}))
+        .await
+        .expect("tasks/get");
+    got["status"].as_str().unwrap_or_default().to_owned()
+}
+
+async fn start(client: &LegacyClient, name: &str, arguments: Value) -> String {
+    let created = client
+        .request(
+            "tools/call",
+            json!({"name": name, "arguments": arguments, "task": {"ttl": 60_000}}),
+        )
+        .await
+        .expect("task-augmented tools/call");
+    assert_eq!(created["task"]["status"], "working", "{created}");
+    assert_eq!(created["task"]["ttl"], 60_000, "{created}");
+    created["task"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn an_rmcp_2_2_client_sees_tasks_advertised_and_runs_one_to_its_result() {
+    let layered = Layered::start_sessions(|layer| layer).await;
+    let client = LegacyClient::connect(&layered.served.url).await;
+    let tasks = &client.server_capabilities()["tasks"];
+    assert_eq!(tasks["requests"]["tools"]["call"], json!({}), "{tasks}");
+    assert_eq!(tasks["cancel"], json!({}));
+    let typed = client.peer_info().expect("typed initialize result");
+    assert!(
+        typed.capabilities.tasks.is_some(),
+        "rmcp 2.2 reads the capability"
+    );
+
+    let tools = client
+        .request("tools/list", json!({}))
+        .await
+        .expect("tools");
+    assert!(
+        tools["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .all(|tool| tool["execution"]["taskSupport"] == "optional"),
+        "{tools}"
+    );
+
+    let id = start(&client, "slow_compute", json!({"seconds": 0.5})).await;
+    assert_eq!(status(&client, &id).await, "working");
+    let result = client
+        .request("tasks/result", json!({"taskId": id}))
+        .await
+        .expect("tasks/result");
+    assert_eq!(text(&result), "slow_compute done after 0.5s", "{result}");
+    assert_eq!(result["_meta"][RELATED]["taskId"], id.as_str());
+    assert_eq!(status(&client, &id).await, "completed");
+
+    // A plain call in the same session is untouched.
+    let greet = client
+        .request(
+            "tools/call",
+            json!({"name": "greet", "arguments": {"name": "r"}}),
+        )
+        .await
+        .expect("greet");
+    assert_eq!(text(&greet), "Hello, r!");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn the_clients_own_handler_answers_an_elicitation_relayed_on_tasks_result() {
+    let layered = Layered::start_sessions(|layer| layer).await;
+    let client = LegacyClient::connect_with(
+        &layered.served.url,
+        ElicitReply::Accept(json!({"confirm": true})),
+    )
+    .await;
+    let id = start(&client, "confirm_delete", json!({"filename": "b.txt"})).await;
+    let result = client
+        .request("tasks/result", json!({"taskId": id}))
+        .await
+        .expect("tasks/result");
+    assert!(text(&result).starts_with("Deleted b.txt"), "{result}");
+
+    let asked = client.received();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0]["method"], "elicitation/create");
+    assert_eq!(asked[0]["params"]["_meta"][RELATED]["taskId"], id.as_str());
+    assert_eq!(layered.probe.finished("confirm_delete"), 1);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_declined_elicitation_reaches_the_tool_and_is_error_fails_the_task() {
+    let layered = Layered::start_sessions(|layer| layer).await;
+    let client = LegacyClient::connect_with(&layered.served.url, ElicitReply::Decline).await;
+    let id = start(&client, "confirm_delete", json!({"filename": "c.txt"})).await;
+    let result = client
+        .request("tasks/result", json!({"taskId": id}))
+        .await
+        .expect("tasks/result");
+    assert!(!text(&result).starts_with("Deleted"), "{result}");
+
+    let failing = start(&client, "failing_job", json!({"seconds": 0.1})).await;
+    let outcome = client
+        .request("tasks/result", json!({"taskId": failing}))
+        .await
+        .expect("the isError result, verbatim");
+    assert_eq!(outcome["isError"], true, "{outcome}");
+    assert_eq!(status(&client, &failing).await, "failed");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn cancel_and_list_as_an_authenticated_rmcp_2_2_client() {
+    let layered = Layered::start_sessions(|layer| layer.list_page_size(2)).await;
+    let alice = LegacyClient::connect_with_headers(
+        &layered.served.url,
+        ElicitReply::default(),
+        &[(USER_HEADER, "alice")],
+    )
+    .await;
+    let bob = LegacyClient::connect_with_headers(
+        &layered.served.url,
+        ElicitReply::default(),
+        &[(USER_HEADER, "bob")],
+    )
+    .await;
+    assert_eq!(alice.server_capabilities()["tasks"]["list"], json!({}));
+
+    // Lists are ordered by creation time (in ms), then id: start a ms apart.
+    let pause = || tokio::time::sleep(ms(2));
+    let running = start(&alice, "slow_compute", json!({"seconds": 30})).await;
+    pause().await;
+    let quick = start(&alice, "greet", json!({"name": "q"})).await;
+    pause().await;
+    let third = start(&alice, "greet", json!({"name": "z"})).await;
+    start(&bob, "greet", json!({"name": "b"})).await;
+    assert!(layered.probe.wait_started("slow_compute", ms(2000)).await);
+
+    let cancelled = alice
+        .request("tasks/cancel", json!({"taskId": running}))
+        .await
+        .expect("tasks/cancel");
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    assert!(layered.probe.wait_cancelled("slow_compute", ms(3000)).await);
+
+    let first = alice
+        .request("tasks/list", json!({}))
+        .await
+        .expect("page 1");
+    let cursor = first["nextCursor"]
+        .as_str()
+        .expect("a second page")
+        .to_owned();
+    let second = alice
+        .request("tasks/list", json!({"cursor": cursor}))
+        .await
+        .expect("page 2");
+    assert!(second.get("nextCursor").is_none(), "{second}");
+    let ids: Vec<&str> = first["tasks"]
+        .as_array()
+        .into_iter()
+        .chain(second["tasks"].as_array())
+        .flatten()
+        .filter_map(|task| task["taskId"].as_str())
+        .collect();
+    assert_eq!(ids, [running.as_str(), quick.as_str(), third.as_str()]);
+
+    let (code, _, _) = alice
+        .request("tasks/list", json!({"cursor": "forged"}))
+        .await
+        .expect_err("a bad cursor");
+    assert_eq!(code, -32602);
+    alice.close().await;
+    bob.close().await;
+}
