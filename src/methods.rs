@@ -89,7 +89,14 @@ pub(crate) async fn answer(shared: &Shared, parts: &Parts, call: TaskCall) -> An
                     return Reply::bad_params(Some(&call.id), message).into();
                 }
             };
-            let answers = params.input_responses.into_iter().collect();
+            // Keys of this generation are `<round>.<key>`; a bare number is
+            // a request relayed to a 2025-11-25 client, answered only by a
+            // JSON-RPC response from that side.
+            let answers = params
+                .input_responses
+                .into_iter()
+                .filter(|(key, _)| key.contains('.'))
+                .collect();
             match shared.store.answer_input(task, owner, answers).await {
                 Ok(Some(progress)) => Answered {
                     reply: Reply::result(&call.id, ACK),

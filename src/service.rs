@@ -175,8 +175,9 @@ where
                 && let Some(session) = request.headers().get("mcp-session-id")
                 && let Ok(session) = session.to_str()
             {
-                // The client ends its 2025-11-25 session.
-                self.shared.sessions.forget(session);
+                // The client ends its 2025-11-25 session (the inner server
+                // may refuse; then later requests get its 404 all the same).
+                self.shared.sessions.end(session);
             }
             State::Inner {
                 future: inner.call(request.map(RequestBody::streaming)),
@@ -306,11 +307,18 @@ where
     }
 }
 
+/// `202 Accepted` with no body, the answer to a notification or a response.
+fn accepted<B>() -> Response<ResponseBody<B>> {
+    let mut response = Response::new(ResponseBody::full(Bytes::new()));
+    *response.status_mut() = http::StatusCode::ACCEPTED;
+    response
+}
+
 /// Serves a message of a 2025-11-25 session the layer takes part in.
 async fn legacy_route<S, B, RB>(
     shared: Arc<Shared>,
     mut inner: S,
-    mut parts: Parts,
+    parts: Parts,
     bytes: Bytes,
     route: LegacyRoute,
 ) -> Result<Response<ResponseBody<RB>>, S::Error>
@@ -336,7 +344,7 @@ where
             let request = Request::from_parts(parts, RequestBody::buffered(bytes));
             let response = inner.call(request).await?;
             if response.status() == http::StatusCode::NOT_FOUND {
-                shared.sessions.forget(&session);
+                shared.sessions.end(&session);
             }
             let edit = advertise::tools_list(shared.config.clone());
             Ok(rewrite::edit_response(response, edit).await)
@@ -352,26 +360,17 @@ where
         LegacyRoute::Task(call) => Ok(reply_response(
             legacy::methods::answer(&shared, &parts, &call).await,
         )),
-        LegacyRoute::Answer { session, task, key } => {
-            match legacy::take_answer(&shared, &parts, &bytes, task, key).await {
-                Ok(body) => {
-                    parts.headers.remove(CONTENT_LENGTH);
-                    let request =
-                        Request::from_parts(parts, RequestBody::buffered(Bytes::from(body)));
-                    let response = inner.call(request).await?;
-                    if response.status() == http::StatusCode::NOT_FOUND {
-                        shared.sessions.forget(&session);
-                    }
-                    Ok(response.map(ResponseBody::inner))
+        LegacyRoute::Answer { task, key } => {
+            match legacy::answer::take(&shared, &parts, &bytes, task, key).await {
+                Ok(delivery) => {
+                    let caller = Caller::<S, B>::boxed(inner);
+                    legacy::answer::deliver(&shared, caller, &parts, delivery);
+                    Ok(accepted())
                 }
                 Err(reply) => Ok(reply_response(reply)),
             }
         }
-        LegacyRoute::Swallow => {
-            let mut response = Response::new(ResponseBody::full(Bytes::new()));
-            *response.status_mut() = http::StatusCode::ACCEPTED;
-            Ok(response)
-        }
+        LegacyRoute::Swallow => Ok(accepted()),
     }
 }
 

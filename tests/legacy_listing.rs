@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 use support::layered::{Layered, USER_HEADER, get_as, send, task_id, text};
-use support::session::Session;
+use support::session::{Session, outcome};
 
 fn error_code(response: &Value) -> i64 {
     response["error"]["code"]
@@ -164,4 +164,70 @@ async fn both_generations_use_one_layer_and_one_store_at_once() {
         .collect();
     assert_eq!(ids, HashSet::from([legacy_task, modern_task]));
     assert_eq!(layered.probe.finished("slow_compute"), 2);
+}
+
+#[tokio::test]
+async fn a_session_the_registry_forgot_is_still_served_when_it_says_2025_11_25() {
+    // Room for one session: opening the second evicts the first.
+    let layered = Layered::start_sessions(|layer| {
+        layer.legacy_sessions(1, std::time::Duration::from_secs(60))
+    })
+    .await;
+    let first = Session::open(&layered, Some("dora")).await;
+    let task = first
+        .start_task("slow_compute", json!({"seconds": 0.3}))
+        .await;
+    let _second = Session::open(&layered, Some("dora")).await;
+    let result = first.request("tasks/result", json!({"taskId": task})).await;
+    assert_eq!(
+        text(&result["result"]),
+        "slow_compute done after 0.3s",
+        "{result}"
+    );
+}
+
+#[tokio::test]
+async fn an_answer_from_another_session_reaches_the_session_the_tool_asked_from() {
+    let layered = Layered::start_sessions(|layer| layer).await;
+    let asking = Session::open(&layered, Some("erin")).await;
+    let answering = Session::open(&layered, Some("erin")).await;
+    let task = asking
+        .start_task("confirm_delete", json!({"filename": "d.txt"}))
+        .await;
+    asking.wait_status(&task, &["input_required"]).await;
+    let (stream, asked) = answering.first_relayed(&task).await;
+    let (status, body) = answering
+        .post(json!({
+            "jsonrpc": "2.0", "id": asked["id"],
+            "result": {"action": "accept", "content": {"confirm": true}},
+        }))
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let result = outcome(stream).await;
+    assert!(
+        text(&result["result"]).starts_with("Deleted d.txt"),
+        "{result}"
+    );
+}
+
+#[tokio::test]
+async fn an_answer_that_is_not_a_response_is_refused_and_the_request_stays_open() {
+    let layered = Layered::start_sessions(|layer| layer).await;
+    let session = Session::open(&layered, None).await;
+    let task = session
+        .start_task("confirm_delete", json!({"filename": "e.txt"}))
+        .await;
+    session.wait_status(&task, &["input_required"]).await;
+    let relay = format!("mcp-tasks:{task}:1");
+    let (status, body) = session
+        .post(json!({"jsonrpc": "2.0", "id": relay, "bogus": true}))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let still = session.request("tasks/get", json!({"taskId": task})).await;
+    assert_eq!(still["result"]["status"], "input_required", "{still}");
+    let (status, _) = session
+        .post(json!({"jsonrpc": "2.0", "id": relay, "result": {"action": "decline"}}))
+        .await;
+    assert_eq!(status, 202);
+    session.wait_status(&task, &["completed"]).await;
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use mcp_tasks::ToolPolicy;
 use serde_json::{Value, json};
 use support::layered::{Layered, ms, text};
-use support::session::Session;
+use support::session::{Session, outcome};
 
 const RELATED: &str = "io.modelcontextprotocol/related-task";
 
@@ -273,10 +273,7 @@ async fn an_elicitation_is_relayed_on_the_tasks_result_stream_and_answered() {
         .await;
     session.wait_status(&id, &["input_required"]).await;
 
-    let mut stream = session
-        .open_request("tasks/result", json!({"taskId": id}))
-        .await;
-    let asked = stream.next_message().await.expect("the relayed request");
+    let (stream, asked) = session.first_relayed(&id).await;
     assert_eq!(asked["method"], "elicitation/create", "{asked}");
     assert_eq!(asked["params"]["_meta"][RELATED]["taskId"], id.as_str());
     let relay_id = asked["id"].as_str().expect("a string id").to_owned();
@@ -289,8 +286,7 @@ async fn an_elicitation_is_relayed_on_the_tasks_result_stream_and_answered() {
         }))
         .await;
     assert_eq!(status, 202, "{body}");
-    let messages = stream.finish().await;
-    let result = messages.last().expect("the outcome");
+    let result = outcome(stream).await;
     assert!(
         text(&result["result"]).starts_with("Deleted a.txt"),
         "{result}"

@@ -191,6 +191,11 @@ async fn handle(work: &mut Work, answer: Answer) -> Option<Flight> {
         Answer::Unusable { reason, .. } => {
             let message = format!("The tool call failed: {reason}");
             settle(work, internal(message)).await;
+            if work.legacy.is_some() {
+                // The stream broke, but the tool may still run: in a
+                // 2025-11-25 session only a notification cancels it.
+                Box::pin(crate::legacy::input::cancel_inner(work)).await;
+            }
             return None;
         }
     };

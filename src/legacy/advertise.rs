@@ -136,6 +136,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
+    use crate::legacy::sessions::Known;
     use crate::legacy::sessions_for_tests;
 
     fn config() -> TasksConfig {
@@ -183,7 +184,7 @@ mod tests {
             json!({"tools": {}, "tasks": {"cancel": {}, "requests": {"tools": {"call": {}}}}})
         );
         assert_eq!(edited["result"]["serverInfo"]["name"], "s");
-        assert!(sessions.touch("s1"));
+        assert_eq!(sessions.touch("s1"), Known::Live);
 
         let listed = initialize(Some("s2".into()), sessions.clone(), true)(message).unwrap();
         assert!(listed.contains(r#""list":{}"#), "{listed}");
@@ -193,7 +194,7 @@ mod tests {
             initialize(Some("s3".into()), sessions.clone(), true)(&older),
             None
         );
-        assert!(!sessions.touch("s3"));
+        assert_eq!(sessions.touch("s3"), Known::Unknown);
         assert_eq!(initialize(None, sessions, true)(message), None);
     }
 }

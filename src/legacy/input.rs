@@ -8,13 +8,14 @@
 //! inner ── elicitation/create {id: 0} ──► layer: task input_required, the request stored
 //!                                          with id "mcp-tasks:<task>:<n>" and the related-task _meta
 //! client ── tasks/result ───────────────► layer: the stored request, as an SSE event
-//! client ── {id: "mcp-tasks:<task>:<n>", result} ─► layer: task working again;
-//! inner ◄── {id: 0, result} ─────────────── the answer, under the inner id, in the client's session
+//! client ── {id: "mcp-tasks:<task>:<n>", result} ─► layer: task working again (see `answer`);
+//! inner ◄── {id: 0, result} ─────────────── the answer, under the inner id, in the tool's session
 //! ```
 //!
 //! One request is relayed at a time per task; a second one while the first
 //! is unanswered gets a JSON-RPC error back at once, so the tool never waits
-//! for an answer nobody will give. Cancelling (`tasks/cancel`, expiry) sends
+//! for an answer nobody will give. A `ping` is answered by the layer. Cancelling
+//! (`tasks/cancel`, expiry) and a call stream that breaks send
 //! `notifications/cancelled` for the call's inner id: in a 2025-11-25 session
 //! a closed stream is not a cancellation.
 
@@ -50,6 +51,9 @@ pub(crate) struct Pending {
     /// The inner server's id of the request.
     #[serde(rename = "innerId")]
     pub inner_id: Box<RawValue>,
+    /// The session the tool asked from; the answer goes there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }
 
 /// The `_meta` member that ties a message to `task`.
@@ -135,15 +139,38 @@ async fn send(work: &mut Work, body: String) {
     }
 }
 
+/// Whether a request of the inner server is a `ping`.
+fn is_ping(message: &RawValue) -> bool {
+    #[derive(Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_str::<Method<'_>>(message.get())
+        .is_ok_and(|m| m.method.as_deref() == Some("ping"))
+}
+
 /// Relays a request the inner server sent on the call's stream.
 pub(crate) async fn relay(work: &mut Work, message: Box<RawValue>) {
-    let Some(legacy) = work.legacy.as_mut() else {
+    if work.legacy.is_none() {
         return;
-    };
+    }
     let inner_id = Members::parse(message.get())
         .ok()
         .and_then(|members| members.get("id").map(ToOwned::to_owned));
     let Some(inner_id) = inner_id else {
+        return;
+    };
+    if is_ping(&message) {
+        // Nothing for the client to decide: the layer answers for it.
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#,
+            inner_id.get()
+        );
+        send(work, body).await;
+        return;
+    }
+    let Some(legacy) = work.legacy.as_mut() else {
         return;
     };
     legacy.relayed += 1;
@@ -151,8 +178,16 @@ pub(crate) async fn relay(work: &mut Work, message: Box<RawValue>) {
     let id = serde_json::to_string(&relay_id(work.id, legacy.relayed)).unwrap_or_default();
     let relayed = relayed_message(message.get(), &id, work.id)
         .and_then(|text| RawValue::from_string(text).ok());
+    let session = work
+        .template
+        .headers
+        .as_ref()
+        .and_then(|headers| headers.get("mcp-session-id"))
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
     let resume = serde_json::value::to_raw_value(&Pending {
         inner_id: inner_id.clone(),
+        session,
     });
     let (Some(relayed), Ok(resume)) = (relayed, resume) else {
         refuse(
@@ -246,6 +281,7 @@ mod tests {
     fn answers_go_back_under_the_inner_id() {
         let pending = Pending {
             inner_id: RawValue::from_string("0".into()).unwrap(),
+            session: None,
         };
         let answer = r#"{"jsonrpc":"2.0","id":"mcp-tasks:x:1","result":{"action":"accept"}}"#;
         let out: Value =

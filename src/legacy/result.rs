@@ -144,8 +144,11 @@ async fn wait(
         if let TaskState::InputRequired { requests } = &snapshot.state
             && let Ok(requests) = Members::parse(requests.get())
         {
+            // Relayed requests only (bare-number keys): the `<round>.<key>`
+            // requests of a 2026-07-28 task are not messages this client
+            // could answer.
             for (key, request) in requests.0 {
-                if relayed.insert(key.into_owned()) {
+                if !key.contains('.') && relayed.insert(key.into_owned()) {
                     if tx.send(event(request.get().as_bytes())).await.is_err() {
                         return;
                     }

@@ -22,7 +22,7 @@ use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::sessions::Sessions;
+use super::sessions::{Known, Sessions};
 use crate::classify::{Params, Route, as_str, header, params_span};
 use crate::config::TasksConfig;
 use crate::policy::ToolPolicy;
@@ -48,11 +48,7 @@ pub(crate) enum LegacyRoute {
     /// A task method.
     Task(LegacyTask),
     /// The client's answer to an input request the layer relayed.
-    Answer {
-        session: Box<str>,
-        task: TaskId,
-        key: String,
-    },
+    Answer { task: TaskId, key: String },
     /// A notification the inner server must not see: answered `202`.
     Swallow,
 }
@@ -114,17 +110,25 @@ pub(crate) fn classify(
     let Some(session) = header(headers, "mcp-session-id") else {
         return Route::Forward;
     };
-    let version = header(headers, "mcp-protocol-version");
-    if version.is_some_and(|version| version != LEGACY_VERSION) || !sessions.touch(session) {
+    // The negotiated version travels on every request after initialize; a
+    // client that leaves it out is known by its recorded session. A session
+    // the registry forgot (idle, evicted, another instance) is still served
+    // when it says 2025-11-25: its tasks are in the store, owner-checked.
+    let legacy = match (
+        sessions.touch(session),
+        header(headers, "mcp-protocol-version"),
+    ) {
+        // Ended: the inner server answers 404, as it must.
+        (Known::Ended, _) => false,
+        (_, Some(version)) => version == LEGACY_VERSION,
+        (known, None) => known == Known::Live,
+    };
+    if !legacy {
         return Route::Forward;
     }
     let route = match (id, method) {
         (Some(id), None) => match relayed(id) {
-            Some((task, key)) => LegacyRoute::Answer {
-                session: session.into(),
-                task,
-                key,
-            },
+            Some((task, key)) => LegacyRoute::Answer { task, key },
             None => return Route::Forward,
         },
         (None, Some("notifications/cancelled")) => match params.request_id {

@@ -9,13 +9,16 @@
 //! |------------------------------------------------|-------------------------------------------|
 //! | `initialize` answered with `2025-11-25`        | recorded                                  |
 //! | any request in the session                     | its idle clock restarts                   |
-//! | the client sends `DELETE`                      | forgotten                                 |
-//! | the inner server answers `404` for the session | forgotten (the session expired upstream)  |
+//! | the client sends `DELETE`                      | marked ended: its requests go to the inner server, which answers `404` |
+//! | the inner server answers `404` for the session | marked ended (the session expired upstream) |
 //! | idle longer than the configured limit          | forgotten at the next insertion           |
 //! | the registry is full                           | the least recently used session goes      |
 //!
-//! Tasks are not per-session state: they live in the store, bound to their
-//! principal, and outlive the session that created them.
+//! A session the registry forgot, or never saw (another instance created
+//! it), is [`Known::Unknown`]: its requests are served when they carry
+//! `MCP-Protocol-Version: 2025-11-25`. Tasks are not per-session state: they
+//! live in the store, bound to their principal, and outlive the session that
+//! created them.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -29,6 +32,21 @@ use crate::wire::same_id;
 /// client's `notifications/cancelled` for them.
 const AUGMENTED_IDS: usize = 64;
 
+/// The longest request id remembered (longer ones are not: a client cannot
+/// make the registry hold its bodies).
+const MAX_ID_LEN: usize = 128;
+
+/// What the registry knows of a session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Known {
+    /// Negotiated 2025-11-25 and not ended.
+    Live,
+    /// Ended by `DELETE` or expired upstream.
+    Ended,
+    /// Never recorded, or forgotten.
+    Unknown,
+}
+
 /// The limits of a [`Sessions`] registry.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SessionLimits {
@@ -40,6 +58,7 @@ pub(crate) struct SessionLimits {
 
 struct Session {
     last_seen: Instant,
+    ended: bool,
     /// Ids of the client's task-augmented `tools/call`s, most recent last.
     augmented: VecDeque<Box<RawValue>>,
 }
@@ -85,35 +104,46 @@ impl Sessions {
             id.into(),
             Session {
                 last_seen: now,
+                ended: false,
                 augmented: VecDeque::new(),
             },
         );
     }
 
-    /// Whether `id` is a live 2025-11-25 session; restarts its idle clock.
-    pub(crate) fn touch(&self, id: &str) -> bool {
+    /// What the registry knows of session `id`; restarts its idle clock.
+    pub(crate) fn touch(&self, id: &str) -> Known {
         let now = Instant::now();
         let mut map = self.lock();
         match map.get_mut(id) {
             Some(session) if now.duration_since(session.last_seen) < self.limits.idle => {
                 session.last_seen = now;
-                true
+                if session.ended {
+                    Known::Ended
+                } else {
+                    Known::Live
+                }
             }
             Some(_) => {
                 map.remove(id);
-                false
+                Known::Unknown
             }
-            None => false,
+            None => Known::Unknown,
         }
     }
 
-    /// Forgets a session that ended.
-    pub(crate) fn forget(&self, id: &str) {
-        self.lock().remove(id);
+    /// Marks a session ended (kept, like any entry, until idle or evicted).
+    pub(crate) fn end(&self, id: &str) {
+        if let Some(session) = self.lock().get_mut(id) {
+            session.ended = true;
+            session.augmented.clear();
+        }
     }
 
     /// Notes that the client's request `request` in session `id` became a task.
     pub(crate) fn note_augmented(&self, id: &str, request: &RawValue) {
+        if request.get().len() > MAX_ID_LEN {
+            return;
+        }
         if let Some(session) = self.lock().get_mut(id) {
             if session.augmented.len() == AUGMENTED_IDS {
                 session.augmented.pop_front();
@@ -154,23 +184,28 @@ mod tests {
         std::thread::sleep(Duration::from_millis(2));
         sessions.insert("b");
         std::thread::sleep(Duration::from_millis(2));
-        assert!(sessions.touch("a"));
+        assert_eq!(sessions.touch("a"), Known::Live);
         sessions.insert("c");
         assert_eq!(sessions.len(), 2);
-        assert!(sessions.touch("a"));
-        assert!(!sessions.touch("b"), "b was used least recently");
-        assert!(sessions.touch("c"));
+        assert_eq!(sessions.touch("a"), Known::Live);
+        assert_eq!(
+            sessions.touch("b"),
+            Known::Unknown,
+            "b was used least recently"
+        );
+        assert_eq!(sessions.touch("c"), Known::Live);
     }
 
     #[test]
-    fn idle_and_deleted_sessions_are_forgotten() {
+    fn ended_sessions_are_marked_and_idle_ones_forgotten() {
         let sessions = Sessions::new(limits(10, Duration::from_millis(20)));
         sessions.insert("idle");
         sessions.insert("deleted");
-        sessions.forget("deleted");
-        assert!(!sessions.touch("deleted"));
+        sessions.end("deleted");
+        assert_eq!(sessions.touch("deleted"), Known::Ended);
         std::thread::sleep(Duration::from_millis(30));
-        assert!(!sessions.touch("idle"));
+        assert_eq!(sessions.touch("idle"), Known::Unknown);
+        assert_eq!(sessions.touch("deleted"), Known::Unknown);
         assert_eq!(sessions.len(), 0);
     }
 
@@ -185,5 +220,8 @@ mod tests {
         assert!(sessions.is_augmented("s", &id(AUGMENTED_IDS)));
         assert!(!sessions.is_augmented("s", &id(0)), "the oldest id went");
         assert!(!sessions.is_augmented("other", &id(AUGMENTED_IDS)));
+        let long = RawValue::from_string(format!("\"{}\"", "x".repeat(MAX_ID_LEN))).unwrap();
+        sessions.note_augmented("s", &long);
+        assert!(!sessions.is_augmented("s", &long), "long ids are not kept");
     }
 }

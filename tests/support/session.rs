@@ -8,6 +8,17 @@ use serde_json::{Value, json};
 use super::client::{Exchange, McpClient, OpenCall};
 use super::layered::{Layered, USER_HEADER};
 
+/// How long a test waits for a message on a `tasks/result` stream.
+pub const STREAM_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Reads `stream` to the outcome (panics after [`STREAM_WAIT`]); the outcome.
+pub async fn outcome(stream: OpenCall) -> Value {
+    let messages = tokio::time::timeout(STREAM_WAIT, stream.finish())
+        .await
+        .expect("the tasks/result stream ends with the outcome");
+    messages.last().expect("the outcome").clone()
+}
+
 /// The protocol version of the legacy sessions.
 pub const LEGACY: &str = "2025-11-25";
 
@@ -101,6 +112,19 @@ impl Session {
         self.client
             .open_post(id, &self.headers(), body.to_string())
             .await
+    }
+
+    /// Opens `tasks/result` for `task` and reads the first message the layer
+    /// relays on it (panics after 10 s).
+    pub async fn first_relayed(&self, task: &str) -> (OpenCall, Value) {
+        let mut stream = self
+            .open_request("tasks/result", json!({"taskId": task}))
+            .await;
+        let asked = tokio::time::timeout(STREAM_WAIT, stream.next_message())
+            .await
+            .expect("a message within 10 s")
+            .expect("the relayed request");
+        (stream, asked)
     }
 
     /// POSTs any message (a notification, a response); status and body.

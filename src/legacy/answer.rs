@@ -1,0 +1,180 @@
+//! The client's answer to a request the layer relayed, on its way back to
+//! the inner server.
+//!
+//! | Step | What happens | If it fails |
+//! |------|--------------|-------------|
+//! | 1 | the POST is a JSON-RPC response (`result` or `error`) | `-32602`, HTTP 400; nothing recorded |
+//! | 2 | the store takes it as the caller (owner checked) and completes the round | `-32602`, HTTP 400 (nothing waits), `-32603` (store down) |
+//! | 3 | the client gets `202` at once                        | — |
+//! | 4 | on a tokio task of its own, the answer goes to the inner server under the inner id, in the session the tool asked from, with the answering request's credentials; retried | the task fails with a message that says so, and its stop signal fires, which tells the inner call it is cancelled |
+//!
+//! Step 4 is detached so a client hanging up right after its POST cannot
+//! lose an answer the store already took.
+
+use std::time::Duration;
+
+use http::request::Parts;
+use http::{HeaderValue, StatusCode};
+use serde_json::value::RawValue;
+use tokio_util::sync::CancellationToken;
+
+use super::input::{Pending, answer_for_inner};
+use super::route::LEGACY_VERSION;
+use crate::flight::caller::CallInner;
+use crate::mrtr::Template;
+use crate::service::Shared;
+use crate::store::{InputProgress, TaskStore};
+use crate::task::TaskId;
+use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, Reply};
+use crate::wire::raw::Members;
+
+/// How many times an answer is offered to the inner server.
+const ATTEMPTS: u32 = 4;
+
+/// An answer the store took, to be delivered to the inner server.
+pub(crate) struct Delivery {
+    task: TaskId,
+    body: String,
+    session: Option<String>,
+    stop: CancellationToken,
+}
+
+fn refused(message: &str) -> Reply {
+    Reply::error(
+        StatusCode::BAD_REQUEST,
+        None,
+        ErrorObject::new(INVALID_PARAMS, message),
+    )
+}
+
+/// Whether `text` is a JSON-RPC response object.
+fn is_response(text: &str) -> bool {
+    Members::parse(text)
+        .is_ok_and(|members| members.get("result").is_some() || members.get("error").is_some())
+}
+
+/// Steps 1 and 2: checks the answer and records it as the caller.
+pub(crate) async fn take(
+    shared: &Shared,
+    parts: &Parts,
+    body: &[u8],
+    task: TaskId,
+    key: String,
+) -> Result<Delivery, Reply> {
+    let text = std::str::from_utf8(body).map_err(|_| refused("The answer is not UTF-8"))?;
+    if !is_response(text) {
+        return Err(refused(
+            "The answer is not a JSON-RPC response (it needs result or error)",
+        ));
+    }
+    let message =
+        RawValue::from_string(text.to_owned()).map_err(|_| refused("The answer is not JSON"))?;
+    let owner = shared.owner.resolve(parts);
+    let progress = shared
+        .store
+        .answer_input(task, owner.as_deref(), vec![(key, message)])
+        .await
+        .map_err(|e| Reply::internal(None, format!("The task store failed: {e}")))?;
+    let Some(InputProgress::RoundComplete {
+        answers,
+        resume,
+        stop,
+    }) = progress
+    else {
+        return Err(refused(
+            "No relayed request with this id is waiting for an answer",
+        ));
+    };
+    let delivery = serde_json::from_str::<Pending>(resume.get())
+        .ok()
+        .and_then(|pending| {
+            let (_, answer) = answers.into_iter().next()?;
+            let body = answer_for_inner(answer.get(), &pending)?;
+            Some((pending.session, body))
+        });
+    match delivery {
+        Some((session, body)) => Ok(Delivery {
+            task,
+            body,
+            session,
+            stop,
+        }),
+        None => {
+            let message = "The answer could not be routed back to the tool";
+            fail(shared.store.as_ref(), task, &stop, message).await;
+            Err(Reply::internal(None, message))
+        }
+    }
+}
+
+/// Step 4, detached: delivers the answer or fails the task.
+pub(crate) fn deliver(
+    shared: &Shared,
+    mut caller: Box<dyn CallInner>,
+    parts: &Parts,
+    delivery: Delivery,
+) {
+    let mut template = Template::from_parts(parts);
+    if let Some(session) = delivery
+        .session
+        .as_deref()
+        .and_then(|s| HeaderValue::from_str(s).ok())
+    {
+        template
+            .headers
+            .get_or_insert_with(Default::default)
+            .insert("mcp-session-id", session);
+    }
+    let store = shared.store.clone();
+    tokio::spawn(async move {
+        let mut last = String::new();
+        for attempt in 0..ATTEMPTS {
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+            }
+            let Ok(request) = template.post(delivery.body.clone(), LEGACY_VERSION) else {
+                last = "the request could not be built".into();
+                break;
+            };
+            match caller.call(request).await {
+                Ok(response) if response.status().is_success() => return,
+                // The session is gone: retrying cannot help.
+                Ok(response) if response.status() == StatusCode::NOT_FOUND => {
+                    last = "the inner server no longer knows the session".into();
+                    break;
+                }
+                Ok(response) => {
+                    last = format!("the inner server answered HTTP {}", response.status())
+                }
+                Err(error) => last = error.to_string(),
+            }
+        }
+        let message = format!("The answer to the tool's request could not be delivered: {last}");
+        fail(store.as_ref(), delivery.task, &delivery.stop, &message).await;
+    });
+}
+
+/// Fails the task and stops its call, which cancels it on the inner server.
+async fn fail(store: &dyn TaskStore, task: TaskId, stop: &CancellationToken, message: &str) {
+    tracing::warn!(%task, message, "a relayed answer was lost");
+    let error = ErrorObject::new(INTERNAL_ERROR, message).to_raw();
+    if let Err(error) = store.fail(task, error).await {
+        tracing::warn!(%task, %error, "could not fail the task");
+    }
+    stop.cancel();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_responses_are_answers() {
+        assert!(is_response(r#"{"jsonrpc":"2.0","id":"x","result":{}}"#));
+        assert!(is_response(
+            r#"{"jsonrpc":"2.0","id":"x","error":{"code":1,"message":"no"}}"#
+        ));
+        assert!(!is_response(r#"{"jsonrpc":"2.0","id":"x"}"#));
+        assert!(!is_response("[]"));
+    }
+}
