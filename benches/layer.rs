@@ -5,12 +5,14 @@
 
 #[path = "support/inner.rs"]
 mod inner;
+#[path = "support/tasks.rs"]
+mod tasks;
 
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use http_body_util::BodyExt;
-use mcp_tasks::{MemoryTaskStore, NewTask, TaskId, TaskStore, TasksLayer, Timestamp};
+use mcp_tasks::{MemoryTaskStore, TaskId, TaskStore, TasksLayer};
 use tower::{Layer, ServiceExt};
 
 use inner::{Answers, Inner, request};
@@ -96,21 +98,7 @@ fn passthrough_and_fast_calls(c: &mut Criterion) {
 
 /// Fills `store` with 100k working tasks (TTL one hour); returns the last id.
 async fn fill_100k(store: &MemoryTaskStore) -> String {
-    let mut last = None;
-    for _ in 0..100_000 {
-        let id = TaskId::generate().expect("random");
-        let task = NewTask {
-            id,
-            owner: None,
-            created_at: Timestamp::now(),
-            ttl: Some(Duration::from_secs(3600)),
-            poll_interval: Some(Duration::from_secs(1)),
-            status_message: None,
-        };
-        store.create(task).await.expect("create");
-        last = Some(id);
-    }
-    last.expect("tasks were created").to_string()
+    tasks::fill(store, None, 100_000).await.to_string()
 }
 
 fn tasks_get_among_100k(c: &mut Criterion) {

@@ -46,6 +46,16 @@ struct Envelope<'a> {
 fn answer(body: &[u8]) -> Response<Full<Bytes>> {
     let envelope: Envelope<'_> = serde_json::from_slice(body).expect("bench requests are JSON");
     let id = envelope.id.map(RawValue::get).unwrap_or("null");
+    if envelope.method == Some("initialize") {
+        let text = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"bench","version":"1"}}}}}}"#
+        );
+        return Response::builder()
+            .header("content-type", "application/json")
+            .header("mcp-session-id", SESSION)
+            .body(Full::new(Bytes::from(text)))
+            .expect("valid response");
+    }
     let result = match envelope.method {
         Some("tools/list") => {
             r#"{"resultType":"complete","tools":[{"name":"job","inputSchema":{"type":"object"}}]}"#
@@ -90,6 +100,26 @@ where
             Ok(answer(&body))
         })
     }
+}
+
+/// The `Mcp-Session-Id` the responder gives every `initialize`.
+pub const SESSION: &str = "bench-session";
+
+/// A 2025-11-25 POST inside session [`SESSION`] (no `_meta`, no `Mcp-Method`).
+pub fn legacy_request(id: u64, method: &str, params: &str) -> Request<Full<Bytes>> {
+    let body =
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{params}}}}}"#);
+    let mut builder = Request::post("/mcp")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    if method != "initialize" {
+        builder = builder
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("mcp-session-id", SESSION);
+    }
+    builder
+        .body(Full::new(Bytes::from(body)))
+        .expect("valid request")
 }
 
 /// A 2026-07-28 POST with the standard headers and `_meta`.
