@@ -1,7 +1,14 @@
 //! Quickstart (`cargo run --example quickstart`): `TasksLayer` in front of an
 //! ordinary rmcp server that knows nothing about tasks. Fast calls are answered
 //! as usual; a call still running after 500 ms becomes a task, which the stock
-//! rmcp client then polls with `tasks/get`.
+//! rmcp client then polls with `tasks/get`. Then a client of the previous
+//! protocol generation (2025-11-25, rmcp 2.2) asks for a task itself with
+//! `params.task` and waits for its outcome with `tasks/result`.
+
+// The 2025-11-25 client of the tests: rmcp 2.2 with the raw wire recorded.
+#[path = "../tests/support/client/legacy/mod.rs"]
+#[allow(dead_code)]
+mod legacy_client;
 
 use std::{sync::Arc, time::Duration};
 
@@ -18,7 +25,7 @@ use rmcp::{
     transport::{
         StreamableHttpClientTransport,
         streamable_http_server::{
-            StreamableHttpServerConfig, StreamableHttpService, session::never::NeverSessionManager,
+            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
         },
     },
 };
@@ -70,11 +77,13 @@ impl Demo {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // ---- 2. Serve it over Streamable HTTP (stateless 2026-07-28), wrapped. --
+    // ---- 2. Serve it over Streamable HTTP, wrapped. ---------------------------
+    // 2026-07-28 requests are served statelessly; 2025-11-25 clients get
+    // sessions (rmcp's legacy session mode).
     let config = StreamableHttpServerConfig::default()
-        .with_legacy_session_mode(false)
+        .with_legacy_session_mode(true)
         .disable_allowed_hosts();
-    let sessions = Arc::new(NeverSessionManager::default()); // stateless: no sessions
+    let sessions = Arc::new(LocalSessionManager::default());
     let mcp = StreamableHttpService::new(|| Ok(Demo), sessions, config);
     let app = ServiceBuilder::new()
         .layer(TasksLayer::new(MemoryTaskStore::new())) // the only new line
@@ -97,7 +106,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
     };
     let client = ClientConfig::new(capabilities, Implementation::new("quickstart", "0.1.0"))
-        .serve_with_lifecycle(StreamableHttpClientTransport::from_uri(url), lifecycle)
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_uri(url.clone()),
+            lifecycle,
+        )
         .await?;
 
     // The fast tool answers within the threshold: an ordinary result.
@@ -147,8 +159,38 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let result: CallToolResult = serde_json::from_value(result.into())?;
     println!("result: {}", text(&result));
 
-    // ---- 4. Clean shutdown. -------------------------------------------------
     client.cancel().await?;
+
+    // ---- 4. A 2025-11-25 client (rmcp 2.2) asks for the task itself. --------
+    let legacy = legacy_client::LegacyClient::connect(&url).await;
+    println!(
+        "2025-11-25 session: initialize now advertises tasks {}",
+        legacy.server_capabilities()["tasks"]
+    );
+    let call = serde_json::json!({
+        "name": "build_report", "arguments": {"seconds": 1}, "task": {"ttl": 60_000},
+    });
+    let created = legacy.request("tools/call", call).await.map_err(|e| e.1)?;
+    let task_id = created["task"]["taskId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    println!(
+        "build_report(1) with params.task: task {task_id} at once (status {}, ttl {} ms)",
+        created["task"]["status"].as_str().unwrap_or_default(),
+        created["task"]["ttl"]
+    );
+    // `tasks/result` waits until the task is done, then answers its result.
+    let params = serde_json::json!({"taskId": task_id});
+    let outcome = legacy
+        .request("tasks/result", params)
+        .await
+        .map_err(|e| e.1)?;
+    let outcome = outcome["content"][0]["text"].as_str().unwrap_or_default();
+    println!("tasks/result: {outcome}");
+    legacy.close().await;
+
+    // ---- 5. Clean shutdown. -------------------------------------------------
     let _ = stop.send(());
     server.await??;
     Ok(())

@@ -16,7 +16,8 @@
 //!
 //! A request without `_meta["io.modelcontextprotocol/protocolVersion"]` and
 //! without a 2026-07-28 `MCP-Protocol-Version` header belongs to an older,
-//! session-based protocol generation and goes to the inner server unchanged.
+//! session-based protocol generation: `legacy::route` decides, and most such
+//! messages go to the inner server unchanged.
 
 use std::borrow::Cow;
 use std::ops::Range;

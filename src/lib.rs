@@ -8,6 +8,11 @@
 //! the background; the client then polls `tasks/get` and may `tasks/cancel`.
 //! The inner server needs no change and never learns about tasks.
 //!
+//! Clients of the previous generation, the experimental tasks of protocol
+//! 2025-11-25, are served by the same layer and store in their sessions:
+//! they ask for a task with `params.task` and use `tasks/get`,
+//! `tasks/result`, `tasks/list` and `tasks/cancel`.
+//!
 //! ```no_run
 //! use mcp_tasks::{MemoryTaskStore, TasksLayer};
 //! use tower::ServiceBuilder;
