@@ -191,3 +191,54 @@ async fn cancel_and_list_as_an_authenticated_rmcp_2_2_client() {
     alice.close().await;
     bob.close().await;
 }
+
+#[tokio::test]
+async fn an_rmcp_2_2_and_an_rmcp_3_client_use_one_layer_concurrently() {
+    use rmcp::model::{CallToolResponse, TaskPayload};
+
+    let layered = Layered::start_sessions(|layer| layer.threshold(ms(200))).await;
+    let old = LegacyClient::connect(&layered.served.url).await;
+    let new = support::client::RmcpClient::connect(&layered.served.url, true).await;
+
+    let legacy_side = async {
+        let id = start(
+            &old,
+            "slow_compute",
+            json!({"seconds": 0.8, "label": "old"}),
+        )
+        .await;
+        let result = old
+            .request("tasks/result", json!({"taskId": id}))
+            .await
+            .expect("tasks/result");
+        text(&result).to_owned()
+    };
+    let modern_side = async {
+        let created = new
+            .call_tool_once("slow_compute", json!({"seconds": 0.8, "label": "new"}))
+            .await
+            .expect("tools/call");
+        let CallToolResponse::Task(created) = created else {
+            panic!("a slow call from a declaring client becomes a task: {created:?}");
+        };
+        loop {
+            let polled = new
+                .tasks_get(&created.task.task_id)
+                .await
+                .expect("tasks/get");
+            if polled.task.status().is_terminal() {
+                let TaskPayload::Completed { result } = polled.task.payload else {
+                    panic!("not completed: {:?}", polled.task.payload);
+                };
+                return serde_json::to_value(result).expect("result JSON");
+            }
+            tokio::time::sleep(ms(100)).await;
+        }
+    };
+    let (old_text, new_result) = tokio::join!(legacy_side, modern_side);
+    assert_eq!(old_text, "old done after 0.8s");
+    assert_eq!(text(&new_result), "new done after 0.8s", "{new_result}");
+    assert_eq!(layered.probe.finished("slow_compute"), 2);
+    old.close().await;
+    new.close().await;
+}
