@@ -14,7 +14,7 @@ use crate::policy::ToolPolicy;
 /// | `poll_interval`    | 1 s       | one cheap read per second per task; a finished task is seen within a second   |
 /// | `max_body_bytes`   | 4 MiB     | every POST is buffered to be classified; this bounds that buffer                |
 /// | `require_task_name_header` | on | the 2026-07-28 transport requires `Mcp-Name: <taskId>` on task methods, and the conformance suite checks it |
-/// | `max_ttl`          | 24 hours  | 2025-11-25 clients ask for a TTL; honoured up to this, so a client cannot pin a task for ever |
+/// | `max_ttl`          | the `ttl` | 2025-11-25 clients ask for a TTL; honoured up to this, so a client cannot keep a task longer than the operator chose unless the operator raises it |
 /// | `list_page_size`   | 100       | `tasks/list` pages: one store read each, small enough to answer in a millisecond |
 /// | `max_sessions`     | 10 000    | bounds what the layer keeps of 2025-11-25 sessions (about 100 B each)     |
 /// | `session_idle`     | 1 hour    | a 2025-11-25 session with no request for this long is forgotten            |
@@ -28,7 +28,8 @@ pub struct TasksConfig {
     pub(crate) policies: HashMap<String, ToolPolicy>,
     pub(crate) max_body_bytes: usize,
     pub(crate) require_task_name_header: bool,
-    pub(crate) max_ttl: Option<Duration>,
+    /// `None`: the same as `ttl`; `Some(cap)`: set with `max_ttl`.
+    pub(crate) max_ttl: Option<Option<Duration>>,
     pub(crate) list_page_size: usize,
     pub(crate) max_sessions: usize,
     pub(crate) session_idle: Duration,
@@ -45,7 +46,7 @@ impl Default for TasksConfig {
             policies: HashMap::new(),
             max_body_bytes: 4 * 1024 * 1024,
             require_task_name_header: true,
-            max_ttl: Some(Duration::from_secs(24 * 3600)),
+            max_ttl: None,
             list_page_size: 100,
             max_sessions: 10_000,
             session_idle: Duration::from_secs(3600),
@@ -80,7 +81,7 @@ impl TasksConfig {
 
     /// The longest TTL a 2025-11-25 client may ask for (`None`: any).
     pub fn max_ttl(&self) -> Option<Duration> {
-        self.max_ttl
+        self.max_ttl.unwrap_or(self.ttl)
     }
 
     /// How many tasks one `tasks/list` page holds at most.

@@ -104,9 +104,11 @@ impl TasksLayer {
     }
 
     /// The longest TTL a 2025-11-25 client may ask for with `params.task.ttl`
-    /// (`None`: any). Without a request the [`ttl`](Self::ttl) applies.
+    /// (`None`: any). Until this is called it follows [`ttl`](Self::ttl):
+    /// a client can ask for less than the operator's TTL, not more. Without a
+    /// request the [`ttl`](Self::ttl) applies.
     pub fn max_ttl(mut self, max: Option<Duration>) -> Self {
-        self.config.max_ttl = max.map(|max| max.max(Duration::from_millis(1)));
+        self.config.max_ttl = Some(max.map(|max| max.max(Duration::from_millis(1))));
         self
     }
 

@@ -128,6 +128,25 @@ async fn a_ttl_above_the_maximum_is_lowered_and_reported() {
 }
 
 #[tokio::test]
+async fn without_max_ttl_a_client_gets_at_most_the_layers_ttl() {
+    let layered = Layered::start_sessions(|layer| layer.ttl(Some(ms(10_000)))).await;
+    let session = Session::open(&layered, None).await;
+    let ttl_of = |created: Value| created["result"]["task"]["ttl"].clone();
+    let longer = session
+        .call_as_task("greet", json!({"name": "t"}), json!({"ttl": 86_400_000}))
+        .await;
+    assert_eq!(ttl_of(longer), 10_000);
+    let shorter = session
+        .call_as_task("greet", json!({"name": "t"}), json!({"ttl": 2_000}))
+        .await;
+    assert_eq!(ttl_of(shorter), 2_000);
+    let unasked = session
+        .call_as_task("greet", json!({"name": "t"}), json!({}))
+        .await;
+    assert_eq!(ttl_of(unasked), 10_000);
+}
+
+#[tokio::test]
 async fn calls_without_params_task_stay_synchronous_whatever_the_threshold() {
     let layered = Layered::start_sessions(|layer| {
         layer

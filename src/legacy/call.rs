@@ -44,7 +44,7 @@ pub(crate) fn granted_ttl(shared: &Shared, requested: Option<u64>) -> Option<Dur
         None => config.ttl,
         Some(millis) => {
             let asked = Duration::from_millis(millis.max(1));
-            Some(config.max_ttl.map_or(asked, |max| asked.min(max)))
+            Some(config.max_ttl().map_or(asked, |max| asked.min(max)))
         }
     }
 }
