@@ -196,12 +196,8 @@ async fn an_answer_from_another_session_reaches_the_session_the_tool_asked_from(
         .await;
     asking.wait_status(&task, &["input_required"]).await;
     let (stream, asked) = answering.first_relayed(&task).await;
-    let (status, body) = answering
-        .post(json!({
-            "jsonrpc": "2.0", "id": asked["id"],
-            "result": {"action": "accept", "content": {"confirm": true}},
-        }))
-        .await;
+    let accept = json!({"action": "accept", "content": {"confirm": true}});
+    let (status, body) = answering.answer(&asked, accept).await;
     assert_eq!(status, 202, "{body}");
     let result = outcome(stream).await;
     assert!(

@@ -106,12 +106,8 @@ async fn legacy_tasks_live_in_redis_and_are_read_from_either_instance() {
     // (the tool's session is A's, so the answer goes there).
     on_a.wait_status(&asking, &["input_required"]).await;
     let (stream, asked) = on_a.first_relayed(&asking).await;
-    let (status, body) = on_a
-        .post(json!({
-            "jsonrpc": "2.0", "id": asked["id"],
-            "result": {"action": "accept", "content": {"confirm": true}},
-        }))
-        .await;
+    let accept = json!({"action": "accept", "content": {"confirm": true}});
+    let (status, body) = on_a.answer(&asked, accept).await;
     assert_eq!(status, 202, "{body}");
     let result = outcome(stream).await;
     assert!(

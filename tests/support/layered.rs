@@ -40,43 +40,38 @@ pub struct Layered {
 impl Layered {
     /// Serves the `Stateless` fixture behind `configure(TasksLayer::new(store))`.
     pub async fn start(configure: impl FnOnce(TasksLayer) -> TasksLayer) -> Self {
-        let (probe, store, layer) = parts(configure);
-        let app = ServiceBuilder::new()
-            .layer(layer)
-            .service(fixture::service(FixtureMode::Stateless, probe.clone()));
-        let served = fixture::serve(app).await;
-        Self {
-            served,
-            probe,
-            store,
-        }
+        Self::serve(FixtureMode::Stateless, false, configure).await
     }
 
     /// Like [`Self::start`], with a test authentication middleware outside
     /// the layer that turns the [`USER_HEADER`] into a [`Principal`].
     pub async fn start_with_users(configure: impl FnOnce(TasksLayer) -> TasksLayer) -> Self {
-        let (probe, store, layer) = parts(configure);
-        let app = ServiceBuilder::new()
-            .map_request(principal_from_header)
-            .layer(layer)
-            .service(fixture::service(FixtureMode::Stateless, probe.clone()));
-        let served = fixture::serve(app).await;
-        Self {
-            served,
-            probe,
-            store,
-        }
+        Self::serve(FixtureMode::Stateless, true, configure).await
     }
 
     /// Serves the dual-era `Session` fixture (rmcp legacy sessions) behind
     /// `configure(TasksLayer::new(store))`, with the test authentication
     /// middleware outside the layer.
     pub async fn start_sessions(configure: impl FnOnce(TasksLayer) -> TasksLayer) -> Self {
+        Self::serve(FixtureMode::Session, true, configure).await
+    }
+
+    async fn serve(
+        mode: FixtureMode,
+        users: bool,
+        configure: impl FnOnce(TasksLayer) -> TasksLayer,
+    ) -> Self {
         let (probe, store, layer) = parts(configure);
         let app = ServiceBuilder::new()
-            .map_request(principal_from_header)
+            .map_request(move |request| {
+                if users {
+                    principal_from_header(request)
+                } else {
+                    request
+                }
+            })
             .layer(layer)
-            .service(fixture::service(FixtureMode::Session, probe.clone()));
+            .service(fixture::service(mode, probe.clone()));
         let served = fixture::serve(app).await;
         Self {
             served,

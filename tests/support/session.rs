@@ -127,6 +127,12 @@ impl Session {
         (stream, asked)
     }
 
+    /// Answers the relayed request `asked` with `result`; status and body.
+    pub async fn answer(&self, asked: &Value, result: Value) -> (StatusCode, String) {
+        self.post(json!({"jsonrpc": "2.0", "id": asked["id"], "result": result}))
+            .await
+    }
+
     /// POSTs any message (a notification, a response); status and body.
     pub async fn post(&self, message: Value) -> (StatusCode, String) {
         let headers = self.headers();
