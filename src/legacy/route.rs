@@ -1,6 +1,6 @@
 //! Which messages of a 2025-11-25 session the layer takes part in.
 //!
-//! | Message (in a recorded 2025-11-25 session)           | Route                                        |
+//! | Message (in a 2025-11-25 session, see below)         | Route                                        |
 //! |------------------------------------------------------|----------------------------------------------|
 //! | `initialize` (any session, any version)              | forwarded; a 2025-11-25 result gains `capabilities.tasks` |
 //! | `tools/list`                                         | forwarded; tools gain `execution.taskSupport` |
@@ -12,6 +12,11 @@
 //! | a response whose id is `"mcp-tasks:<task>:<n>"`      | an answer to a relayed input request         |
 //! | `notifications/cancelled` for a task-augmented call  | swallowed (`202`): tasks are cancelled with `tasks/cancel` |
 //! | anything else, or a session that is not recorded     | forwarded untouched                          |
+//!
+//! A request is in a 2025-11-25 session when it has an `Mcp-Session-Id`
+//! that the registry has not seen end and either says
+//! `MCP-Protocol-Version: 2025-11-25` or, without that header, names a
+//! session the registry recorded.
 //!
 //! Errors are JSON-RPC errors with HTTP 200: in a 2025-11-25 session an HTTP
 //! 404 means "your session is gone", which none of them is.
