@@ -26,7 +26,7 @@ use serde_json::value::RawValue;
 use crate::store::InputRound;
 use crate::task::{TaskId, Timestamp};
 use crate::wire::MODERN_VERSION;
-use crate::wire::raw::{Members, write_object};
+use crate::wire::raw::{Members, edit_object, write_object};
 
 /// What the layer keeps to re-issue a call: never shown to the client.
 #[derive(Serialize, Deserialize)]
@@ -252,20 +252,11 @@ pub(crate) fn reissue(
         text
     });
     let state_text = request_state.map(|state| Value::String(state).to_string());
-    let kept = members
-        .0
-        .iter()
-        .filter(|(key, _)| key != "inputResponses" && key != "requestState")
-        .map(|(key, value)| (key.as_ref(), value.get()));
-    let added = [
+    let edits = [
         ("inputResponses", answers_text.as_deref()),
         ("requestState", state_text.as_deref()),
     ];
-    let added = added
-        .into_iter()
-        .filter_map(|(key, value)| Some((key, value?)));
-    let mut params_text = String::with_capacity(params.get().len() + 64);
-    write_object(&mut params_text, kept.chain(added));
+    let params_text = edit_object(params.get(), &edits).ok_or("stored params are not an object")?;
 
     let id = Value::String(format!(
         "mcp-tasks:{}:{}.{}",

@@ -13,11 +13,12 @@ use http::Response;
 use http::header::CONTENT_LENGTH;
 use http_body::{Body, Frame};
 use http_body_util::{BodyExt, StreamBody};
+use serde_json::value::RawValue;
 use sse_stream::SseStream;
 
 use crate::body::{BoxError, ResponseBody};
 use crate::flight::tap::BodyError;
-use crate::wire::raw::{Members, span, write_object};
+use crate::wire::raw::{Members, edit_object, span};
 use crate::wire::{TASKS_EXTENSION, content_type};
 
 /// Removes the tasks extension from the `extensions` object found at
@@ -28,16 +29,10 @@ pub(crate) fn strip_tasks_extension(
     extensions: Range<usize>,
 ) -> Option<(Bytes, usize)> {
     let text = std::str::from_utf8(body.get(extensions.clone())?).ok()?;
-    let members = Members::parse(text).ok()?;
-    members.get(TASKS_EXTENSION)?;
+    Members::parse(text).ok()?.get(TASKS_EXTENSION)?;
+    let object = edit_object(text, &[(TASKS_EXTENSION, None)])?;
     let mut out = Vec::with_capacity(body.len());
     out.extend_from_slice(&body[..extensions.start]);
-    let mut object = String::with_capacity(text.len());
-    let kept = members.0.iter().filter(|(key, _)| key != TASKS_EXTENSION);
-    write_object(
-        &mut object,
-        kept.map(|(key, value)| (key.as_ref(), value.get())),
-    );
     out.extend_from_slice(object.as_bytes());
     out.extend_from_slice(&body[extensions.end..]);
     let shorter = body.len() - out.len();
@@ -119,32 +114,29 @@ pub(crate) fn splice(message: &str, target: &str, replacement: &str) -> Option<S
 /// `result.capabilities.extensions`; every other byte stays as it was.
 /// `None` when it is not such a response or already has the extension.
 fn with_extension(message: &str) -> Option<String> {
-    const DECLARED: &str = "{}";
     let result = Members::parse(message).ok()?.get("result")?;
     let capabilities = Members::parse(result.get()).ok()?.get("capabilities")?;
-    let members = Members::parse(capabilities.get()).ok()?;
-    let (target, object) = match members.get("extensions") {
-        Some(extensions) => {
-            let existing = Members::parse(extensions.get()).ok()?;
-            existing.get(TASKS_EXTENSION).is_none().then_some(())?;
-            let mut object = String::new();
-            let kept = existing.0.iter().map(|(k, v)| (k.as_ref(), v.get()));
-            write_object(&mut object, kept.chain([(TASKS_EXTENSION, DECLARED)]));
-            (extensions.get(), object)
-        }
+    let existing = Members::parse(capabilities.get()).ok()?.get("extensions");
+    let extensions = existing.map_or("{}", RawValue::get);
+    if Members::parse(extensions)
+        .ok()?
+        .get(TASKS_EXTENSION)
+        .is_some()
+    {
+        return None;
+    }
+    let declared = edit_object(extensions, &[(TASKS_EXTENSION, Some("{}"))])?;
+    match existing {
+        Some(existing) => splice(message, existing.get(), &declared),
         None => {
-            let mut extensions = String::new();
-            write_object(&mut extensions, [(TASKS_EXTENSION, DECLARED)].into_iter());
-            let mut object = String::new();
-            let kept = members.0.iter().map(|(k, v)| (k.as_ref(), v.get()));
-            write_object(
-                &mut object,
-                kept.chain([("extensions", extensions.as_str())]),
-            );
-            (capabilities.get(), object)
+            let edits = [("extensions", Some(declared.as_str()))];
+            splice(
+                message,
+                capabilities.get(),
+                &edit_object(capabilities.get(), &edits)?,
+            )
         }
-    };
-    splice(message, target, &object)
+    }
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ use pin_project_lite::pin_project;
 use tower_service::Service;
 
 use crate::body::{BoxError, RequestBody, ResponseBody};
-use crate::classify::{Route, TaskMethod, ToolCall, classify};
+use crate::classify::{Route, TaskMethod, ToolCall, classify, header};
 use crate::config::TasksConfig;
 use crate::flight::caller::Caller;
 use crate::flight::driver::{self, Parking, Work, park};
@@ -336,7 +336,7 @@ where
             let list = shared.owner.resolve(&parts).is_some();
             let request = Request::from_parts(parts, RequestBody::buffered(bytes));
             let response = inner.call(request).await?;
-            let session = legacy::session_id(response.headers());
+            let session = header(response.headers(), "mcp-session-id").map(Into::into);
             let edit = advertise::initialize(session, shared.sessions.clone(), list);
             Ok(rewrite::edit_response(response, edit).await)
         }

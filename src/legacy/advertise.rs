@@ -21,7 +21,7 @@ use super::sessions::Sessions;
 use crate::config::TasksConfig;
 use crate::policy::ToolPolicy;
 use crate::rewrite::splice;
-use crate::wire::raw::{Members, write_object};
+use crate::wire::raw::{Members, edit_object};
 
 /// The `capabilities.tasks` the layer declares.
 fn tasks_capability(list: bool) -> &'static str {
@@ -48,14 +48,8 @@ pub(crate) fn initialize(
             return None;
         }
         let capabilities = members.get("capabilities")?;
-        let existing = Members::parse(capabilities.get()).ok()?;
-        let mut object = String::with_capacity(capabilities.get().len() + 64);
-        let kept = existing
-            .0
-            .iter()
-            .filter(|(key, _)| key != "tasks")
-            .map(|(key, value)| (key.as_ref(), value.get()));
-        write_object(&mut object, kept.chain([("tasks", tasks_capability(list))]));
+        let edits = [("tasks", Some(tasks_capability(list)))];
+        let object = edit_object(capabilities.get(), &edits)?;
         let edited = splice(message, capabilities.get(), &object)?;
         sessions.insert(session);
         Some(edited)
@@ -102,31 +96,15 @@ fn with_task_support(tool: &str, config: &TasksConfig) -> Option<String> {
     let members = Members::parse(tool).ok()?;
     let name: String = serde_json::from_str(members.get("name")?.get()).ok()?;
     let support = task_support(config.policy_for(&name));
-    let execution = match members.get("execution") {
-        Some(execution) if execution.get() != "null" => {
-            let existing = Members::parse(execution.get()).ok()?;
-            if existing.get("taskSupport").is_some() {
-                return None;
-            }
-            let mut object = String::new();
-            let kept = existing.0.iter().map(|(k, v)| (k.as_ref(), v.get()));
-            write_object(&mut object, kept.chain([("taskSupport", support)]));
-            object
-        }
-        _ => {
-            let mut object = String::new();
-            write_object(&mut object, [("taskSupport", support)].into_iter());
-            object
-        }
+    let existing = match members.get("execution") {
+        Some(execution) if execution.get() != "null" => execution.get(),
+        _ => "{}",
     };
-    let mut out = String::with_capacity(tool.len() + execution.len() + 16);
-    let kept = members
-        .0
-        .iter()
-        .filter(|(key, _)| key != "execution")
-        .map(|(key, value)| (key.as_ref(), value.get()));
-    write_object(&mut out, kept.chain([("execution", execution.as_str())]));
-    Some(out)
+    if Members::parse(existing).ok()?.get("taskSupport").is_some() {
+        return None;
+    }
+    let execution = edit_object(existing, &[("taskSupport", Some(support))])?;
+    edit_object(tool, &[("execution", Some(&execution))])
 }
 
 #[cfg(test)]

@@ -18,7 +18,8 @@ use http::request::Parts;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::input::{LegacyWork, inner_post};
+use super::input::LegacyWork;
+use super::route::LEGACY_VERSION;
 use super::route::LegacyCall;
 use crate::flight::Flight;
 use crate::flight::caller::CallInner;
@@ -28,7 +29,7 @@ use crate::service::Shared;
 use crate::store::NewTask;
 use crate::task::{TaskId, Timestamp};
 use crate::wire::jsonrpc::Reply;
-use crate::wire::raw::{Members, empty_object, write_object};
+use crate::wire::raw::{Members, edit_object, empty_object, write_object};
 use crate::wire::view::{Rendered, TaskView, render};
 
 /// The nested 2025-11-25 `CreateTaskResult`.
@@ -49,24 +50,16 @@ pub(crate) fn granted_ttl(shared: &Shared, requested: Option<u64>) -> Option<Dur
     }
 }
 
-/// The forwarded body: `params` without `task`, and the layer's id.
+/// The forwarded body: `params` without `task`, and the layer's id; every
+/// other member in its place.
 fn forwarded_body(body: &[u8], call: &LegacyCall, inner_id: &str) -> Option<String> {
     let text = std::str::from_utf8(body).ok()?;
+    let params = edit_object(text.get(call.params.clone())?, &[("task", None)])?;
     let envelope = Members::parse(text).ok()?;
-    let params = Members::parse(text.get(call.params.clone())?).ok()?;
-    let mut params_text = String::with_capacity(call.params.len());
-    write_object(
-        &mut params_text,
-        params
-            .0
-            .iter()
-            .filter(|(key, _)| key != "task")
-            .map(|(key, value)| (key.as_ref(), value.get())),
-    );
     let mut out = String::with_capacity(text.len() + 48);
     let members = envelope.0.iter().map(|(key, value)| match key.as_ref() {
         "id" => ("id", inner_id),
-        "params" => ("params", params_text.as_str()),
+        "params" => ("params", params.as_str()),
         other => (other, value.get()),
     });
     write_object(&mut out, members);
@@ -90,7 +83,7 @@ pub(crate) async fn call(
         return Reply::internal(Some(&call.id), "request parse lost its place");
     };
     let template = Template::from_parts(&parts);
-    let Some(request) = inner_post(&template, body) else {
+    let Ok(request) = template.post(body, LEGACY_VERSION) else {
         return Reply::internal(Some(&call.id), "the call could not be forwarded");
     };
     let Ok(inner_id) = RawValue::from_string(inner_id) else {

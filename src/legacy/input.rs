@@ -21,17 +21,15 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
-use http::Request;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::route::{LEGACY_VERSION, relay_id};
+use crate::classify::header;
 use crate::flight::driver::Work;
-use crate::mrtr::Template;
 use crate::store::{InputRound, StoreError};
 use crate::task::TaskId;
-use crate::wire::raw::{Members, write_object};
+use crate::wire::raw::{Members, edit_object};
 
 /// How long the layer waits for the inner server to take a message it
 /// sends on its own (a cancellation, a refusal).
@@ -56,74 +54,35 @@ pub(crate) struct Pending {
     pub session: Option<String>,
 }
 
-/// The `_meta` member that ties a message to `task`.
-pub(crate) fn related_task(task: TaskId) -> String {
-    format!(r#"{{"io.modelcontextprotocol/related-task":{{"taskId":"{task}"}}}}"#)
-}
+/// The `_meta` key that ties a message to its task.
+const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
 /// `object` (a JSON object's text) with the related-task `_meta` added to
 /// its `_meta`; every other member kept as it was.
 pub(crate) fn with_related_task(object: &str, task: TaskId) -> Option<String> {
-    let members = Members::parse(object).ok()?;
-    let meta = match members.get("_meta") {
-        Some(meta) if meta.get() != "null" => {
-            let existing = Members::parse(meta.get()).ok()?;
-            let mut merged = String::new();
-            let kept = existing
-                .0
-                .iter()
-                .filter(|(key, _)| key != "io.modelcontextprotocol/related-task")
-                .map(|(k, v)| (k.as_ref(), v.get()));
-            let related = format!(r#"{{"taskId":"{task}"}}"#);
-            write_object(
-                &mut merged,
-                kept.chain([("io.modelcontextprotocol/related-task", related.as_str())]),
-            );
-            merged
-        }
-        _ => related_task(task),
+    let meta = match Members::parse(object).ok()?.get("_meta") {
+        Some(meta) if meta.get() != "null" => meta.get(),
+        _ => "{}",
     };
-    let mut out = String::with_capacity(object.len() + 96);
-    let kept = members
-        .0
-        .iter()
-        .filter(|(key, _)| key != "_meta")
-        .map(|(key, value)| (key.as_ref(), value.get()));
-    write_object(&mut out, kept.chain([("_meta", meta.as_str())]));
-    Some(out)
+    let related = format!(r#"{{"taskId":"{task}"}}"#);
+    let meta = edit_object(meta, &[(RELATED_TASK, Some(&related))])?;
+    edit_object(object, &[("_meta", Some(&meta))])
 }
 
 /// `message` (a JSON-RPC message) with `id` for its id and, when it has
 /// params, the related-task `_meta` in them.
 fn relayed_message(message: &str, id: &str, task: TaskId) -> Option<String> {
-    let members = Members::parse(message).ok()?;
-    let params = match members.get("params") {
+    let params = match Members::parse(message).ok()?.get("params") {
         Some(params) => Some(with_related_task(params.get(), task)?),
         None => None,
     };
-    let mut out = String::with_capacity(message.len() + 128);
-    let kept = members
-        .0
-        .iter()
-        .filter(|(key, _)| key != "id" && key != "params")
-        .map(|(key, value)| (key.as_ref(), value.get()));
-    let added = [("id", Some(id)), ("params", params.as_deref())];
-    write_object(
-        &mut out,
-        kept.chain(added.into_iter().filter_map(|(k, v)| Some((k, v?)))),
-    );
-    Some(out)
-}
-
-/// A POST of `body` to the inner server, in the session of `template`.
-pub(crate) fn inner_post(template: &Template, body: String) -> Option<Request<Bytes>> {
-    template.post(body, LEGACY_VERSION).ok()
+    edit_object(message, &[("id", Some(id)), ("params", params.as_deref())])
 }
 
 /// Sends a message the layer makes up to the inner server and waits (a
 /// bounded time) for it to be taken.
 async fn send(work: &mut Work, body: String) {
-    let Some(request) = inner_post(&work.template, body) else {
+    let Ok(request) = work.template.post(body, LEGACY_VERSION) else {
         return;
     };
     let sent = tokio::time::timeout(SEND_TIMEOUT, work.caller.call(request)).await;
@@ -139,29 +98,22 @@ async fn send(work: &mut Work, body: String) {
     }
 }
 
-/// Whether a request of the inner server is a `ping`.
-fn is_ping(message: &RawValue) -> bool {
-    #[derive(Deserialize)]
-    struct Method<'a> {
-        #[serde(borrow)]
-        method: Option<std::borrow::Cow<'a, str>>,
-    }
-    serde_json::from_str::<Method<'_>>(message.get())
-        .is_ok_and(|m| m.method.as_deref() == Some("ping"))
-}
-
 /// Relays a request the inner server sent on the call's stream.
 pub(crate) async fn relay(work: &mut Work, message: Box<RawValue>) {
     if work.legacy.is_none() {
         return;
     }
-    let inner_id = Members::parse(message.get())
-        .ok()
-        .and_then(|members| members.get("id").map(ToOwned::to_owned));
-    let Some(inner_id) = inner_id else {
+    let Ok(members) = Members::parse(message.get()) else {
         return;
     };
-    if is_ping(&message) {
+    let Some(inner_id) = members.get("id").map(ToOwned::to_owned) else {
+        return;
+    };
+    let is_ping = members
+        .get("method")
+        .is_some_and(|m| m.get() == r#""ping""#);
+    drop(members);
+    if is_ping {
         // Nothing for the client to decide: the layer answers for it.
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#,
@@ -181,9 +133,8 @@ pub(crate) async fn relay(work: &mut Work, message: Box<RawValue>) {
     let session = work
         .template
         .headers
-        .as_ref()
-        .and_then(|headers| headers.get("mcp-session-id"))
-        .and_then(|value| value.to_str().ok())
+        .as_deref()
+        .and_then(|headers| header(headers, "mcp-session-id"))
         .map(str::to_owned);
     let resume = serde_json::value::to_raw_value(&Pending {
         inner_id: inner_id.clone(),
@@ -244,15 +195,7 @@ pub(crate) async fn cancel_inner(work: &mut Work) {
 
 /// The client's answer `message`, re-addressed to the inner request `pending`.
 pub(crate) fn answer_for_inner(message: &str, pending: &Pending) -> Option<String> {
-    let members = Members::parse(message).ok()?;
-    let mut out = String::with_capacity(message.len() + 16);
-    let kept = members
-        .0
-        .iter()
-        .filter(|(key, _)| key != "id")
-        .map(|(key, value)| (key.as_ref(), value.get()));
-    write_object(&mut out, kept.chain([("id", pending.inner_id.get())]));
-    Some(out)
+    edit_object(message, &[("id", Some(pending.inner_id.get()))])
 }
 
 #[cfg(test)]

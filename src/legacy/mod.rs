@@ -30,14 +30,6 @@ pub(crate) mod result;
 pub(crate) mod route;
 pub(crate) mod sessions;
 
-/// The `Mcp-Session-Id` of a request or response.
-pub(crate) fn session_id(headers: &http::HeaderMap) -> Option<Box<str>> {
-    headers
-        .get("mcp-session-id")
-        .and_then(|value| value.to_str().ok())
-        .map(Into::into)
-}
-
 /// A fresh registry for unit tests.
 #[cfg(test)]
 pub(crate) fn sessions_for_tests(idle: std::time::Duration) -> std::sync::Arc<sessions::Sessions> {

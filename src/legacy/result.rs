@@ -45,12 +45,10 @@ pub(crate) const WAIT_POLL: Duration = Duration::from_millis(200);
 fn outcome(id: &RawValue, task: &TaskSnapshot) -> Option<Reply> {
     Some(match &task.state {
         TaskState::Completed { result } => {
-            match with_related_task(result.get(), task.id)
-                .and_then(|text| RawValue::from_string(text).ok())
-            {
-                Some(result) => Reply::result(id, result),
-                None => Reply::result(id, result),
-            }
+            // A result that is not an object cannot carry `_meta`: verbatim.
+            let related = with_related_task(result.get(), task.id)
+                .and_then(|text| RawValue::from_string(text).ok());
+            Reply::result(id, related.as_ref().unwrap_or(result))
         }
         TaskState::Failed { error } => Reply::error(http::StatusCode::OK, Some(id), error),
         TaskState::Cancelled => error(

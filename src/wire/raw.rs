@@ -64,6 +64,25 @@ pub(crate) fn write_object<'k>(
     out.push('}');
 }
 
+/// `object` with members replaced: each `(key, Some(value))` of `edits` is
+/// removed where it stood and written last with `value`; each `(key, None)`
+/// is removed. Every other member keeps its place and exact text. `None`
+/// when `object` is not a JSON object.
+pub(crate) fn edit_object(object: &str, edits: &[(&str, Option<&str>)]) -> Option<String> {
+    let members = Members::parse(object).ok()?;
+    let mut out = String::with_capacity(object.len() + 64);
+    let kept = members
+        .0
+        .iter()
+        .filter(|(key, _)| !edits.iter().any(|(edited, _)| key == edited))
+        .map(|(key, value)| (key.as_ref(), value.get()));
+    let added = edits
+        .iter()
+        .filter_map(|(key, value)| Some((*key, (*value)?)));
+    write_object(&mut out, kept.chain(added));
+    Some(out)
+}
+
 /// The JSON object `{}`.
 pub(crate) fn empty_object() -> Box<RawValue> {
     RawValue::from_string("{}".to_owned()).expect("`{}` is valid JSON")
@@ -79,6 +98,16 @@ pub(crate) fn span(outer: &[u8], inner: &str) -> Option<std::ops::Range<usize>> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn edited_objects_keep_other_members_and_put_replacements_last() {
+        let text = r#"{"a":1,"b":1e400,"c":{"x" : 1},"d":null}"#;
+        assert_eq!(
+            edit_object(text, &[("a", Some("2")), ("d", None), ("e", Some("[]"))]).unwrap(),
+            r#"{"b":1e400,"c":{"x" : 1},"a":2,"e":[]}"#
+        );
+        assert_eq!(edit_object("[]", &[]), None);
+    }
 
     #[test]
     fn members_keep_their_order_and_exact_text() {
