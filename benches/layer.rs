@@ -11,47 +11,16 @@ mod tasks;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use http_body_util::BodyExt;
 use mcp_tasks::{MemoryTaskStore, TaskId, TaskStore, TasksLayer};
-use tower::{Layer, ServiceExt};
+use tower::Layer;
 
-use inner::{Answers, Inner, request};
+use inner::{Answers, Inner, request, roundtrip};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime")
-}
-
-async fn roundtrip<S>(
-    service: S,
-    request: http::Request<http_body_util::Full<bytes::Bytes>>,
-) -> bytes::Bytes
-where
-    S: tower::Service<http::Request<http_body_util::Full<bytes::Bytes>>>,
-    S::Response: Into<http::Response<<S::Response as HasBody>::Body>> + HasBody,
-    S::Error: std::fmt::Debug,
-{
-    let response = service.oneshot(request).await.expect("call");
-    response.into_bytes().await
-}
-
-/// Reads a response body to the end, whatever its type.
-trait HasBody {
-    type Body;
-    fn into_bytes(self) -> impl std::future::Future<Output = bytes::Bytes>;
-}
-
-impl<B> HasBody for http::Response<B>
-where
-    B: http_body::Body<Data = bytes::Bytes>,
-    B::Error: std::fmt::Debug,
-{
-    type Body = B;
-    async fn into_bytes(self) -> bytes::Bytes {
-        self.into_body().collect().await.expect("body").to_bytes()
-    }
 }
 
 fn tools_list() -> http::Request<http_body_util::Full<bytes::Bytes>> {

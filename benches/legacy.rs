@@ -12,9 +12,9 @@ mod tasks;
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use mcp_tasks::{MemoryTaskStore, Principal, TasksLayer};
-use tower::{Layer, Service, ServiceExt};
+use tower::{Layer, Service};
 
 use inner::{Answers, Inner, legacy_request, request};
 use tasks::fill;
@@ -29,7 +29,7 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-/// Sends `request` (as `principal`) and reads the whole body.
+/// Sends `request` as `principal` and reads the whole body.
 async fn roundtrip<S, B>(
     service: S,
     mut request: http::Request<Full<Bytes>>,
@@ -44,13 +44,7 @@ where
     if let Some(principal) = principal {
         request.extensions_mut().insert(Principal::new(principal));
     }
-    let response = service.oneshot(request).await.expect("call");
-    response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes()
+    inner::roundtrip(service, request).await
 }
 
 /// Runs `initialize` through `layered` so that the layer knows the session.

@@ -34,12 +34,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use mcp_tasks::store::RedisTaskStore;
 use mcp_tasks::{NewTask, TaskId, TaskStore, TasksLayer, Timestamp};
-use tower::{Layer, ServiceExt};
+use tower::Layer;
 
-use inner::{Answers, Inner, request};
+use inner::{Answers, Inner, request, roundtrip};
 use redis_server::{RedisServer, load_average, redis_benchmark};
 
 /// Concurrencies measured, for redis-benchmark and for the layer alike.
@@ -322,22 +322,6 @@ fn fast_call() -> http::Request<Full<Bytes>> {
         Some("job"),
         true,
     )
-}
-
-async fn roundtrip<S, B>(service: S, request: http::Request<Full<Bytes>>) -> Bytes
-where
-    S: tower::Service<http::Request<Full<Bytes>>, Response = http::Response<B>>,
-    S::Error: std::fmt::Debug,
-    B: http_body::Body<Data = Bytes>,
-    B::Error: std::fmt::Debug,
-{
-    let response = service.oneshot(request).await.expect("call");
-    response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes()
 }
 
 /// Runs `concurrency` spawned loops of `op` for [`WARM_UP`], then for

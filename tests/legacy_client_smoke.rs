@@ -96,11 +96,7 @@ async fn legacy_client_round_trips_raw_requests() {
     // The answer went back as its own POST on the session.
     let answer = client
         .wire()
-        .http()
-        .into_iter()
-        .find(|exchange| {
-            exchange["body"]["id"] == received[0]["id"] && exchange["body"].get("method").is_none()
-        })
+        .answer_to(&received[0])
         .expect("elicitation answer POST");
     assert_eq!(answer["body"]["result"]["action"], "accept", "{answer}");
     assert_eq!(
@@ -163,11 +159,7 @@ async fn legacy_client_reply_is_configurable() {
     assert_eq!(received.len(), 1, "{received:?}");
     let answer = client
         .wire()
-        .http()
-        .into_iter()
-        .find(|exchange| {
-            exchange["body"]["id"] == received[0]["id"] && exchange["body"].get("method").is_none()
-        })
+        .answer_to(&received[0])
         .expect("elicitation answer POST");
     assert_eq!(answer["body"]["result"]["action"], "decline", "{answer}");
     // Whatever the fixture makes of a decline, it did not delete.

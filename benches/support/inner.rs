@@ -102,6 +102,25 @@ where
     }
 }
 
+/// Sends `request` through `service` and reads the whole response body.
+pub async fn roundtrip<S, B>(service: S, request: Request<Full<Bytes>>) -> Bytes
+where
+    S: tower::Service<Request<Full<Bytes>>, Response = Response<B>>,
+    S::Error: std::fmt::Debug,
+    B: Body<Data = Bytes>,
+    B::Error: std::fmt::Debug,
+{
+    let response = tower::ServiceExt::oneshot(service, request)
+        .await
+        .expect("call");
+    response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes()
+}
+
 /// The `Mcp-Session-Id` the responder gives every `initialize`.
 pub const SESSION: &str = "bench-session";
 

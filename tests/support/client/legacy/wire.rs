@@ -72,6 +72,14 @@ impl LegacyWire {
         self.log().http.clone()
     }
 
+    /// The HTTP exchange in which the client POSTed its answer to the
+    /// server→client request `request`, if it did.
+    pub fn answer_to(&self, request: &Value) -> Option<Value> {
+        self.http().into_iter().find(|exchange| {
+            exchange["body"]["id"] == request["id"] && exchange["body"].get("method").is_none()
+        })
+    }
+
     /// The response (or error) message with this JSON-RPC id, if it arrived.
     pub fn response(&self, id: &Value) -> Option<Value> {
         self.log().responses.get(&id.to_string()).cloned()
