@@ -181,3 +181,16 @@ where
         }
     }
 }
+
+/// A JSON response carrying `reply`, with its HTTP status.
+pub(crate) fn reply_response<B>(
+    reply: crate::wire::jsonrpc::Reply,
+) -> http::Response<ResponseBody<B>> {
+    let mut response = http::Response::new(ResponseBody::full(reply.body));
+    *response.status_mut() = reply.status;
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
+}

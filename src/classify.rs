@@ -19,21 +19,22 @@
 //! session-based protocol generation: `legacy::route` decides, and most such
 //! messages go to the inner server unchanged.
 
-use std::borrow::Cow;
 use std::ops::Range;
 
-use base64::Engine as _;
 use http::HeaderMap;
-use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
 use crate::config::TasksConfig;
+use crate::legacy::route::Decision;
 use crate::legacy::{self, sessions::Sessions};
 use crate::policy::ToolPolicy;
+use crate::wire::MODERN_VERSION;
+use crate::wire::envelope::{
+    Envelope, Loose, Params, as_str, declares_tasks, decode_name, header, params_span, raw_params,
+};
 use crate::wire::jsonrpc::Reply;
 use crate::wire::raw::{empty_object, span};
-use crate::wire::{MODERN_VERSION, TASKS_EXTENSION};
 
 /// Who answers a request, and what they need to know.
 #[derive(Debug)]
@@ -80,183 +81,6 @@ pub(crate) struct TaskCall {
     pub params: Box<RawValue>,
 }
 
-/// The request, parsed in one pass over the buffer.
-#[derive(Deserialize)]
-pub(crate) struct Envelope<'a> {
-    #[serde(borrow)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow)]
-    method: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    params: Option<Params<'a>>,
-}
-
-/// The request with `params` left unread, for bodies [`Envelope`] refuses
-/// and for locating `params` in the buffer.
-#[derive(Deserialize)]
-struct Loose<'a> {
-    #[serde(borrow)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow)]
-    method: Option<Text<'a>>,
-    #[serde(borrow)]
-    params: Option<&'a RawValue>,
-}
-
-/// A string, borrowed from the buffer unless it holds escapes.
-#[derive(Deserialize)]
-struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
-
-impl std::ops::Deref for Text<'_> {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-#[derive(Deserialize, Default)]
-pub(crate) struct Params<'a> {
-    #[serde(borrow)]
-    pub name: Option<&'a RawValue>,
-    #[serde(borrow, rename = "taskId")]
-    pub task_id: Option<&'a RawValue>,
-    /// The 2025-11-25 task augmentation of a `tools/call`.
-    #[serde(borrow)]
-    pub task: Option<&'a RawValue>,
-    /// The 2025-11-25 `tasks/list` cursor.
-    #[serde(borrow)]
-    pub cursor: Option<&'a RawValue>,
-    /// The request a `notifications/cancelled` cancels.
-    #[serde(borrow, rename = "requestId")]
-    pub request_id: Option<&'a RawValue>,
-    #[serde(borrow, rename = "_meta")]
-    meta: Option<Meta<'a>>,
-    /// The filter of `subscriptions/listen`.
-    notifications: Option<ListenFilter>,
-}
-
-#[derive(Deserialize)]
-struct ListenFilter {
-    #[serde(rename = "taskIds")]
-    task_ids: Option<IgnoredAny>,
-}
-
-/// Whether a JSON value is an object (the value is read and discarded).
-struct IsObject(bool);
-
-impl<'de> Deserialize<'de> for IsObject {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Kind;
-        impl<'de> serde::de::Visitor<'de> for Kind {
-            type Value = bool;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<bool, M::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(true)
-            }
-            fn visit_seq<S: serde::de::SeqAccess<'de>>(self, mut seq: S) -> Result<bool, S::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(false)
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_unit<E>(self) -> Result<bool, E> {
-                Ok(false)
-            }
-        }
-        deserializer.deserialize_any(Kind).map(Self)
-    }
-}
-
-#[derive(Deserialize, Default)]
-struct Meta<'a> {
-    #[serde(borrow, rename = "io.modelcontextprotocol/protocolVersion")]
-    version: Option<Text<'a>>,
-    #[serde(borrow, rename = "io.modelcontextprotocol/clientCapabilities")]
-    capabilities: Option<Capabilities<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Capabilities<'a> {
-    #[serde(borrow)]
-    extensions: Option<&'a RawValue>,
-}
-
-/// Whether an object has a member named `key`, read without allocating.
-struct HasMember<const TASKS: bool>(bool);
-
-impl<'de, const TASKS: bool> Deserialize<'de> for HasMember<TASKS> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Keys;
-        impl<'de> serde::de::Visitor<'de> for Keys {
-            type Value = bool;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<bool, M::Error> {
-                let mut found = false;
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    // The extension is declared by an object, not by `null`.
-                    if key == TASKS_EXTENSION {
-                        found |= map.next_value::<IsObject>()?.0;
-                    } else {
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
-                Ok(found)
-            }
-        }
-        deserializer.deserialize_map(Keys).map(Self)
-    }
-}
-
-/// Reads a JSON string out of a raw value, if it is one.
-pub(crate) fn as_str(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
-    raw.and_then(|raw| serde_json::from_str::<Cow<'_, str>>(raw.get()).ok())
-}
-
-/// Whether an `extensions` object declares the tasks extension.
-fn declares_tasks(extensions: Option<&RawValue>) -> bool {
-    extensions.is_some_and(|raw| {
-        serde_json::from_str::<HasMember<true>>(raw.get()).is_ok_and(|has| has.0)
-    })
-}
-
-pub(crate) fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
-    headers.get(name).and_then(|value| value.to_str().ok())
-}
-
-/// Decodes the `=?base64?…?=` form of `Mcp-Name`; other values are literal.
-fn decode_name(value: &str) -> Option<Cow<'_, str>> {
-    match value
-        .strip_prefix("=?base64?")
-        .and_then(|v| v.strip_suffix("?="))
-    {
-        Some(encoded) => {
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(encoded)
-                .ok()?;
-            String::from_utf8(bytes).ok().map(Cow::Owned)
-        }
-        None => Some(Cow::Borrowed(value)),
-    }
-}
-
 /// Classifies one buffered POST body.
 pub(crate) fn classify(
     headers: &HeaderMap,
@@ -289,7 +113,7 @@ pub(crate) fn classify(
     if meta_version.is_none() && !modern_header {
         // An older, session-based protocol generation.
         let method = envelope.method.as_deref();
-        return legacy::route::classify(
+        let decision = legacy::route::classify(
             headers,
             envelope.id,
             method,
@@ -298,6 +122,11 @@ pub(crate) fn classify(
             config,
             sessions,
         );
+        return match decision {
+            Decision::Forward => Route::Forward,
+            Decision::Reply(reply) => Route::Reply(reply),
+            Decision::Take(route) => Route::Legacy(route),
+        };
     }
     let (Some(id), Some(method)) = (envelope.id, envelope.method.as_deref()) else {
         // Notifications and responses are the inner server's business.
@@ -384,18 +213,6 @@ fn unusual(body: &[u8], error: serde_json::Error) -> Route {
         Ok(_) => Route::Forward,
         Err(_) => Route::Reply(unreadable(body, error)),
     }
-}
-
-/// Where `params` is in the buffer.
-pub(crate) fn params_span(body: &[u8]) -> Option<Range<usize>> {
-    let loose: Loose<'_> = serde_json::from_slice(body).ok()?;
-    span(body, loose.params?.get())
-}
-
-/// The `params` of a request, as sent.
-fn raw_params(body: &[u8]) -> Option<Box<RawValue>> {
-    let loose: Loose<'_> = serde_json::from_slice(body).ok()?;
-    loose.params.map(ToOwned::to_owned)
 }
 
 fn unreadable(body: &[u8], error: serde_json::Error) -> Reply {
@@ -492,33 +309,4 @@ fn check_headers(
         ));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base64_names_are_decoded_and_plain_names_pass_as_they_are() {
-        assert_eq!(decode_name("=?base64?aMOpbGxv?=").as_deref(), Some("héllo"));
-        assert_eq!(decode_name("greet").as_deref(), Some("greet"));
-        assert_eq!(decode_name("=?base64?***?="), None);
-    }
-
-    #[test]
-    fn the_extension_is_declared_by_a_member_of_extensions() {
-        let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
-        assert!(declares_tasks(Some(&raw(
-            r#"{"a":1,"io.modelcontextprotocol/tasks":{}}"#
-        ))));
-        assert!(!declares_tasks(Some(&raw(r#"{"tasks":{"list":{}}}"#))));
-        assert!(!declares_tasks(Some(&raw(r#"[]"#))));
-        assert!(!declares_tasks(Some(&raw(
-            r#"{"io.modelcontextprotocol/tasks":null}"#
-        ))));
-        assert!(!declares_tasks(Some(&raw(
-            r#"{"io.modelcontextprotocol/tasks":false}"#
-        ))));
-        assert!(!declares_tasks(None));
-    }
 }

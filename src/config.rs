@@ -4,6 +4,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::policy::ToolPolicy;
+use crate::runtime::WaiterLimits;
+use crate::store::Quota;
 
 /// Settings shared by every clone of a [`TasksService`](crate::TasksService).
 ///
@@ -19,6 +21,23 @@ use crate::policy::ToolPolicy;
 /// | `max_sessions`     | 10 000    | bounds what the layer keeps of 2025-11-25 sessions (about 100 B each)     |
 /// | `session_idle`     | 1 hour    | a 2025-11-25 session with no request for this long is forgotten            |
 /// | `keep_alive`       | 15 s      | a waiting `tasks/result` sends an SSE comment this often, well under the 30–60 s idle timeouts of common proxies |
+///
+/// Limits, each on by default, so that one client cannot make the server
+/// hold or run unbounded work (see the README's "Limits"):
+///
+/// | Limit                          | Default   | Why this default                                                            |
+/// |--------------------------------|-----------|-----------------------------------------------------------------------------|
+/// | `max_tasks_per_principal`      | 100       | live tasks (any status, until their TTL) of one principal; anonymous callers share one count. A hundred concurrent long tool runs is far beyond one agent's needs, and bounds what one client makes the store hold |
+/// | `max_tasks`                    | 10 000    | live tasks in the store, every owner together: about 10 000 × (0.4 KB + the result) of memory |
+/// | `max_running`                  | 1 000     | inner calls running in the background at once: each is a tool run the server pays for, and each parked call costs tens of KB while it runs |
+/// | `max_result_bytes`             | 4 MiB     | a parked call's result (or one SSE event) is held in memory until the TTL; the same size as `max_body_bytes`, so a tool's answer may be as large as its request |
+/// | `max_input_rounds`             | 16        | MRTR rounds (2025-11-25: relayed requests) per task; real tools ask once or twice, a loop asks forever |
+/// | `max_runtime`                  | 30 min    | how long a task may run; half the default TTL, so that the outcome of the longest run stays readable for at least as long |
+/// | `max_result_waiters`           | 4 per task, 100 per principal | 2025-11-25 `tasks/result` streams, each an open connection polling the store |
+///
+/// At a limit nothing is dropped: a 2026-07-28 call that would park stays
+/// synchronous, exactly as without the layer; a 2025-11-25 `params.task`
+/// and a waiter over a cap get a JSON-RPC error.
 #[derive(Clone, Debug)]
 pub struct TasksConfig {
     pub(crate) threshold: Duration,
@@ -34,6 +53,12 @@ pub struct TasksConfig {
     pub(crate) max_sessions: usize,
     pub(crate) session_idle: Duration,
     pub(crate) keep_alive: Duration,
+    pub(crate) quota: Quota,
+    pub(crate) max_running: usize,
+    pub(crate) max_result_bytes: usize,
+    pub(crate) max_input_rounds: u32,
+    pub(crate) max_runtime: Option<Duration>,
+    pub(crate) waiters: WaiterLimits,
 }
 
 impl Default for TasksConfig {
@@ -51,6 +76,18 @@ impl Default for TasksConfig {
             max_sessions: 10_000,
             session_idle: Duration::from_secs(3600),
             keep_alive: Duration::from_secs(15),
+            quota: Quota {
+                per_owner: Some(100),
+                total: Some(10_000),
+            },
+            max_running: 1_000,
+            max_result_bytes: 4 * 1024 * 1024,
+            max_input_rounds: 16,
+            max_runtime: Some(Duration::from_secs(30 * 60)),
+            waiters: WaiterLimits {
+                per_task: 4,
+                per_owner: 100,
+            },
         }
     }
 }
@@ -97,5 +134,40 @@ impl TasksConfig {
     /// The largest request body the layer buffers.
     pub fn max_body_bytes(&self) -> usize {
         self.max_body_bytes
+    }
+
+    /// The most live tasks of one principal (`None`: no cap).
+    pub fn max_tasks_per_principal(&self) -> Option<u32> {
+        self.quota.per_owner
+    }
+
+    /// The most live tasks in the store (`None`: no cap).
+    pub fn max_tasks(&self) -> Option<u32> {
+        self.quota.total
+    }
+
+    /// The most inner calls running in the background at once.
+    pub fn max_running(&self) -> usize {
+        self.max_running
+    }
+
+    /// The largest result (or SSE event) of a parked call.
+    pub fn max_result_bytes(&self) -> usize {
+        self.max_result_bytes
+    }
+
+    /// The most input rounds of one task.
+    pub fn max_input_rounds(&self) -> u32 {
+        self.max_input_rounds
+    }
+
+    /// How long a task may run (`None`: until its TTL's grace).
+    pub fn max_runtime(&self) -> Option<Duration> {
+        self.max_runtime
+    }
+
+    /// The most 2025-11-25 `tasks/result` waiters per task and per principal.
+    pub fn max_result_waiters(&self) -> (u32, u32) {
+        (self.waiters.per_task, self.waiters.per_owner)
     }
 }

@@ -1,15 +1,18 @@
 //! [`TasksLayer`]: the layer and its settings.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tower_layer::Layer;
 
+use crate::background::Background;
 use crate::config::TasksConfig;
+use crate::drain::Drain;
 use crate::legacy::sessions::{SessionLimits, Sessions};
 use crate::owner::{DefaultOwner, ResolveOwner};
 use crate::policy::ToolPolicy;
-use crate::service::{Shared, TasksService};
+use crate::runtime::{Common, Runtime, WaiterLimits, Waiters};
+use crate::service::TasksService;
 use crate::store::TaskStore;
 
 /// Makes any MCP Streamable-HTTP service task-capable.
@@ -29,10 +32,22 @@ pub struct TasksLayer {
     config: TasksConfig,
     store: Arc<dyn TaskStore>,
     owner: Arc<dyn ResolveOwner>,
-    /// The 2025-11-25 sessions, shared by every service this layer (or a
-    /// clone of it) makes; created with the settings in force at the first
-    /// [`Layer::layer`].
-    sessions: Arc<OnceLock<Arc<Sessions>>>,
+    scope: Option<Arc<str>>,
+    /// The 2025-11-25 sessions and `tasks/result` waiters, shared by every
+    /// service this layer (or a clone of it) makes.
+    common: Arc<Common>,
+    /// The background work of every service this layer makes.
+    background: Arc<Background>,
+}
+
+fn common(config: &TasksConfig) -> Arc<Common> {
+    Arc::new(Common {
+        sessions: Arc::new(Sessions::new(SessionLimits {
+            max: config.max_sessions,
+            idle: config.session_idle,
+        })),
+        waiters: Waiters::new(config.waiters),
+    })
 }
 
 impl TasksLayer {
@@ -44,11 +59,14 @@ impl TasksLayer {
 
     /// A layer over a store that is already shared.
     pub fn with_store(store: Arc<dyn TaskStore>) -> Self {
+        let config = TasksConfig::default();
         Self {
-            config: TasksConfig::default(),
+            common: common(&config),
+            background: Arc::new(Background::new(config.max_running)),
+            config,
             store,
             owner: Arc::new(DefaultOwner),
-            sessions: Arc::new(OnceLock::new()),
+            scope: None,
         }
     }
 
@@ -123,6 +141,7 @@ impl TasksLayer {
     pub fn legacy_sessions(mut self, max: usize, idle: Duration) -> Self {
         self.config.max_sessions = max.max(1);
         self.config.session_idle = idle;
+        self.common = common(&self.config);
         self
     }
 
@@ -131,6 +150,97 @@ impl TasksLayer {
     pub fn keep_alive(mut self, interval: Duration) -> Self {
         self.config.keep_alive = interval.max(Duration::from_millis(10));
         self
+    }
+
+    /// The most live tasks (any status, until their TTL) one principal may
+    /// hold; anonymous callers count together as one principal. `None`: no
+    /// cap. Default 100.
+    ///
+    /// A 2026-07-28 call that would park over the cap stays synchronous; a
+    /// 2025-11-25 `params.task` over it gets a JSON-RPC error `-32000`.
+    pub fn max_tasks_per_principal(mut self, max: Option<u32>) -> Self {
+        self.config.quota.per_owner = max;
+        self
+    }
+
+    /// The most live tasks in the store, every owner together (`None`: no
+    /// cap). Default 10 000. Refusals as for
+    /// [`max_tasks_per_principal`](Self::max_tasks_per_principal).
+    pub fn max_tasks(mut self, max: Option<u32>) -> Self {
+        self.config.quota.total = max;
+        self
+    }
+
+    /// The most inner calls running in the background at once (at least
+    /// one). Default 1 000. A call that would park while all are taken stays
+    /// synchronous; a resumed call waits for a place.
+    ///
+    /// Take [`drain`](Self::drain) handles after this: it starts a new
+    /// set of background work.
+    pub fn max_running(mut self, max: usize) -> Self {
+        self.config.max_running = max.max(1);
+        self.background = Arc::new(Background::new(self.config.max_running));
+        self
+    }
+
+    /// The largest result a parked call may produce, and the largest SSE
+    /// event the layer reads (at least 1 KiB). Default 4 MiB. A parked call
+    /// over it fails with a clear error; the inner response is never
+    /// buffered past it (a JSON answer that arrives in time and is larger
+    /// is relayed as it streams).
+    pub fn max_result_bytes(mut self, max: usize) -> Self {
+        self.config.max_result_bytes = max.max(1024);
+        self
+    }
+
+    /// The most input rounds (MRTR rounds; relayed requests in a
+    /// 2025-11-25 session) one task may ask for. Default 16; past it the
+    /// task fails.
+    pub fn max_input_rounds(mut self, max: u32) -> Self {
+        self.config.max_input_rounds = max;
+        self
+    }
+
+    /// How long a task may run before it is failed and its inner call
+    /// cancelled (`None`: no limit but the TTL). Default 30 minutes.
+    ///
+    /// Separate from the TTL, which is how long the task is *kept*: a task
+    /// is failed in any case a grace before its TTL (a quarter of it, at most
+    /// one minute), so that no task is `working` one moment and unknown
+    /// the next.
+    pub fn max_runtime(mut self, max: Option<Duration>) -> Self {
+        self.config.max_runtime = max;
+        self
+    }
+
+    /// The most 2025-11-25 `tasks/result` streams waiting on one task, and
+    /// on one principal's tasks. Default 4 and 100. A waiter over either
+    /// gets a JSON-RPC error `-32000`.
+    pub fn max_result_waiters(mut self, per_task: u32, per_principal: u32) -> Self {
+        self.config.waiters = WaiterLimits {
+            per_task,
+            per_owner: per_principal,
+        };
+        self.common = common(&self.config);
+        self
+    }
+
+    /// The name of the inner server this layer wraps. Tasks made under one
+    /// scope are unknown under every other, byte for byte, even in one
+    /// store: give each route its own scope when clones of one layer wrap
+    /// different servers, or a `tasks/update` sent through one route could
+    /// re-issue another route's call on the wrong server. Replicas of one
+    /// server over a shared store use the same scope (or none).
+    pub fn scope(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.scope = Some(name.into());
+        self
+    }
+
+    /// A handle that drains the services this layer makes: it stops
+    /// starting tasks, waits for running ones and fails the rest. Take it
+    /// after setting [`max_running`](Self::max_running).
+    pub fn drain(&self) -> Drain {
+        Drain::new(self.background.clone(), self.store.clone())
     }
 
     /// The settings in force.
@@ -143,18 +253,14 @@ impl<S> Layer<S> for TasksLayer {
     type Service = TasksService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        let sessions = self.sessions.get_or_init(|| {
-            Arc::new(Sessions::new(SessionLimits {
-                max: self.config.max_sessions,
-                idle: self.config.session_idle,
-            }))
-        });
-        let shared = Shared {
+        let runtime = Runtime {
             config: self.config.clone(),
             store: self.store.clone(),
-            owner: self.owner.clone(),
-            sessions: sessions.clone(),
+            resolver: self.owner.clone(),
+            scope: self.scope.clone(),
+            common: self.common.clone(),
+            background: self.background.clone(),
         };
-        TasksService::new(inner, Arc::new(shared))
+        TasksService::new(inner, Arc::new(runtime))
     }
 }

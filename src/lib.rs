@@ -31,9 +31,12 @@
 
 #![warn(missing_docs)]
 
+mod background;
 pub mod body;
 mod classify;
 mod config;
+mod deadline;
+mod drain;
 mod flight;
 mod layer;
 mod legacy;
@@ -41,7 +44,9 @@ mod methods;
 mod mrtr;
 pub mod owner;
 mod policy;
+mod race;
 mod rewrite;
+mod runtime;
 mod service;
 pub mod store;
 mod task;
@@ -49,6 +54,7 @@ mod wire;
 
 pub use body::{RequestBody, ResponseBody};
 pub use config::TasksConfig;
+pub use drain::{Drain, DrainReport};
 pub use layer::TasksLayer;
 pub use owner::{DefaultOwner, Principal, ResolveOwner};
 pub use policy::ToolPolicy;
@@ -56,8 +62,8 @@ pub use service::{ResponseFuture, TasksService};
 #[cfg(feature = "redis")]
 pub use store::RedisTaskStore;
 pub use store::{
-    CancelOutcome, CreatedTask, InputProgress, InputRound, MemoryTaskStore, NewTask, StoreError,
-    TaskList, TaskStore,
+    CancelOutcome, CreatedTask, InputProgress, InputRound, MemoryTaskStore, NewTask, Quota,
+    QuotaScope, StoreError, TaskList, TaskStore,
 };
 pub use task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
 pub use wire::{MODERN_VERSION, TASKS_EXTENSION};

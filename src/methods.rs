@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::classify::{TaskCall, TaskMethod};
-use crate::service::Shared;
+use crate::runtime::{Runtime, store_failed};
 use crate::store::{InputProgress, StoreError};
 use crate::task::TaskId;
 use crate::wire::jsonrpc::Reply;
@@ -58,25 +58,22 @@ impl From<Reply> for Answered {
 }
 
 /// Answers one task method call.
-pub(crate) async fn answer(shared: &Shared, parts: &Parts, call: TaskCall) -> Answered {
-    let owner = shared.owner.resolve(parts);
-    let owner = owner.as_deref();
+pub(crate) async fn answer(runtime: &Runtime, parts: &Parts, call: TaskCall) -> Answered {
+    let owner = runtime.owner(parts);
+    let owner = owner.key();
     let Some(task) = TaskId::parse(&call.task_id) else {
         return Reply::task_not_found(&call.id).into();
     };
-    let failed = |error: StoreError| -> Answered {
-        tracing::warn!(%task, %error, "task store failed");
-        Reply::internal(Some(&call.id), format!("The task store failed: {error}")).into()
-    };
+    let failed = |error: StoreError| -> Answered { store_failed(Some(&call.id), &error).into() };
     match call.method {
-        TaskMethod::Get => match shared.store.get(task, owner).await {
+        TaskMethod::Get => match runtime.store.get(task, owner).await {
             Ok(Some(snapshot)) => {
                 Reply::result(&call.id, render(&snapshot, TaskView::Detailed)).into()
             }
             Ok(None) => Reply::task_not_found(&call.id).into(),
             Err(error) => failed(error),
         },
-        TaskMethod::Cancel => match shared.store.cancel(task, owner).await {
+        TaskMethod::Cancel => match runtime.store.cancel(task, owner).await {
             Ok(Some(_)) => Reply::result(&call.id, ACK).into(),
             Ok(None) => Reply::task_not_found(&call.id).into(),
             Err(error) => failed(error),
@@ -97,7 +94,7 @@ pub(crate) async fn answer(shared: &Shared, parts: &Parts, call: TaskCall) -> An
                 .into_iter()
                 .filter(|(key, _)| key.contains('.'))
                 .collect();
-            match shared.store.answer_input(task, owner, answers).await {
+            match runtime.store.answer_input(task, owner, answers).await {
                 Ok(Some(progress)) => Answered {
                     reply: Reply::result(&call.id, ACK),
                     resume: matches!(progress, InputProgress::RoundComplete { .. })

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::deadline::Deadline;
 use crate::store::InputRound;
 use crate::task::{TaskId, Timestamp};
 use crate::wire::MODERN_VERSION;
@@ -43,6 +44,9 @@ pub(crate) struct Resume {
     /// When the task expires, in milliseconds since the epoch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires: Option<u64>,
+    /// When the task must be terminal at the latest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<Deadline>,
     /// The original call's `Mcp-Param-*` headers, which describe its
     /// arguments and so go with every re-issued call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -71,7 +75,7 @@ pub(crate) fn on_input_required(
     result: &RawValue,
     round: u32,
     params: &RawValue,
-    expires: Option<Timestamp>,
+    (expires, deadline): (Option<Timestamp>, Option<Deadline>),
     template: &Template,
 ) -> Result<Next, String> {
     let asked: InputRequired = serde_json::from_str(result.get())
@@ -97,6 +101,7 @@ pub(crate) fn on_input_required(
         request_state: asked.request_state,
         params: params.to_owned(),
         expires: expires.map(Timestamp::as_millis),
+        deadline,
         param_headers: template.param_headers(),
     };
     let resume = serde_json::value::to_raw_value(&resume).map_err(|e| e.to_string())?;
@@ -320,7 +325,8 @@ mod tests {
     fn a_resumed_call_keeps_the_original_param_headers_and_the_update_credentials() {
         let result =
             raw(r#"{"resultType":"input_required","inputRequests":{"k":{"method":"roots/list"}}}"#);
-        let Ok(Next::Ask(round)) = on_input_required(&result, 1, &raw("{}"), None, &template())
+        let Ok(Next::Ask(round)) =
+            on_input_required(&result, 1, &raw("{}"), (None, None), &template())
         else {
             panic!("expected a round")
         };
@@ -349,7 +355,9 @@ mod tests {
             r#"{"resultType":"input_required","inputRequests":{"answer":{"method":"elicitation/create"}},"requestState":"s2"}"#,
         );
         let params = raw(r#"{"name":"two_rounds"}"#);
-        let Ok(Next::Ask(round)) = on_input_required(&result, 2, &params, None, &template()) else {
+        let Ok(Next::Ask(round)) =
+            on_input_required(&result, 2, &params, (None, None), &template())
+        else {
             panic!("expected a round")
         };
         assert_eq!(round.requests[0].0, "2.answer");
@@ -364,7 +372,7 @@ mod tests {
     #[test]
     fn only_a_request_state_means_retry_at_once() {
         let result = raw(r#"{"resultType":"input_required","requestState":"later"}"#);
-        let next = on_input_required(&result, 1, &raw("{}"), None, &template()).unwrap();
+        let next = on_input_required(&result, 1, &raw("{}"), (None, None), &template()).unwrap();
         assert!(matches!(next, Next::Retry(Some(state)) if state == "later"));
     }
 

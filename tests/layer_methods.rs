@@ -278,7 +278,8 @@ async fn requests_the_layer_does_not_own_reach_the_inner_server_unchanged() {
 }
 
 #[tokio::test]
-async fn a_task_whose_ttl_runs_out_reads_as_unknown_and_its_inner_call_stops() {
+async fn a_task_still_running_at_its_ttl_fails_with_the_reason_first_then_reads_as_unknown() {
+    // TTL 400 ms: the task is failed a quarter of it (100 ms) before.
     let layered = Layered::start(|layer| layer.threshold(ms(100)).ttl(Some(ms(400)))).await;
     let client = layered.client();
 
@@ -294,6 +295,14 @@ async fn a_task_whose_ttl_runs_out_reads_as_unknown_and_its_inner_call_stops() {
         "the inner call outlived its task: {:?}",
         layered.probe.stats("slow_compute")
     );
+    let failed = client.tasks_get(&id).await;
+    if failed.get("result").is_some() {
+        // Read within the grace: failed, with the reason, never just gone.
+        assert_eq!(failed["result"]["status"], "failed", "{failed}");
+        let message = failed["result"]["error"]["message"].as_str().unwrap();
+        assert!(message.contains("TTL ran out"), "{failed}");
+    }
+    tokio::time::sleep(ms(450)).await;
     let gone = client.tasks_get(&id).await;
     let error = error_of(&gone, -32602);
     assert_eq!(error["message"], "Failed to retrieve task: Task not found");

@@ -1,38 +1,78 @@
-//! Parking a flight as a task and driving it to its outcome in the background.
+//! Driving a task's inner call to its outcome in the background.
 //!
-//! Once parked, the inner call runs on its own tokio task, independent of
-//! the client's connection. It ends in exactly one of these ways, none of
-//! which leaves the task `working`:
+//! Once a task exists, its inner call runs on a tokio task of its own,
+//! independent of the client's connection. It ends in exactly one of these
+//! ways, none of which leaves the task `working`:
 //!
 //! | What happens                        | The task                                  |
 //! |-------------------------------------|-------------------------------------------|
 //! | the inner server answers            | `completed` / `failed` (see `flight`)     |
 //! | the inner server asks for input     | `input_required`; `tasks/update` resumes it |
+//! | it asks for input too often         | `failed`: more rounds than `max_input_rounds` |
 //! | it sheds load (`requestState` only) | retried at once, a bounded number of times |
-//! | `tasks/cancel`                      | already `cancelled`; the inner call is dropped, which cancels it |
-//! | the TTL runs out                    | gone; the inner call is dropped           |
+//! | `tasks/cancel`, expiry              | already `cancelled` / gone; the inner call is dropped, which cancels it |
+//! | the runtime limit or TTL comes near | `failed` with the reason (see `deadline`); the call is dropped |
+//! | the layer drains and gives up       | `failed`: "the server shut down"; the call is dropped |
 //! | the inner service panics            | `failed`, `-32603`                        |
 //! | the store fails to take the outcome | retried with backoff, then logged         |
+//!
+//! What differs between protocol generations reaches the driver through a
+//! [`Dialect`]; the driver itself knows none.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
 use serde_json::value::RawValue;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::caller::CallInner;
 use super::{Answer, Event, Flight};
+use crate::deadline::Deadline;
 use crate::mrtr::{self, Next, Template};
-use crate::store::{InputRound, NewTask, StoreError, TaskStore};
-use crate::task::{TaskId, TaskSnapshot, Timestamp};
+use crate::store::{InputRound, StoreError, TaskStore};
+use crate::task::{TaskId, Timestamp};
 use crate::wire::Outcome;
 use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR};
 
 /// How many load-shedding retries in a row before the task fails.
 const SHED_RETRIES: u32 = 8;
+
+/// A boxed future borrowing the work, as [`Dialect`] methods return.
+pub(crate) type Step<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+
+/// What a protocol generation adds to driving a task.
+///
+/// The 2026-07-28 extension adds nothing ([`Plain`]): a parked call cannot
+/// ask its client anything, and dropping its stream cancels it. A 2025-11-25
+/// call relays the inner server's requests and must be told when it is
+/// abandoned (`legacy::input`).
+pub(crate) trait Dialect: Send {
+    /// The inner server sent a request of its own on the call's stream.
+    /// An `Err` fails the task with that message.
+    fn request<'a>(&'a mut self, work: &'a mut Work, message: Box<RawValue>) -> Step<'a>;
+
+    /// The call was given up (cancelled, expired, over a limit, drained, or
+    /// its stream broke) while the tool may still be running.
+    fn abandon<'a>(&'a mut self, work: &'a mut Work) -> Step<'a>;
+}
+
+/// The 2026-07-28 dialect: nothing to add.
+pub(crate) struct Plain;
+
+impl Dialect for Plain {
+    fn request<'a>(&'a mut self, _: &'a mut Work, _: Box<RawValue>) -> Step<'a> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn abandon<'a>(&'a mut self, _: &'a mut Work) -> Step<'a> {
+        Box::pin(async { Ok(()) })
+    }
+}
 
 /// Everything the background work of one task needs, across input rounds.
 pub(crate) struct Work {
@@ -44,8 +84,10 @@ pub(crate) struct Work {
     pub template: Box<Template>,
     /// The original `tools/call` params.
     pub params: Box<RawValue>,
-    /// Input rounds so far.
+    /// Input rounds so far (requests relayed, in a 2025-11-25 session).
     pub round: u32,
+    /// The most input rounds the task may ask for.
+    pub max_rounds: u32,
     /// Calls sent in this round (for fresh JSON-RPC ids).
     pub attempts: u32,
     /// Load-shedding retries in a row.
@@ -53,113 +95,121 @@ pub(crate) struct Work {
     /// When the task expires (`None`: never); outcome writes are retried
     /// until then.
     pub expires: Option<Timestamp>,
-    /// What a call of a 2025-11-25 session needs besides.
-    pub legacy: Option<Box<crate::legacy::input::LegacyWork>>,
+    /// When the task must be terminal at the latest.
+    pub deadline: Option<Deadline>,
+    /// The largest result (or SSE event) read from the inner server.
+    pub max_result: usize,
 }
 
-/// What a new task is created with.
-pub(crate) struct Parking {
-    pub store: Arc<dyn TaskStore>,
-    pub owner: Option<String>,
-    pub ttl: Option<Duration>,
-    pub poll_interval: Option<Duration>,
-    pub caller: Box<dyn CallInner>,
-    pub template: Template,
-    pub params: Box<RawValue>,
+/// A place among the background inner calls.
+pub(crate) enum Slot {
+    /// Taken already (a call parked with a free place).
+    Held(OwnedSemaphorePermit),
+    /// Wait for one (a resumed call).
+    Wait(Arc<Semaphore>),
 }
 
-/// Creates the task (durably: `get` finds it once this resolves) and hands
-/// the call to a background driver.
-///
-/// Both happen on a tokio task of their own, so a client that hangs up while
-/// the store is still acknowledging cannot leave a task that nothing drives.
-/// On a store failure the flight is dropped, which cancels the inner call,
-/// and no task exists.
-pub(crate) async fn park(
-    parking: Parking,
-    mut flight: Flight,
-    status_message: Option<String>,
-) -> Result<TaskSnapshot, StoreError> {
-    let id = TaskId::generate().map_err(|error| StoreError::Backend(Box::new(error)))?;
-    flight.parked();
-    let (created_tx, created_rx) = tokio::sync::oneshot::channel();
-    tokio::spawn(async move {
-        let created_at = Timestamp::now();
-        let task = NewTask {
-            id,
-            owner: parking.owner,
-            created_at,
-            ttl: parking.ttl,
-            poll_interval: parking.poll_interval,
-            status_message,
-        };
-        let created = match parking.store.create(task).await {
-            Ok(created) => created,
-            Err(error) => {
-                let _ = created_tx.send(Err(error));
-                return;
-            }
-        };
-        let work = Work {
-            store: parking.store,
-            id,
-            stop: created.stop,
-            caller: parking.caller,
-            template: Box::new(parking.template),
-            params: parking.params,
-            round: 0,
-            attempts: 0,
-            shed: 0,
-            expires: parking.ttl.map(|ttl| created_at.saturating_add(ttl)),
-            legacy: None,
-        };
-        // The client may be gone; the task exists and is driven regardless.
-        let _ = created_tx.send(Ok(created.snapshot));
-        spawn(work, flight);
-    });
-    created_rx
-        .await
-        .unwrap_or_else(|_| Err(StoreError::backend("the task could not be created")))
+/// How a driver stopped before its call settled.
+enum Stopped {
+    /// Cancelled or expired (the store fired the task's stop signal).
+    Signal,
+    /// The layer drained and gave up on running tasks.
+    Aborted,
+    /// The deadline passed.
+    Overran(Deadline),
+    /// The inner service panicked.
+    Panicked,
 }
 
-/// Fails a task with `-32603` and `message`, retrying like any outcome write.
-pub(crate) fn fail_detached(
-    store: Arc<dyn TaskStore>,
-    id: TaskId,
-    message: String,
-    expires: Option<Timestamp>,
+/// How `run` ended.
+enum Ended {
+    /// The task has its outcome.
+    Settled,
+    /// The task waits for the client's input; nothing runs until it comes.
+    AwaitingInput,
+}
+
+/// Drives `flight` for `work` until the task is terminal or waits for input.
+/// The caller spawns it (tracked); `abort` is the layer's drain signal.
+pub(crate) async fn drive(
+    mut work: Work,
+    mut dialect: Box<dyn Dialect>,
+    flight: Flight,
+    slot: Slot,
+    abort: CancellationToken,
 ) {
-    tokio::spawn(async move { write_until(store.as_ref(), id, internal(message), expires).await });
-}
-
-/// Drives `flight` for `work` on a tokio task of its own.
-pub(crate) fn spawn(work: Work, flight: Flight) {
-    tokio::spawn(drive(work, flight));
-}
-
-async fn drive(mut work: Work, flight: Flight) {
     let stop = work.stop.clone();
-    let (store, id, expires) = (work.store.clone(), work.id, work.expires);
-    let running = AssertUnwindSafe(run(&mut work, flight)).catch_unwind();
-    let stopped = tokio::select! {
-        biased;
-        // Dropping `running` drops the flight and with it the inner call.
-        _ = stop.cancelled() => true,
-        finished = running => {
-            if finished.is_err() {
-                let write = internal("The inner call panicked".into());
-                Box::pin(write_until(store.as_ref(), id, write, expires)).await;
+    let deadline = work.deadline;
+    let overrun = async move {
+        match deadline {
+            Some(deadline) => {
+                tokio::time::sleep(deadline.remaining()).await;
+                deadline
             }
-            false
+            None => std::future::pending().await,
         }
     };
-    // In a 2025-11-25 session a dropped stream is not a cancellation.
-    if stopped && work.legacy.is_some() {
-        Box::pin(crate::legacy::input::cancel_inner(&mut work)).await;
+    let running = async {
+        let _permit = match slot {
+            Slot::Held(permit) => permit,
+            Slot::Wait(slots) => match slots.acquire_owned().await {
+                Ok(permit) => permit,
+                Err(_) => return Err(Stopped::Aborted),
+            },
+        };
+        let ran = AssertUnwindSafe(run(&mut work, &mut *dialect, flight))
+            .catch_unwind()
+            .await;
+        ran.map_err(|_| Stopped::Panicked)
+    };
+    let outcome = tokio::select! {
+        biased;
+        // Dropping `running` drops the flight and with it the inner call.
+        _ = stop.cancelled() => Err(Stopped::Signal),
+        _ = abort.cancelled() => Err(Stopped::Aborted),
+        deadline = overrun => Err(Stopped::Overran(deadline)),
+        ran = running => ran,
+    };
+    let message = match outcome {
+        Ok(Ended::Settled) => return,
+        Ok(Ended::AwaitingInput) => {
+            watch_input(&work, abort);
+            return;
+        }
+        Err(Stopped::Signal) => None,
+        Err(Stopped::Aborted) => Some("The server shut down before the task finished".to_owned()),
+        Err(Stopped::Overran(deadline)) => Some(deadline.message()),
+        Err(Stopped::Panicked) => Some("The inner call panicked".to_owned()),
+    };
+    if let Some(message) = message {
+        tracing::warn!(task = %work.id, message, "task stopped");
+        settle(&work, internal(message)).await;
+    }
+    if let Err(error) = dialect.abandon(&mut work).await {
+        tracing::debug!(task = %work.id, error, "the abandoned call could not be told");
     }
 }
 
-async fn run(work: &mut Work, mut flight: Flight) {
+/// A task waiting for input still has its deadline: a small watchdog fails
+/// it then, unless it ends (or is resumed and ends) first. Not tracked: a
+/// drain does not wait for clients to answer.
+fn watch_input(work: &Work, abort: CancellationToken) {
+    let Some(deadline) = work.deadline else {
+        return;
+    };
+    let (store, id, expires, stop) = (work.store.clone(), work.id, work.expires, work.stop.clone());
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = stop.cancelled() => {}
+            _ = abort.cancelled() => {}
+            _ = tokio::time::sleep(deadline.remaining()) => {
+                write_until(store.as_ref(), id, internal(deadline.message()), expires).await;
+            }
+        }
+    });
+}
+
+async fn run(work: &mut Work, dialect: &mut dyn Dialect, mut flight: Flight) -> Ended {
     loop {
         let answer = loop {
             match flight.next_event().await {
@@ -169,76 +219,96 @@ async fn run(work: &mut Work, mut flight: Flight) {
                     }
                 }
                 Event::Request(message) => {
-                    if work.legacy.is_some() {
-                        Box::pin(crate::legacy::input::relay(work, message)).await;
+                    if let Err(reason) = dialect.request(work, message).await {
+                        settle(work, internal(reason)).await;
+                        return Ended::Settled;
                     }
                 }
                 Event::Done(answer) => break *answer,
             }
         };
         // Boxed: its state would otherwise be reserved for the whole run.
-        match Box::pin(handle(work, answer)).await {
-            Some(next) => flight = next,
-            None => return,
+        match Box::pin(handle(work, dialect, answer)).await {
+            Handled::Next(next) => flight = next,
+            Handled::Ended(ended) => return ended,
         }
     }
 }
 
+enum Handled {
+    Next(Flight),
+    Ended(Ended),
+}
+
 /// Records an answer; returns the next flight when the call must be retried.
-async fn handle(work: &mut Work, answer: Answer) -> Option<Flight> {
+async fn handle(work: &mut Work, dialect: &mut dyn Dialect, answer: Answer) -> Handled {
+    let settled = Handled::Ended(Ended::Settled);
     let outcome = match answer {
         Answer::Json { outcome, .. } | Answer::Sse { outcome, .. } => outcome,
         Answer::Unusable { reason, .. } => {
             let message = format!("The tool call failed: {reason}");
             settle(work, internal(message)).await;
-            if work.legacy.is_some() {
-                // The stream broke, but the tool may still run: in a
-                // 2025-11-25 session only a notification cancels it.
-                Box::pin(crate::legacy::input::cancel_inner(work)).await;
+            // The stream broke, but the tool may still run.
+            if let Err(error) = dialect.abandon(work).await {
+                tracing::debug!(task = %work.id, error, "the abandoned call could not be told");
             }
-            return None;
+            return settled;
         }
     };
     let result = match outcome {
         Outcome::InputRequired(result) => result,
         Outcome::Result(result) => {
             settle(work, Write::Complete(result)).await;
-            return None;
+            return settled;
         }
         Outcome::Error(error) => {
-            settle(work, failure(error)).await;
-            return None;
+            settle(work, Write::Fail(error)).await;
+            return settled;
         }
     };
     let asked = mrtr::on_input_required(
         &result,
         work.round + 1,
         &work.params,
-        work.expires,
+        (work.expires, work.deadline),
         &work.template,
     );
     match asked {
+        Ok(Next::Ask(_)) if work.round >= work.max_rounds => {
+            let message = format!(
+                "The tool asked for input more than {} times (the layer's max_input_rounds)",
+                work.max_rounds
+            );
+            settle(work, internal(message)).await;
+            settled
+        }
         Ok(Next::Ask(round)) => {
             work.round += 1;
             work.attempts = 0;
             work.shed = 0;
             settle(work, Write::Input(round)).await;
-            None
+            Handled::Ended(Ended::AwaitingInput)
         }
         Ok(Next::Retry(state)) if work.shed < SHED_RETRIES => {
             work.shed += 1;
             let backoff = Duration::from_millis(10 << work.shed.min(6));
             tokio::time::sleep(backoff).await;
-            reissue(work, None, state)
+            match reissue(work, None, state) {
+                Ok(flight) => Handled::Next(flight),
+                Err(message) => {
+                    settle(work, internal(message)).await;
+                    settled
+                }
+            }
         }
         Ok(Next::Retry(_)) => {
             let message = "The inner server kept shedding load (input_required without requests)";
             settle(work, internal(message.into())).await;
-            None
+            settled
         }
         Err(reason) => {
             settle(work, internal(format!("The tool call failed: {reason}"))).await;
-            None
+            settled
         }
     }
 }
@@ -248,7 +318,7 @@ pub(crate) fn reissue(
     work: &mut Work,
     answers: Option<Vec<(String, Box<RawValue>)>>,
     request_state: Option<String>,
-) -> Option<Flight> {
+) -> Result<Flight, String> {
     work.attempts += 1;
     let call = mrtr::Call {
         task: work.id,
@@ -256,29 +326,25 @@ pub(crate) fn reissue(
         attempt: work.attempts,
     };
     match mrtr::reissue(&work.template, call, &work.params, answers, request_state) {
-        Ok((id, request)) => Some(Flight::background(id, work.caller.call(request))),
-        Err(reason) => {
-            let message = format!("Could not resume the call: {reason}");
-            fail_detached(work.store.clone(), work.id, message, work.expires);
-            None
+        Ok((id, request)) => {
+            let future = work.caller.call(request);
+            Ok(Flight::background(id, future, work.max_result))
         }
+        Err(reason) => Err(format!("Could not resume the call: {reason}")),
     }
 }
 
 /// A store write that records what the inner call said.
-enum Write {
+pub(crate) enum Write {
     Complete(Box<RawValue>),
     /// The store sets the status message from the error's `message`.
     Fail(Box<RawValue>),
     Input(InputRound),
 }
 
-fn internal(message: String) -> Write {
+/// A `-32603` failure with `message`.
+pub(crate) fn internal(message: String) -> Write {
     Write::Fail(ErrorObject::new(INTERNAL_ERROR, message).to_raw())
-}
-
-fn failure(error: Box<RawValue>) -> Write {
-    Write::Fail(error)
 }
 
 /// How long outcome writes are retried for a task without a TTL.
@@ -294,7 +360,12 @@ fn settle(work: &Work, write: Write) -> impl Future<Output = ()> + Send + 'stati
 /// the task would have expired anyway: an outcome reached during a store
 /// outage is kept and written once the store is back. A task that is no
 /// longer live (cancelled, expired, already terminal) keeps what it has.
-async fn write_until(store: &dyn TaskStore, id: TaskId, write: Write, expires: Option<Timestamp>) {
+pub(crate) async fn write_until(
+    store: &dyn TaskStore,
+    id: TaskId,
+    write: Write,
+    expires: Option<Timestamp>,
+) {
     let give_up = expires.unwrap_or_else(|| Timestamp::now().saturating_add(RETRY_WITHOUT_TTL));
     let mut delay = Duration::from_millis(50);
     loop {

@@ -15,6 +15,7 @@
 //! | a body that is not MCP, or ends without answer | relayed unchanged          | `failed`, `-32603`                    |
 
 pub(crate) mod caller;
+mod collect;
 pub(crate) mod driver;
 pub(crate) mod tap;
 
@@ -29,13 +30,14 @@ use serde_json::value::RawValue;
 
 use crate::body::{BoxBody, BoxError, ResponseBody};
 use crate::wire::{InnerMessage, Outcome, content_type, read_inner_message};
+use collect::{Collected, collect};
 use tap::Tap;
 
 /// The inner service's response future, boxed: flights are the owned path.
 pub(crate) type InnerFuture =
     Pin<Box<dyn Future<Output = Result<Response<BoxBody>, BoxError>> + Send>>;
 
-type Collecting = Pin<Box<dyn Future<Output = Result<Bytes, BoxError>> + Send>>;
+type Collecting = Pin<Box<dyn Future<Output = Collected> + Send>>;
 
 enum Stage {
     Head(InnerFuture),
@@ -103,23 +105,27 @@ pub(crate) struct Flight {
     /// Whether the bytes read may still be relayed to a client; a parked or
     /// re-issued call keeps none of them.
     relay: bool,
+    /// The most bytes of one answer (a JSON body, an SSE event) read.
+    limit: usize,
 }
 
 impl Flight {
-    /// A flight for the request `id`, whose response is `future`.
-    pub(crate) fn new(id: Box<RawValue>, future: InnerFuture) -> Self {
+    /// A flight for the request `id`, whose response is `future`; an answer
+    /// may take `limit` bytes.
+    pub(crate) fn new(id: Box<RawValue>, future: InnerFuture, limit: usize) -> Self {
         Self {
             id,
             stage: Stage::Head(future),
             relay: true,
+            limit,
         }
     }
 
     /// A flight whose bytes no client will ever receive (a re-issued call).
-    pub(crate) fn background(id: Box<RawValue>, future: InnerFuture) -> Self {
+    pub(crate) fn background(id: Box<RawValue>, future: InnerFuture, limit: usize) -> Self {
         Self {
             relay: false,
-            ..Self::new(id, future)
+            ..Self::new(id, future, limit)
         }
     }
 
@@ -206,11 +212,11 @@ impl Flight {
             format!("the inner server answered HTTP {}", response.status())
         } else if kind.starts_with("text/event-stream") {
             let (head, body) = response.into_parts();
-            let tap = Box::new(Tap::new(body, self.relay));
+            let tap = Box::new(Tap::new(body, self.relay, self.limit));
             return Ok(Stage::Sse(Box::new(head), tap));
         } else if kind.starts_with("application/json") {
             let (head, body) = response.into_parts();
-            let collecting = Box::pin(async move { Ok(body.collect().await?.to_bytes()) });
+            let collecting = Box::pin(collect(body, self.limit));
             return Ok(Stage::Json(Box::new(head), collecting));
         } else {
             format!("the inner server answered with content type {kind:?}, not an MCP response")
@@ -218,15 +224,26 @@ impl Flight {
         Err(Box::new(Answer::Unusable { response, reason }))
     }
 
-    fn read_json(&self, head: Parts, collected: Result<Bytes, BoxError>) -> Answer {
+    fn read_json(&self, head: Parts, collected: Collected) -> Answer {
         let bytes = match collected {
-            Ok(bytes) => bytes,
-            Err(error) => {
+            Collected::Whole(bytes) => bytes,
+            Collected::Failed(error) => {
                 let mut head = head;
                 head.headers.remove(http::header::CONTENT_LENGTH);
                 return Answer::Unusable {
                     response: Response::from_parts(head, empty()),
                     reason: error.to_string(),
+                };
+            }
+            // Relayed as it is, never buffered whole: only a parked call,
+            // which must store it, fails for its size.
+            Collected::Over(body) => {
+                return Answer::Unusable {
+                    response: Response::from_parts(head, body),
+                    reason: format!(
+                        "the result is larger than the layer's limit of {} bytes",
+                        self.limit
+                    ),
                 };
             }
         };

@@ -34,7 +34,27 @@ impl std::error::Error for BodyError {}
 struct Recording {
     frames: VecDeque<Bytes>,
     on: bool,
+    /// Bytes read since the last complete event.
+    pending: usize,
+    /// The most bytes one event may take.
+    limit: usize,
 }
+
+/// An SSE event larger than the layer reads.
+#[derive(Debug)]
+pub(crate) struct EventTooLarge(pub(crate) usize);
+
+impl std::fmt::Display for EventTooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "an SSE event is larger than the layer's result limit of {} bytes",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for EventTooLarge {}
 
 type Shared = Arc<Mutex<Recording>>;
 
@@ -65,6 +85,12 @@ impl Body for Tee {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     let mut recording = lock(&self.recording);
+                    // The parser holds an event until it is complete: bound it.
+                    recording.pending = recording.pending.saturating_add(data.len());
+                    if recording.pending > recording.limit {
+                        let limit = recording.limit;
+                        return Poll::Ready(Some(Err(BodyError(Box::new(EventTooLarge(limit))))));
+                    }
                     if recording.on {
                         recording.frames.push_back(data.clone());
                     }
@@ -85,11 +111,14 @@ pub(crate) struct Tap {
 }
 
 impl Tap {
-    /// Starts reading `body`, recording its bytes if `record`.
-    pub(crate) fn new(body: BoxBody, record: bool) -> Self {
+    /// Starts reading `body`, recording its bytes if `record`; an event
+    /// (with the bytes read since the previous one) may take `limit` bytes.
+    pub(crate) fn new(body: BoxBody, record: bool, limit: usize) -> Self {
         let recording = Arc::new(Mutex::new(Recording {
             frames: VecDeque::new(),
             on: record,
+            pending: 0,
+            limit,
         }));
         let tee = Tee {
             body,
@@ -103,7 +132,11 @@ impl Tap {
 
     /// The next event; cancel-safe. `None` at the end of the stream.
     pub(crate) async fn next(&mut self) -> Option<Result<Sse, sse_stream::Error>> {
-        self.events.next().await
+        let next = self.events.next().await;
+        // Frames are only ever split, never merged, so what was read up to
+        // this event is at most one frame more than the event itself.
+        lock(&self.recording).pending = 0;
+        next
     }
 
     /// Stops recording and forgets what was recorded: the bytes will never be
@@ -146,7 +179,10 @@ impl Body for Replay {
             }
             // Reading one more event pulls more frames into the recording.
             match Pin::new(&mut self.tap.events).poll_next(cx) {
-                Poll::Ready(Some(Ok(_))) => continue,
+                Poll::Ready(Some(Ok(_))) => {
+                    lock(&self.tap.recording).pending = 0;
+                    continue;
+                }
                 Poll::Ready(Some(Err(error))) => {
                     self.done = true;
                     return Poll::Ready(Some(Err(error.to_string().into())));

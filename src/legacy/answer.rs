@@ -6,7 +6,7 @@
 //! | 1 | the POST is a JSON-RPC response (`result` or `error`) | `-32602`, HTTP 400; nothing recorded |
 //! | 2 | the store takes it as the caller (owner checked) and completes the round | `-32602`, HTTP 400 (nothing waits), `-32603` (store down) |
 //! | 3 | the client gets `202` at once                        | — |
-//! | 4 | on a tokio task of its own, the answer goes to the inner server under the inner id, in the session the tool asked from, with the answering request's credentials; retried | the task fails with a message that says so, and its stop signal fires, which tells the inner call it is cancelled |
+//! | 4 | on a tracked tokio task, the answer goes to the inner server under the inner id, in the session the tool asked from, with the answering request's credentials; up to 4 tries of at most 10 s each, given up at once if the task ends meanwhile | the task fails with a message that says so, and its stop signal fires, which tells the inner call it is cancelled |
 //!
 //! Step 4 is detached so a client hanging up right after its POST cannot
 //! lose an answer the store already took.
@@ -22,7 +22,7 @@ use super::input::{Pending, answer_for_inner};
 use super::route::LEGACY_VERSION;
 use crate::flight::caller::CallInner;
 use crate::mrtr::Template;
-use crate::service::Shared;
+use crate::runtime::{Runtime, store_failed};
 use crate::store::{InputProgress, TaskStore};
 use crate::task::TaskId;
 use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, Reply};
@@ -30,6 +30,9 @@ use crate::wire::raw::Members;
 
 /// How many times an answer is offered to the inner server.
 const ATTEMPTS: u32 = 4;
+
+/// How long one try to deliver an answer may take.
+const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// An answer the store took, to be delivered to the inner server.
 pub(crate) struct Delivery {
@@ -55,7 +58,7 @@ fn is_response(text: &str) -> bool {
 
 /// Steps 1 and 2: checks the answer and records it as the caller.
 pub(crate) async fn take(
-    shared: &Shared,
+    runtime: &Runtime,
     parts: &Parts,
     body: &[u8],
     task: TaskId,
@@ -69,12 +72,12 @@ pub(crate) async fn take(
     }
     let message =
         RawValue::from_string(text.to_owned()).map_err(|_| refused("The answer is not JSON"))?;
-    let owner = shared.owner.resolve(parts);
-    let progress = shared
+    let owner = runtime.owner(parts);
+    let progress = runtime
         .store
-        .answer_input(task, owner.as_deref(), vec![(key, message)])
+        .answer_input(task, owner.key(), vec![(key, message)])
         .await
-        .map_err(|e| Reply::internal(None, format!("The task store failed: {e}")))?;
+        .map_err(|e| store_failed(None, &e))?;
     let Some(InputProgress::RoundComplete {
         answers,
         resume,
@@ -101,7 +104,7 @@ pub(crate) async fn take(
         }),
         None => {
             let message = "The answer could not be routed back to the tool";
-            fail(shared.store.as_ref(), task, &stop, message).await;
+            fail(runtime.store.as_ref(), task, &stop, message).await;
             Err(Reply::internal(None, message))
         }
     }
@@ -109,7 +112,7 @@ pub(crate) async fn take(
 
 /// Step 4, detached: delivers the answer or fails the task.
 pub(crate) fn deliver(
-    shared: &Shared,
+    runtime: &Runtime,
     mut caller: Box<dyn CallInner>,
     parts: &Parts,
     delivery: Delivery,
@@ -125,36 +128,48 @@ pub(crate) fn deliver(
             .get_or_insert_with(Default::default)
             .insert("mcp-session-id", session);
     }
-    let store = shared.store.clone();
-    tokio::spawn(async move {
-        let mut last = String::new();
-        for attempt in 0..ATTEMPTS {
-            if attempt > 0 {
-                tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
-            }
-            let Ok(request) = template.post(delivery.body.clone(), LEGACY_VERSION) else {
-                last = "the request could not be built".into();
-                break;
-            };
-            match caller.call(request).await {
-                Ok(response) if response.status().is_success() => return,
-                // The session is gone: retrying cannot help.
-                Ok(response) if response.status() == StatusCode::NOT_FOUND => {
-                    last = "the inner server no longer knows the session".into();
-                    break;
-                }
-                Ok(response) => {
-                    last = format!("the inner server answered HTTP {}", response.status())
-                }
-                Err(error) => last = error.to_string(),
-            }
+    let store = runtime.store.clone();
+    runtime.background.spawn(async move {
+        let stop = delivery.stop.clone();
+        let delivered = tokio::select! {
+            // The task ended meanwhile (cancelled, expired, failed): there is
+            // no call left to answer.
+            _ = stop.cancelled() => return,
+            delivered = send(&mut *caller, &template, &delivery.body) => delivered,
+        };
+        if let Err(last) = delivered {
+            tracing::warn!(task = %delivery.task, last, "an answer could not be delivered");
+            let message = "The answer to the tool's request could not be delivered";
+            fail(store.as_ref(), delivery.task, &delivery.stop, message).await;
         }
-        let message = format!("The answer to the tool's request could not be delivered: {last}");
-        fail(store.as_ref(), delivery.task, &delivery.stop, &message).await;
     });
 }
 
-/// Fails the task and stops its call, which cancels it on the inner server.
+/// Sends `body` to the tool's session, each try bounded by [`SEND_TIMEOUT`].
+async fn send(caller: &mut dyn CallInner, template: &Template, body: &str) -> Result<(), String> {
+    let mut last = String::new();
+    for attempt in 0..ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+        }
+        let Ok(request) = template.post(body.to_owned(), LEGACY_VERSION) else {
+            return Err("the request could not be built".into());
+        };
+        match tokio::time::timeout(SEND_TIMEOUT, caller.call(request)).await {
+            Ok(Ok(response)) if response.status().is_success() => return Ok(()),
+            Ok(Ok(response)) if response.status() == StatusCode::NOT_FOUND => {
+                return Err("the inner server no longer knows the session".into());
+            }
+            Ok(Ok(response)) => {
+                last = format!("the inner server answered HTTP {}", response.status());
+            }
+            Ok(Err(error)) => last = error.to_string(),
+            Err(_) => last = format!("no answer within {SEND_TIMEOUT:?}"),
+        }
+    }
+    Err(last)
+}
+
 async fn fail(store: &dyn TaskStore, task: TaskId, stop: &CancellationToken, message: &str) {
     tracing::warn!(%task, message, "a relayed answer was lost");
     let error = ErrorObject::new(INTERNAL_ERROR, message).to_raw();

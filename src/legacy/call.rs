@@ -18,17 +18,14 @@ use http::request::Parts;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::input::LegacyWork;
-use super::route::LEGACY_VERSION;
-use super::route::LegacyCall;
-use crate::flight::Flight;
+use super::input::Relay;
+use super::route::{LEGACY_VERSION, LegacyCall, error};
+use crate::config::TasksConfig;
 use crate::flight::caller::CallInner;
-use crate::flight::driver::{self, Work};
 use crate::mrtr::Template;
-use crate::service::Shared;
-use crate::store::NewTask;
-use crate::task::{TaskId, Timestamp};
-use crate::wire::jsonrpc::Reply;
+use crate::runtime::{First, NotStarted, Runtime, Start};
+use crate::task::TaskId;
+use crate::wire::jsonrpc::{LIMIT_REACHED, Reply};
 use crate::wire::raw::{Members, edit_object, empty_object, write_object};
 use crate::wire::view::{Rendered, TaskView, render};
 
@@ -39,8 +36,7 @@ struct Created<'a> {
 }
 
 /// The TTL a task gets when the client asked for `requested` milliseconds.
-pub(crate) fn granted_ttl(shared: &Shared, requested: Option<u64>) -> Option<Duration> {
-    let config = &shared.config;
+pub(crate) fn granted_ttl(config: &TasksConfig, requested: Option<u64>) -> Option<Duration> {
     match requested {
         None => config.ttl,
         Some(millis) => {
@@ -68,7 +64,7 @@ fn forwarded_body(body: &[u8], call: &LegacyCall, inner_id: &str) -> Option<Stri
 
 /// Creates the task, answers it, and starts the call in the background.
 pub(crate) async fn call(
-    shared: Arc<Shared>,
+    runtime: Arc<Runtime>,
     caller: Box<dyn CallInner>,
     parts: Parts,
     bytes: Bytes,
@@ -76,7 +72,10 @@ pub(crate) async fn call(
 ) -> Reply {
     let id = match TaskId::generate() {
         Ok(id) => id,
-        Err(error) => return Reply::internal(Some(&call.id), format!("No task id: {error}")),
+        Err(error) => {
+            tracing::error!(%error, "no task id from the OS random source");
+            return Reply::internal(Some(&call.id), "No task id could be drawn");
+        }
     };
     let inner_id = serde_json::to_string(&format!("mcp-tasks:{id}")).unwrap_or_default();
     let Some(body) = forwarded_body(&bytes, &call, &inner_id) else {
@@ -89,58 +88,39 @@ pub(crate) async fn call(
     let Ok(inner_id) = RawValue::from_string(inner_id) else {
         return Reply::internal(Some(&call.id), "the call id could not be written");
     };
-    let ttl = granted_ttl(&shared, call.ttl);
-    let task = NewTask {
-        id,
-        owner: shared.owner.resolve(&parts),
-        created_at: Timestamp::now(),
-        ttl,
-        poll_interval: shared.config.poll_interval,
+    let start = Start {
+        owner: runtime.owner(&parts).key,
+        ttl: granted_ttl(&runtime.config, call.ttl),
         status_message: None,
+        caller,
+        template,
+        params: empty_object(),
+        dialect: Box::new(Relay {
+            inner_id: inner_id.clone(),
+        }),
     };
-    let expires = ttl.map(|ttl| task.created_at.saturating_add(ttl));
-    // Created and started on a tokio task of its own: a client hanging up
-    // after the store took the task must not leave it undriven.
-    let store = shared.store.clone();
-    let started = tokio::spawn(async move {
-        let created = store.create(task).await?;
-        let mut caller = caller;
-        let future = caller.call(request);
-        let work = Work {
-            store,
-            id,
-            stop: created.stop,
-            caller,
-            template: Box::new(template),
-            params: empty_object(),
-            round: 0,
-            attempts: 0,
-            shed: 0,
-            expires,
-            legacy: Some(Box::new(LegacyWork {
-                inner_id: inner_id.clone(),
-                relayed: 0,
-            })),
-        };
-        driver::spawn(work, Flight::background(inner_id, future));
-        Ok::<_, crate::store::StoreError>(created.snapshot)
-    });
-    match started.await {
-        Ok(Ok(snapshot)) => {
-            shared.sessions.note_augmented(&call.session, &call.id);
+    let first = First::Send {
+        id: inner_id,
+        request: Box::new(request),
+    };
+    match runtime.start_as(id, start, first).await {
+        Ok(snapshot) => {
+            runtime.sessions().note_augmented(&call.session, &call.id);
             let created = Created {
                 task: render(&snapshot, TaskView::Legacy),
             };
             Reply::result(&call.id, created)
         }
-        Ok(Err(error)) => {
-            tracing::warn!(%error, "could not create a task");
-            Reply::internal(
-                Some(&call.id),
-                format!("Could not create the task: {error}"),
-            )
+        Err(NotStarted { why, .. }) => {
+            let message = why.message(&runtime);
+            if why.is_limit() {
+                tracing::info!(reason = message, "a 2025-11-25 task was refused");
+                error(&call.id, LIMIT_REACHED, message)
+            } else {
+                tracing::warn!(reason = message, "could not create a 2025-11-25 task");
+                Reply::internal(Some(&call.id), message)
+            }
         }
-        Err(_) => Reply::internal(Some(&call.id), "Could not create the task"),
     }
 }
 

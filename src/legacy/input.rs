@@ -25,22 +25,34 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::route::{LEGACY_VERSION, relay_id};
-use crate::classify::header;
-use crate::flight::driver::Work;
+use crate::flight::driver::{Dialect, Step, Work};
 use crate::store::{InputRound, StoreError};
 use crate::task::TaskId;
+use crate::wire::envelope::header;
 use crate::wire::raw::{Members, edit_object};
 
 /// How long the layer waits for the inner server to take a message it
 /// sends on its own (a cancellation, a refusal).
 const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// What the background work of a 2025-11-25 task keeps besides the common state.
-pub(crate) struct LegacyWork {
+/// The 2025-11-25 dialect of a task's driver: relays the inner server's
+/// requests and tells the inner server when the call is abandoned.
+pub(crate) struct Relay {
     /// The JSON-RPC id the layer gave the call it forwarded.
     pub inner_id: Box<RawValue>,
-    /// How many requests of the inner server were relayed so far.
-    pub relayed: u32,
+}
+
+impl Dialect for Relay {
+    fn request<'a>(&'a mut self, work: &'a mut Work, message: Box<RawValue>) -> Step<'a> {
+        Box::pin(relay(work, message))
+    }
+
+    fn abandon<'a>(&'a mut self, work: &'a mut Work) -> Step<'a> {
+        Box::pin(async move {
+            cancel_inner(work, &self.inner_id).await;
+            Ok(())
+        })
+    }
 }
 
 /// What the store keeps to route an answer back (never shown to clients).
@@ -98,16 +110,15 @@ async fn send(work: &mut Work, body: String) {
     }
 }
 
-/// Relays a request the inner server sent on the call's stream.
-pub(crate) async fn relay(work: &mut Work, message: Box<RawValue>) {
-    if work.legacy.is_none() {
-        return;
-    }
+/// Relays a request the inner server sent on the call's stream. Each
+/// relayed request is one input round of the task; an `Err` (too many
+/// rounds) fails the task.
+async fn relay(work: &mut Work, message: Box<RawValue>) -> Result<(), String> {
     let Ok(members) = Members::parse(message.get()) else {
-        return;
+        return Ok(());
     };
     let Some(inner_id) = members.get("id").map(ToOwned::to_owned) else {
-        return;
+        return Ok(());
     };
     let is_ping = members
         .get("method")
@@ -120,14 +131,19 @@ pub(crate) async fn relay(work: &mut Work, message: Box<RawValue>) {
             inner_id.get()
         );
         send(work, body).await;
-        return;
+        return Ok(());
     }
-    let Some(legacy) = work.legacy.as_mut() else {
-        return;
-    };
-    legacy.relayed += 1;
-    let key = legacy.relayed.to_string();
-    let id = serde_json::to_string(&relay_id(work.id, legacy.relayed)).unwrap_or_default();
+    if work.round >= work.max_rounds {
+        let reason = format!(
+            "The tool asked for input more than {} times (the layer's max_input_rounds)",
+            work.max_rounds
+        );
+        refuse(work, &inner_id, &reason).await;
+        return Err(reason);
+    }
+    work.round += 1;
+    let key = work.round.to_string();
+    let id = serde_json::to_string(&relay_id(work.id, work.round)).unwrap_or_default();
     let relayed = relayed_message(message.get(), &id, work.id)
         .and_then(|text| RawValue::from_string(text).ok());
     let session = work
@@ -147,7 +163,7 @@ pub(crate) async fn relay(work: &mut Work, message: Box<RawValue>) {
             "The request could not be relayed to the client",
         )
         .await;
-        return;
+        return Ok(());
     };
     let round = InputRound {
         requests: vec![(key, relayed)],
@@ -161,10 +177,11 @@ pub(crate) async fn relay(work: &mut Work, message: Box<RawValue>) {
         }
         Err(StoreError::InvalidTransition { .. } | StoreError::NotFound) => {}
         Err(error) => {
-            let reason = format!("The task store failed: {error}");
-            refuse(work, &inner_id, &reason).await;
+            tracing::warn!(task = %work.id, %error, "could not record a relayed request");
+            refuse(work, &inner_id, "The task store failed").await;
         }
     }
+    Ok(())
 }
 
 /// Answers the inner server's request `inner_id` with an error.
@@ -180,15 +197,12 @@ async fn refuse(work: &mut Work, inner_id: &RawValue, reason: &str) {
     send(work, body).await;
 }
 
-/// Tells the inner server that the call of a cancelled or expired task is
-/// cancelled.
-pub(crate) async fn cancel_inner(work: &mut Work) {
-    let Some(legacy) = work.legacy.as_ref() else {
-        return;
-    };
+/// Tells the inner server that the call of a cancelled, expired or failed
+/// task is cancelled.
+async fn cancel_inner(work: &mut Work, inner_id: &RawValue) {
     let body = format!(
         r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{},"reason":"The task was cancelled"}}}}"#,
-        legacy.inner_id.get()
+        inner_id.get()
     );
     send(work, body).await;
 }

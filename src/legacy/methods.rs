@@ -16,7 +16,7 @@ use http::request::Parts;
 use serde::Serialize;
 
 use super::route::{LegacyMethod, LegacyTask, error};
-use crate::service::Shared;
+use crate::runtime::{Owner, Runtime, store_failed};
 use crate::store::{CancelOutcome, StoreError};
 use crate::task::TaskId;
 use crate::wire::jsonrpc::{INVALID_PARAMS, METHOD_NOT_FOUND, Reply};
@@ -30,23 +30,18 @@ struct Listed<'a> {
     next_cursor: Option<&'a str>,
 }
 
-fn store_failed(id: &serde_json::value::RawValue, error: StoreError) -> Reply {
-    tracing::warn!(%error, "task store failed");
-    Reply::internal(Some(id), format!("The task store failed: {error}"))
-}
-
 /// Answers `tasks/get`, `tasks/list` or `tasks/cancel`.
-pub(crate) async fn answer(shared: &Shared, parts: &Parts, call: &LegacyTask) -> Reply {
-    let owner = shared.owner.resolve(parts);
-    let owner = owner.as_deref();
+pub(crate) async fn answer(runtime: &Runtime, parts: &Parts, call: &LegacyTask) -> Reply {
+    let owner = runtime.owner(parts);
     if call.method == LegacyMethod::List {
-        return list(shared, owner, call).await;
+        return list(runtime, &owner, call).await;
     }
+    let owner = owner.key();
     let Some(task) = TaskId::parse(&call.task_id) else {
         return Reply::task_not_found(&call.id);
     };
     match call.method {
-        LegacyMethod::Cancel => match shared.store.cancel(task, owner).await {
+        LegacyMethod::Cancel => match runtime.store.cancel(task, owner).await {
             Ok(Some(CancelOutcome::Cancelled(snapshot))) => {
                 Reply::result(&call.id, render(&snapshot, TaskView::Legacy))
             }
@@ -56,23 +51,27 @@ pub(crate) async fn answer(shared: &Shared, parts: &Parts, call: &LegacyTask) ->
                 error(&call.id, INVALID_PARAMS, message)
             }
             Ok(None) => Reply::task_not_found(&call.id),
-            Err(e) => store_failed(&call.id, e),
+            Err(e) => store_failed(Some(&call.id), &e),
         },
-        _ => match shared.store.get(task, owner).await {
+        _ => match runtime.store.get(task, owner).await {
             Ok(Some(snapshot)) => Reply::result(&call.id, render(&snapshot, TaskView::Legacy)),
             Ok(None) => Reply::task_not_found(&call.id),
-            Err(e) => store_failed(&call.id, e),
+            Err(e) => store_failed(Some(&call.id), &e),
         },
     }
 }
 
-async fn list(shared: &Shared, owner: Option<&str>, call: &LegacyTask) -> Reply {
-    if owner.is_none() {
+async fn list(runtime: &Runtime, owner: &Owner, call: &LegacyTask) -> Reply {
+    if owner.principal.is_none() {
         let message = "Method not found: tasks/list is served only to authenticated callers";
         return error(&call.id, METHOD_NOT_FOUND, message);
     }
-    let page = shared.config.list_page_size;
-    match shared.store.list(owner, call.cursor.as_deref(), page).await {
+    let page = runtime.config.list_page_size;
+    match runtime
+        .store
+        .list(owner.key(), call.cursor.as_deref(), page)
+        .await
+    {
         Ok(list) => {
             let listed = Listed {
                 tasks: list
@@ -89,6 +88,6 @@ async fn list(shared: &Shared, owner: Option<&str>, call: &LegacyTask) -> Reply 
             INVALID_PARAMS,
             "Invalid cursor: it was not given out by tasks/list",
         ),
-        Err(e) => store_failed(&call.id, e),
+        Err(e) => store_failed(Some(&call.id), &e),
     }
 }

@@ -32,10 +32,11 @@ use tokio::time::Instant;
 
 use super::input::with_related_task;
 use super::route::{LegacyTask, error};
+use crate::body::reply_response as json;
 use crate::body::{BoxError, ResponseBody};
-use crate::service::{Shared, reply_response as json};
+use crate::runtime::{Runtime, Waiting, store_failed};
 use crate::task::{TaskId, TaskSnapshot, TaskState};
-use crate::wire::jsonrpc::{INVALID_PARAMS, Reply};
+use crate::wire::jsonrpc::{INVALID_PARAMS, LIMIT_REACHED, Reply};
 use crate::wire::raw::Members;
 
 /// How often a waiting `tasks/result` reads the task.
@@ -74,30 +75,34 @@ fn event(data: &[u8]) -> Bytes {
 
 /// Answers `tasks/result`.
 pub(crate) async fn answer<B>(
-    shared: Arc<Shared>,
+    runtime: Arc<Runtime>,
     parts: Parts,
     call: LegacyTask,
 ) -> Response<ResponseBody<B>> {
-    let owner = shared.owner.resolve(&parts);
+    let owner = runtime.owner(&parts).key;
     let Some(task) = TaskId::parse(&call.task_id) else {
         return json(Reply::task_not_found(&call.id));
     };
-    match shared.store.get(task, owner.as_deref()).await {
+    match runtime.store.get(task, owner.as_deref()).await {
         Ok(Some(snapshot)) => {
             if let Some(reply) = outcome(&call.id, &snapshot) {
                 return json(reply);
             }
         }
         Ok(None) => return json(Reply::task_not_found(&call.id)),
-        Err(e) => {
-            return json(Reply::internal(
-                Some(&call.id),
-                format!("The task store failed: {e}"),
-            ));
-        }
+        Err(e) => return json(store_failed(Some(&call.id), &e)),
     }
+    let Some(waiting) = runtime.common.waiters.enter(task, owner.as_deref()) else {
+        let limits = runtime.common.waiters.limits();
+        let message = format!(
+            "Too many tasks/result streams are waiting (at most {} per task and {} per principal)",
+            limits.per_task, limits.per_owner
+        );
+        tracing::info!(%task, message, "a tasks/result waiter was refused");
+        return json(error(&call.id, LIMIT_REACHED, message));
+    };
     let (tx, mut rx) = mpsc::channel::<Bytes>(4);
-    tokio::spawn(wait(shared, owner, task, call.id, tx));
+    tokio::spawn(wait(runtime, owner, task, call.id, tx, waiting));
     let frames = futures_util::stream::poll_fn(move |cx| {
         rx.poll_recv(cx)
             .map(|next| next.map(|bytes| Ok::<_, BoxError>(Frame::data(bytes))))
@@ -113,24 +118,25 @@ pub(crate) async fn answer<B>(
 
 /// Feeds the stream of one waiting `tasks/result` until the outcome.
 async fn wait(
-    shared: Arc<Shared>,
+    runtime: Arc<Runtime>,
     owner: Option<String>,
     task: TaskId,
     id: Box<RawValue>,
     tx: mpsc::Sender<Bytes>,
+    _waiting: Waiting,
 ) {
-    let keep_alive = shared.config.keep_alive;
+    let keep_alive = runtime.config.keep_alive;
     let mut relayed = HashSet::new();
     let mut last_sent = Instant::now();
     loop {
-        let snapshot = match shared.store.get(task, owner.as_deref()).await {
+        let snapshot = match runtime.store.get(task, owner.as_deref()).await {
             Ok(Some(snapshot)) => snapshot,
             Ok(None) => {
                 let _ = tx.send(event(&Reply::task_not_found(&id).body)).await;
                 return;
             }
             Err(e) => {
-                let reply = Reply::internal(Some(&id), format!("The task store failed: {e}"));
+                let reply = store_failed(Some(&id), &e);
                 let _ = tx.send(event(&reply.body)).await;
                 return;
             }

@@ -28,10 +28,10 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::sessions::{Known, Sessions};
-use crate::classify::{Params, Route, as_str, header, params_span};
 use crate::config::TasksConfig;
 use crate::policy::ToolPolicy;
 use crate::task::TaskId;
+use crate::wire::envelope::{Params, as_str, header, params_span};
 use crate::wire::jsonrpc::{ErrorObject, INVALID_PARAMS, METHOD_NOT_FOUND, Reply};
 use crate::wire::raw::span;
 
@@ -94,6 +94,17 @@ struct TaskParam {
     ttl: Option<u64>,
 }
 
+/// What `classify` does with a message that carries no 2026-07-28 marks.
+#[derive(Debug)]
+pub(crate) enum Decision {
+    /// Not the layer's business: the inner server gets it untouched.
+    Forward,
+    /// The layer answers at once, with an error.
+    Reply(Reply),
+    /// The layer takes part.
+    Take(LegacyRoute),
+}
+
 /// A JSON-RPC error in a 2025-11-25 session (HTTP 200).
 pub(crate) fn error(id: &RawValue, code: i64, message: impl Into<String>) -> Reply {
     Reply::error(StatusCode::OK, Some(id), ErrorObject::new(code, message))
@@ -108,12 +119,12 @@ pub(crate) fn classify(
     body: &[u8],
     config: &TasksConfig,
     sessions: &Sessions,
-) -> Route {
+) -> Decision {
     if method == Some("initialize") && id.is_some() {
-        return Route::Legacy(LegacyRoute::Initialize);
+        return Decision::Take(LegacyRoute::Initialize);
     }
     let Some(session) = header(headers, "mcp-session-id") else {
-        return Route::Forward;
+        return Decision::Forward;
     };
     // The negotiated version travels on every request after initialize; a
     // client that leaves it out is known by its recorded session. A session
@@ -129,21 +140,21 @@ pub(crate) fn classify(
         (known, None) => known == Known::Live,
     };
     if !legacy {
-        return Route::Forward;
+        return Decision::Forward;
     }
     let route = match (id, method) {
         (Some(id), None) => match relayed(id) {
             Some((task, key)) => LegacyRoute::Answer { task, key },
-            None => return Route::Forward,
+            None => return Decision::Forward,
         },
         (None, Some("notifications/cancelled")) => match params.request_id {
             Some(request) if sessions.is_augmented(session, request) => LegacyRoute::Swallow,
-            _ => return Route::Forward,
+            _ => return Decision::Forward,
         },
         (Some(id), Some(method)) => return request(id, method, session, params, body, config),
-        _ => return Route::Forward,
+        _ => return Decision::Forward,
     };
-    Route::Legacy(route)
+    Decision::Take(route)
 }
 
 fn request(
@@ -153,7 +164,7 @@ fn request(
     params: &Params<'_>,
     body: &[u8],
     config: &TasksConfig,
-) -> Route {
+) -> Decision {
     let route = match method {
         "tools/list" => LegacyRoute::ToolsList {
             session: session.into(),
@@ -161,7 +172,11 @@ fn request(
         "tools/call" => return tool_call(id, session, params, body, config),
         "tasks/get" | "tasks/result" | "tasks/cancel" => {
             let Some(task_id) = as_str(params.task_id) else {
-                return Route::Reply(error(id, INVALID_PARAMS, "params.taskId must be a string"));
+                return Decision::Reply(error(
+                    id,
+                    INVALID_PARAMS,
+                    "params.taskId must be a string",
+                ));
             };
             let method = match method {
                 "tasks/get" => LegacyMethod::Get,
@@ -182,7 +197,7 @@ fn request(
                 Some(raw) => match as_str(Some(raw)) {
                     Some(cursor) => Some(cursor.into_owned()),
                     None => {
-                        return Route::Reply(error(
+                        return Decision::Reply(error(
                             id,
                             INVALID_PARAMS,
                             "params.cursor must be a string",
@@ -197,9 +212,9 @@ fn request(
                 cursor,
             })
         }
-        _ => return Route::Forward,
+        _ => return Decision::Forward,
     };
-    Route::Legacy(route)
+    Decision::Take(route)
 }
 
 fn tool_call(
@@ -208,7 +223,7 @@ fn tool_call(
     params: &Params<'_>,
     body: &[u8],
     config: &TasksConfig,
-) -> Route {
+) -> Decision {
     let name = as_str(params.name);
     let name = name.as_deref().unwrap_or_default();
     let policy = config.policy_for(name);
@@ -218,19 +233,19 @@ fn tool_call(
             let message = format!(
                 "Tool {name:?} requires task augmentation: send params.task (taskSupport \"required\")"
             );
-            return Route::Reply(error(id, METHOD_NOT_FOUND, message));
+            return Decision::Reply(error(id, METHOD_NOT_FOUND, message));
         }
-        return Route::Forward;
+        return Decision::Forward;
     };
     if policy == ToolPolicy::Never {
         let message =
             format!("Tool {name:?} does not support task augmentation (taskSupport \"forbidden\")");
-        return Route::Reply(error(id, METHOD_NOT_FOUND, message));
+        return Decision::Reply(error(id, METHOD_NOT_FOUND, message));
     }
     let ttl = match serde_json::from_str::<TaskParam>(task.get()) {
         Ok(task) => task.ttl,
         Err(_) => {
-            return Route::Reply(error(
+            return Decision::Reply(error(
                 id,
                 INVALID_PARAMS,
                 "params.task must be an object whose ttl is a number of milliseconds",
@@ -239,14 +254,14 @@ fn tool_call(
     };
     match params_span(body) {
         Some(params) if span(body, task.get()).is_some() => {
-            Route::Legacy(LegacyRoute::Call(LegacyCall {
+            Decision::Take(LegacyRoute::Call(LegacyCall {
                 id: id.to_owned(),
                 session: session.into(),
                 ttl,
                 params,
             }))
         }
-        _ => Route::Reply(error(id, INVALID_PARAMS, "params must be an object")),
+        _ => Decision::Reply(error(id, INVALID_PARAMS, "params must be an object")),
     }
 }
 

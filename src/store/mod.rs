@@ -66,6 +66,37 @@ pub enum StoreError {
     /// JSON-RPC `-32602`, invalid params).
     #[error("the list cursor is not one this store gave out")]
     InvalidCursor,
+    /// Creating the task would exceed a quota; nothing was stored.
+    #[error("the {0} task quota is reached")]
+    QuotaExceeded(QuotaScope),
+}
+
+/// Caps a store applies when it creates a task.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Quota {
+    /// The most live tasks one owner may hold; tasks without an owner count
+    /// together as one owner. `None`: no cap.
+    pub per_owner: Option<u32>,
+    /// The most live tasks in the whole store. `None`: no cap.
+    pub total: Option<u32>,
+}
+
+/// Which quota a creation ran into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuotaScope {
+    /// The owner's.
+    Owner,
+    /// The store's.
+    Total,
+}
+
+impl std::fmt::Display for QuotaScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Owner => "per-owner",
+            Self::Total => "total",
+        })
+    }
 }
 
 impl StoreError {
@@ -208,4 +239,13 @@ pub trait TaskStore: Send + Sync + 'static {
         cursor: Option<&'a str>,
         limit: usize,
     ) -> StoreFuture<'a, TaskList>;
+
+    /// Lets go of what this process holds in a shared store, at the end of
+    /// a [`Drain`](crate::Drain): the Redis store drops its instance lease,
+    /// so that other instances fail the tasks it still drove at their next
+    /// sweep instead of waiting for the lease to lapse. The default does
+    /// nothing.
+    fn release(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
+    }
 }

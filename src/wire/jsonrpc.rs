@@ -36,6 +36,11 @@ pub const HEADER_MISMATCH: i64 = -32020;
 pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
 /// MCP 2026-07-28: the protocol version is not supported.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+/// A limit of the layer refused the request (a server error in JSON-RPC's
+/// implementation-defined range): a 2025-11-25 `params.task` over a task
+/// cap, a `tasks/result` waiter over its cap, or a task started while the
+/// layer drains. Trying again later may succeed.
+pub const LIMIT_REACHED: i64 = -32000;
 
 /// A JSON-RPC error object.
 #[derive(Debug, Clone, Serialize)]

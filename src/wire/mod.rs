@@ -1,6 +1,7 @@
 //! Wire shapes: JSON-RPC envelopes and errors, task views, and reading the
 //! inner server's messages.
 
+pub(crate) mod envelope;
 pub mod jsonrpc;
 pub(crate) mod raw;
 pub mod view;

@@ -1,0 +1,88 @@
+//! The background work of one layer: every tokio task it starts for a task
+//! (drivers, re-issues, answer deliveries, outcome writes) is tracked here,
+//! so that a [`Drain`](crate::Drain) can stop parking, wait for what runs,
+//! and fail what is left.
+//!
+//! | Signal    | Fired by                        | Effect                                                   |
+//! |-----------|---------------------------------|----------------------------------------------------------|
+//! | `closing` | [`Drain::close`](crate::Drain::close) | no new task starts: calls stay synchronous, 2025-11-25 `params.task` is refused |
+//! | `abort`   | the drain deadline              | every running driver fails its task ("the server shut down") and stops its call |
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// Tracked background work and the signals that stop it.
+#[derive(Debug)]
+pub(crate) struct Background {
+    tracker: TaskTracker,
+    closing: CancellationToken,
+    abort: CancellationToken,
+    /// Inner calls that may run in the background at once.
+    running: Arc<Semaphore>,
+}
+
+impl Background {
+    /// Background work with at most `running` inner calls at once.
+    pub(crate) fn new(running: usize) -> Self {
+        Self {
+            tracker: TaskTracker::new(),
+            closing: CancellationToken::new(),
+            abort: CancellationToken::new(),
+            running: Arc::new(Semaphore::new(running.min(Semaphore::MAX_PERMITS))),
+        }
+    }
+
+    /// Runs `future` on a tokio task of its own, tracked.
+    pub(crate) fn spawn<F>(&self, future: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.tracker.spawn(future)
+    }
+
+    /// Whether new tasks are refused.
+    pub(crate) fn is_closing(&self) -> bool {
+        self.closing.is_cancelled()
+    }
+
+    /// Refuses new tasks from now on.
+    pub(crate) fn close(&self) {
+        self.closing.cancel();
+        self.tracker.close();
+    }
+
+    /// Fired when what still runs must stop.
+    pub(crate) fn abort_signal(&self) -> CancellationToken {
+        self.abort.clone()
+    }
+
+    /// Stops what still runs.
+    pub(crate) fn abort(&self) {
+        self.abort.cancel();
+    }
+
+    /// Resolves once every tracked tokio task has ended (after [`close`](Self::close)).
+    pub(crate) async fn idle(&self) {
+        self.tracker.wait().await;
+    }
+
+    /// How many tracked tokio tasks are running.
+    pub(crate) fn tracked(&self) -> usize {
+        self.tracker.len()
+    }
+
+    /// A place for one more background inner call, if one is free now.
+    pub(crate) fn try_slot(&self) -> Option<OwnedSemaphorePermit> {
+        self.running.clone().try_acquire_owned().ok()
+    }
+
+    /// The semaphore of background inner calls, for work that waits its turn.
+    pub(crate) fn slots(&self) -> Arc<Semaphore> {
+        self.running.clone()
+    }
+}

@@ -1,0 +1,125 @@
+//! The one place that starts, tracks and stops every task.
+//!
+//! Every path that makes a task, or makes one run again, goes through
+//! [`Runtime`], so that each limit, the drain and the store's quota are
+//! applied once:
+//!
+//! | Path                                   | Entry             | Over a limit, or the store failing                |
+//! |----------------------------------------|-------------------|---------------------------------------------------|
+//! | a 2026-07-28 call still running at the threshold | [`Runtime::start`] with a running flight | not parked: the call stays synchronous, as without the layer |
+//! | a 2025-11-25 `tools/call` with `params.task` | [`Runtime::start`] with a request | a JSON-RPC error (`-32000` for a limit, `-32603` for the store) |
+//! | an MRTR round completed by `tasks/update` | [`Runtime::resume`] | waits for a place among the background calls |
+//!
+//! Each started task is created in the store under the layer's quota, then
+//! driven on a tracked tokio task holding one place among the background
+//! inner calls, under its deadline ([`crate::deadline`]).
+
+mod start;
+mod waiters;
+
+use std::sync::Arc;
+
+use http::request::Parts;
+use serde_json::value::RawValue;
+
+use crate::background::Background;
+use crate::config::TasksConfig;
+use crate::legacy::sessions::Sessions;
+use crate::owner::ResolveOwner;
+use crate::store::{StoreError, TaskStore};
+use crate::wire::jsonrpc::Reply;
+
+pub(crate) use start::{First, NotStarted, Start};
+pub(crate) use waiters::{WaiterLimits, Waiters, Waiting};
+
+/// What every service made by one layer (and its clones) shares, besides
+/// the settings of each.
+pub(crate) struct Common {
+    /// The 2025-11-25 sessions the layer serves tasks in.
+    pub sessions: Arc<Sessions>,
+    /// Waiters on 2025-11-25 `tasks/result`.
+    pub waiters: Waiters,
+}
+
+/// The state behind one [`TasksService`](crate::TasksService) and its clones.
+pub(crate) struct Runtime {
+    pub config: TasksConfig,
+    pub store: Arc<dyn TaskStore>,
+    pub resolver: Arc<dyn ResolveOwner>,
+    /// The name of the inner server this layer wraps, if given.
+    pub scope: Option<Arc<str>>,
+    pub common: Arc<Common>,
+    pub background: Arc<Background>,
+}
+
+/// Who sent a request, as the layer keys its tasks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Owner {
+    /// The principal the resolver found.
+    pub principal: Option<String>,
+    /// The store's owner key: the principal, qualified by the layer's scope.
+    pub key: Option<String>,
+}
+
+impl Owner {
+    /// The store's owner key.
+    pub(crate) fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+}
+
+/// The store key of `principal` under `scope`: unchanged without a scope;
+/// with one, unambiguous for every scope, and distinct for anonymous callers,
+/// so that a task made under one scope is unknown under every other.
+fn scoped(scope: Option<&str>, principal: Option<&str>) -> Option<String> {
+    let Some(scope) = scope else {
+        return principal.map(str::to_owned);
+    };
+    Some(match principal {
+        Some(principal) => format!("scope:{}:{scope}+{principal}", scope.len()),
+        None => format!("scope:{}:{scope}-", scope.len()),
+    })
+}
+
+impl Runtime {
+    /// The owner of a request, resolved once.
+    pub(crate) fn owner(&self, parts: &Parts) -> Owner {
+        let principal = self.resolver.resolve(parts);
+        let key = scoped(self.scope.as_deref(), principal.as_deref());
+        Owner { principal, key }
+    }
+
+    /// The 2025-11-25 sessions.
+    pub(crate) fn sessions(&self) -> &Arc<Sessions> {
+        &self.common.sessions
+    }
+}
+
+/// The one error boundary for store failures: details go to the log, the
+/// client gets a fixed `-32603` that reveals nothing of the backend.
+pub(crate) fn store_failed(id: Option<&RawValue>, error: &StoreError) -> Reply {
+    tracing::warn!(%error, "task store failed");
+    Reply::internal(id, "The task store is unavailable; try again later")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_keep_owners_apart_and_anonymous_callers_distinct() {
+        assert_eq!(scoped(None, Some("alice")).as_deref(), Some("alice"));
+        assert_eq!(scoped(None, None), None);
+        let a = scoped(Some("a"), Some("alice"));
+        let b = scoped(Some("b"), Some("alice"));
+        assert_ne!(a, b);
+        assert_ne!(scoped(Some("a"), None), scoped(Some("b"), None));
+        assert_ne!(scoped(Some("a"), None), scoped(Some("a"), Some("")));
+        // A scope cannot be forged from another scope and a principal.
+        assert_ne!(scoped(Some("a+x"), None), scoped(Some("a"), Some("x-")));
+        assert_ne!(
+            scoped(Some("a"), Some("b+c")),
+            scoped(Some("a+b"), Some("c"))
+        );
+    }
+}

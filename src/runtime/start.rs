@@ -1,0 +1,270 @@
+//! Starting a task, and starting its call again after an input round.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Request;
+use http::request::Parts;
+use serde_json::value::RawValue;
+
+use super::Runtime;
+use crate::deadline::Deadline;
+use crate::flight::Flight;
+use crate::flight::caller::CallInner;
+use crate::flight::driver::{self, Dialect, Plain, Slot, Work};
+use crate::mrtr::{self, Resume, Template};
+use crate::store::{InputProgress, NewTask, QuotaScope, StoreError};
+use crate::task::{TaskId, TaskSnapshot, Timestamp};
+
+/// What a new task starts with.
+pub(crate) struct Start {
+    /// The store's owner key.
+    pub owner: Option<String>,
+    pub ttl: Option<Duration>,
+    pub status_message: Option<String>,
+    pub caller: Box<dyn CallInner>,
+    /// Credentials and extensions for calls sent later.
+    pub template: Template,
+    /// The `tools/call` params, for re-issuing (empty when never re-issued).
+    pub params: Box<RawValue>,
+    pub dialect: Box<dyn Dialect>,
+}
+
+/// The inner call of a new task.
+pub(crate) enum First {
+    /// Running already: a 2026-07-28 call that outlived the threshold.
+    Running(Flight),
+    /// Sent once the task exists: a 2025-11-25 call with `params.task`.
+    Send {
+        id: Box<RawValue>,
+        request: Box<Request<Bytes>>,
+    },
+}
+
+/// Why no task was started.
+#[derive(Debug)]
+pub(crate) enum Why {
+    /// The layer is draining.
+    Draining,
+    /// Every place among the background calls is taken.
+    Busy,
+    /// The store's quota for this owner, or in total, is reached.
+    Quota(QuotaScope),
+    /// The store failed (the details are logged where it happened).
+    Store,
+}
+
+impl Why {
+    /// What the client is told (never a backend detail).
+    pub(crate) fn message(&self, runtime: &Runtime) -> String {
+        let config = &runtime.config;
+        match self {
+            Self::Draining => "The server is shutting down and starts no new tasks".to_owned(),
+            Self::Busy => format!(
+                "The server runs {} tasks already, its limit; try again later",
+                config.max_running
+            ),
+            Self::Quota(QuotaScope::Owner) => format!(
+                "This principal has {} live tasks, the limit; wait for some to expire",
+                config.quota.per_owner.unwrap_or_default()
+            ),
+            Self::Quota(QuotaScope::Total) => format!(
+                "The server holds {} live tasks, its limit; try again later",
+                config.quota.total.unwrap_or_default()
+            ),
+            Self::Store => "The task store is unavailable; try again later".to_owned(),
+        }
+    }
+
+    /// Whether a limit (rather than a failure) refused the task.
+    pub(crate) fn is_limit(&self) -> bool {
+        !matches!(self, Self::Store)
+    }
+}
+
+/// A task that was not started, and its call when it is still there.
+pub(crate) struct NotStarted {
+    pub why: Why,
+    pub first: Option<Box<First>>,
+}
+
+impl Runtime {
+    /// Creates a task (durably: `get` finds it once this resolves) and
+    /// drives its call on a tracked tokio task. Both happen there, so a
+    /// client that hangs up meanwhile cannot leave a task nothing drives.
+    ///
+    /// Refused while draining, when no background place is free, over the
+    /// store's quota, or when the store fails; the call is then given back.
+    pub(crate) async fn start(
+        &self,
+        start: Start,
+        first: First,
+    ) -> Result<TaskSnapshot, NotStarted> {
+        match TaskId::generate() {
+            Ok(id) => self.start_as(id, start, first).await,
+            Err(error) => {
+                tracing::error!(%error, "no task id from the OS random source");
+                Err(NotStarted {
+                    why: Why::Store,
+                    first: Some(Box::new(first)),
+                })
+            }
+        }
+    }
+
+    /// [`start`](Self::start) with an id drawn already (a 2025-11-25 call
+    /// carries it in the id of its forwarded request).
+    pub(crate) async fn start_as(
+        &self,
+        id: TaskId,
+        start: Start,
+        first: First,
+    ) -> Result<TaskSnapshot, NotStarted> {
+        let refuse = |why, first| {
+            Err(NotStarted {
+                why,
+                first: Some(Box::new(first)),
+            })
+        };
+        if self.background.is_closing() {
+            return refuse(Why::Draining, first);
+        }
+        let Some(slot) = self.background.try_slot() else {
+            return refuse(Why::Busy, first);
+        };
+        let created_at = Timestamp::now();
+        let task = NewTask {
+            id,
+            owner: start.owner,
+            created_at,
+            ttl: start.ttl,
+            poll_interval: self.config.poll_interval,
+            status_message: start.status_message,
+            // TODO(quota merge): quota: self.config.quota,
+        };
+        let mut work = Work {
+            store: self.store.clone(),
+            id,
+            stop: Default::default(),
+            caller: start.caller,
+            template: Box::new(start.template),
+            params: start.params,
+            round: 0,
+            max_rounds: self.config.max_input_rounds,
+            attempts: 0,
+            shed: 0,
+            expires: start.ttl.map(|ttl| created_at.saturating_add(ttl)),
+            deadline: Deadline::of(created_at, start.ttl, self.config.max_runtime),
+            max_result: self.config.max_result_bytes,
+        };
+        let (dialect, abort) = (start.dialect, self.background.abort_signal());
+        let (created_tx, created_rx) = tokio::sync::oneshot::channel();
+        self.background.spawn(async move {
+            let created = match work.store.create(task).await {
+                Ok(created) => created,
+                Err(StoreError::QuotaExceeded(scope)) => {
+                    let why = Why::Quota(scope);
+                    let _ = created_tx.send(Err(NotStarted {
+                        why,
+                        first: Some(Box::new(first)),
+                    }));
+                    return;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "the task store could not create a task");
+                    let why = Why::Store;
+                    let _ = created_tx.send(Err(NotStarted {
+                        why,
+                        first: Some(Box::new(first)),
+                    }));
+                    return;
+                }
+            };
+            work.stop = created.stop;
+            let flight = match first {
+                First::Running(mut flight) => {
+                    flight.parked();
+                    flight
+                }
+                First::Send { id, request } => {
+                    Flight::background(id, work.caller.call(*request), work.max_result)
+                }
+            };
+            // The client may be gone; the task exists and is driven regardless.
+            let _ = created_tx.send(Ok(created.snapshot));
+            driver::drive(work, dialect, flight, Slot::Held(slot), abort).await;
+        });
+        created_rx.await.unwrap_or_else(|_| {
+            tracing::error!(task = %id, "the task's creation ended without an answer");
+            Err(NotStarted {
+                why: Why::Store,
+                first: None,
+            })
+        })
+    }
+
+    /// Re-issues a call whose input round the client completed, with the
+    /// credentials and extensions of the `tasks/update` that completed it.
+    /// The call waits for a place among the background calls.
+    pub(crate) fn resume(
+        &self,
+        caller: Box<dyn CallInner>,
+        parts: &Parts,
+        task: TaskId,
+        round: InputProgress,
+    ) {
+        let InputProgress::RoundComplete {
+            answers,
+            resume,
+            stop,
+        } = round
+        else {
+            return;
+        };
+        let resume: Resume = match serde_json::from_str(resume.get()) {
+            Ok(resume) => resume,
+            Err(error) => {
+                tracing::error!(%task, %error, "a stored resume context is unreadable");
+                let message = "The stored resume context is unreadable".to_owned();
+                self.fail_detached(task, message, None);
+                return;
+            }
+        };
+        let answers = mrtr::inner_answers(&resume, answers);
+        let mut template = Template::from_parts(parts);
+        template.set_param_headers(&resume.param_headers);
+        let mut work = Work {
+            store: self.store.clone(),
+            id: task,
+            stop,
+            caller,
+            template: Box::new(template),
+            params: resume.params,
+            round: resume.round,
+            max_rounds: self.config.max_input_rounds,
+            attempts: 0,
+            shed: 0,
+            expires: resume.expires.map(Timestamp::from_millis),
+            deadline: resume.deadline,
+            max_result: self.config.max_result_bytes,
+        };
+        match driver::reissue(&mut work, Some(answers), resume.request_state) {
+            Ok(flight) => {
+                let slot = Slot::Wait(self.background.slots());
+                let abort = self.background.abort_signal();
+                self.background
+                    .spawn(driver::drive(work, Box::new(Plain), flight, slot, abort));
+            }
+            Err(message) => self.fail_detached(task, message, work.expires),
+        }
+    }
+
+    /// Fails a task with `-32603` and `message`, retrying like any outcome
+    /// write, on a tracked tokio task.
+    pub(crate) fn fail_detached(&self, id: TaskId, message: String, expires: Option<Timestamp>) {
+        let store = self.store.clone();
+        self.background.spawn(async move {
+            driver::write_until(store.as_ref(), id, driver::internal(message), expires).await;
+        });
+    }
+}
