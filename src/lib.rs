@@ -56,8 +56,8 @@ pub use service::{ResponseFuture, TasksService};
 #[cfg(feature = "redis")]
 pub use store::RedisTaskStore;
 pub use store::{
-    CancelOutcome, CreatedTask, InputProgress, InputRound, MemoryTaskStore, NewTask, StoreError,
-    TaskList, TaskStore,
+    CancelOutcome, CreatedTask, InputProgress, InputRound, MemoryTaskStore, NewTask, Quota,
+    QuotaScope, StoreError, TaskList, TaskStore,
 };
 pub use task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
 pub use wire::{MODERN_VERSION, TASKS_EXTENSION};

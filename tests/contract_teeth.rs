@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use mcp_tasks::store::StoreFuture;
 use mcp_tasks::{
-    CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, StoreError, TaskId, TaskList,
-    TaskSnapshot, TaskState, TaskStatus, TaskStore, Timestamp,
+    CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, Quota, StoreError, TaskId,
+    TaskList, TaskSnapshot, TaskState, TaskStatus, TaskStore, Timestamp,
 };
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
@@ -524,6 +524,7 @@ async fn the_reference_store_keeps_what_the_suite_does_not_check() {
         ttl: None,
         poll_interval: None,
         status_message: None,
+        quota: Quota::default(),
     };
     store.create(new.clone()).await.unwrap();
     assert!(matches!(

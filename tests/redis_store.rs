@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use mcp_tasks::store::{ListCursor, RedisTaskStore};
 use mcp_tasks::{
-    CancelOutcome, InputProgress, InputRound, NewTask, StoreError, TaskId, TaskStatus, TaskStore,
-    Timestamp,
+    CancelOutcome, InputProgress, InputRound, NewTask, Quota, StoreError, TaskId, TaskStatus,
+    TaskStore, Timestamp,
 };
 use redis_server::RedisServer;
 use serde_json::value::RawValue;
@@ -34,6 +34,7 @@ fn new_task(owner: Option<&str>, ttl: Option<Duration>) -> NewTask {
         ttl,
         poll_interval: None,
         status_message: None,
+        quota: Quota::default(),
     }
 }
 

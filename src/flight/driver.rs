@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use super::caller::CallInner;
 use super::{Answer, Event, Flight};
 use crate::mrtr::{self, Next, Template};
-use crate::store::{InputRound, NewTask, StoreError, TaskStore};
+use crate::store::{InputRound, NewTask, Quota, StoreError, TaskStore};
 use crate::task::{TaskId, TaskSnapshot, Timestamp};
 use crate::wire::Outcome;
 use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR};
@@ -92,6 +92,7 @@ pub(crate) async fn park(
             ttl: parking.ttl,
             poll_interval: parking.poll_interval,
             status_message,
+            quota: Quota::default(),
         };
         let created = match parking.store.create(task).await {
             Ok(created) => created,

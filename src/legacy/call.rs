@@ -26,7 +26,7 @@ use crate::flight::caller::CallInner;
 use crate::flight::driver::{self, Work};
 use crate::mrtr::Template;
 use crate::service::Shared;
-use crate::store::NewTask;
+use crate::store::{NewTask, Quota};
 use crate::task::{TaskId, Timestamp};
 use crate::wire::jsonrpc::Reply;
 use crate::wire::raw::{Members, edit_object, empty_object, write_object};
@@ -97,6 +97,7 @@ pub(crate) async fn call(
         ttl,
         poll_interval: shared.config.poll_interval,
         status_message: None,
+        quota: Quota::default(),
     };
     let expires = ttl.map(|ttl| task.created_at.saturating_add(ttl));
     // Created and started on a tokio task of its own: a client hanging up

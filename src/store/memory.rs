@@ -43,7 +43,7 @@ const SHARDS: usize = 16;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// use std::time::Duration;
-/// use mcp_tasks::{MemoryTaskStore, NewTask, TaskId, TaskStatus, TaskStore, Timestamp};
+/// use mcp_tasks::{MemoryTaskStore, NewTask, Quota, TaskId, TaskStatus, TaskStore, Timestamp};
 ///
 /// let store = MemoryTaskStore::new();
 /// let id = TaskId::generate().unwrap();
@@ -55,6 +55,7 @@ const SHARDS: usize = 16;
 ///         ttl: Some(Duration::from_secs(60)),
 ///         poll_interval: None,
 ///         status_message: None,
+///         quota: Quota::default(),
 ///     })
 ///     .await
 ///     .unwrap();
@@ -518,6 +519,7 @@ impl TaskStore for MemoryTaskStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Quota;
 
     fn new_task(ttl: Option<Duration>) -> NewTask {
         NewTask {
@@ -527,6 +529,7 @@ mod tests {
             ttl,
             poll_interval: None,
             status_message: None,
+            quota: Quota::default(),
         }
     }
 

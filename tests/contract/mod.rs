@@ -7,8 +7,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use mcp_tasks::{
-    CancelOutcome, InputProgress, InputRound, NewTask, StoreError, TaskId, TaskList, TaskState,
-    TaskStatus, TaskStore, Timestamp,
+    CancelOutcome, InputProgress, InputRound, NewTask, Quota, StoreError, TaskId, TaskList,
+    TaskState, TaskStatus, TaskStore, Timestamp,
 };
 use serde_json::value::RawValue;
 
@@ -24,6 +24,7 @@ fn new_task(owner: Option<&str>, ttl: Option<Duration>) -> NewTask {
         ttl,
         poll_interval: Some(Duration::from_millis(250)),
         status_message: None,
+        quota: Quota::default(),
     }
 }
 
