@@ -9,6 +9,8 @@
 //! Each owner's tasks are also kept in creation order (`owners`), so that
 //! listing one owner's tasks costs O(log n + page); the reaper keeps that
 //! index in step, and a listing drops the keys of expired tasks it steps over.
+//! Tasks created under a [`Quota`] are counted by deadline (`live`), so that
+//! `create` checks the caps and inserts in one step, exactly at any moment.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -22,9 +24,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::cursor::{ListCursor, MAX_PAGE};
 use super::expiry::Expiry;
+use super::live::{self, Live};
 use super::owners::{Found, Owners};
 use super::{
-    CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, StoreError, StoreFuture,
+    CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, Quota, StoreError, StoreFuture,
     TaskList, TaskStore,
 };
 use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
@@ -77,6 +80,8 @@ struct Inner {
     expiry: Expiry,
     /// Each owner's task keys in creation order, for `list`.
     owners: Owners,
+    /// The live tasks created under a quota, for the next quota's check.
+    live: Live,
     /// The reaper task; started again if its runtime went away.
     reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -87,6 +92,7 @@ impl Default for Inner {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             expiry: Expiry::default(),
             owners: Owners::default(),
+            live: Live::default(),
             reaper: Mutex::new(None),
         }
     }
@@ -108,6 +114,8 @@ struct Entry {
     message: Option<Box<str>>,
     state: State,
     stop: CancellationToken,
+    /// Created under a quota: recorded in `live` until reaped.
+    counted: bool,
 }
 
 enum State {
@@ -141,6 +149,12 @@ impl Entry {
         // The TTL runs from creation.
         self.ttl
             .is_some_and(|ttl| self.created_at.saturating_add(ttl) <= now)
+    }
+
+    /// Where the task sits among the live ones: deadline, then id.
+    fn live_key(&self, id: u128) -> live::Key {
+        let deadline = self.ttl.map(|ttl| self.created_at.saturating_add(ttl));
+        (deadline.map_or(u64::MAX, Timestamp::as_millis), id)
     }
 
     fn visible_to(&self, owner: Option<&str>, now: Timestamp) -> bool {
@@ -312,6 +326,11 @@ async fn reap(store: Weak<Inner>, wake: Arc<Notify>) {
                 if let Some(entry) = removed {
                     let key = (entry.created_at.as_millis(), id);
                     inner.owners.remove(entry.owner.as_deref(), key);
+                    if entry.counted {
+                        inner
+                            .live
+                            .remove(entry.owner.as_deref(), entry.live_key(id));
+                    }
                     entry.stop.cancel();
                 }
             }
@@ -343,6 +362,7 @@ impl TaskStore for MemoryTaskStore {
                 message: task.status_message.map(String::into_boxed_str),
                 state: State::Working,
                 stop: stop.clone(),
+                counted: task.quota != Quota::default(),
             };
             let snapshot = entry.snapshot(id);
             {
@@ -350,7 +370,13 @@ impl TaskStore for MemoryTaskStore {
                 if shard.contains_key(&id) {
                     return Err(StoreError::backend("task id collision"));
                 }
-                // Indexed in the same step (the index's lock is innermost).
+                // Counted and indexed in the same step (both locks innermost).
+                if entry.counted {
+                    let (owner, key) = (entry.owner.as_deref(), entry.live_key(id));
+                    self.inner
+                        .live
+                        .admit(owner, key, task.quota, Timestamp::now())?;
+                }
                 let key = (task.created_at.as_millis(), id);
                 self.inner.owners.insert(entry.owner.as_deref(), key);
                 shard.insert(id, entry);

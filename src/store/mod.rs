@@ -23,6 +23,7 @@
 
 mod cursor;
 mod expiry;
+mod live;
 mod memory;
 mod owners;
 #[cfg(feature = "redis")]

@@ -1,7 +1,6 @@
 //! Unit tests of [`MemoryTaskStore`] that look inside it.
 
 use super::*;
-use crate::store::Quota;
 
 fn new_task(ttl: Option<Duration>) -> NewTask {
     NewTask {
@@ -53,4 +52,32 @@ async fn a_poisoned_lock_is_a_backend_error_not_a_missing_task() {
     assert!(matches!(read, Err(StoreError::Backend(_))), "got {read:?}");
     let cancel = store.cancel(task.id, None).await;
     assert!(matches!(cancel, Err(StoreError::Backend(_))));
+}
+
+#[tokio::test]
+async fn the_reaper_takes_reclaimed_tasks_out_of_the_quota_counts() {
+    let store = MemoryTaskStore::new();
+    let quota = Quota {
+        per_owner: Some(100),
+        total: None,
+    };
+    for owner in [None, Some("alice")] {
+        let mut task = new_task(Some(Duration::from_millis(50)));
+        task.owner = owner.map(str::to_owned);
+        task.quota = quota;
+        store.create(task).await.unwrap();
+    }
+    store.create(new_task(None)).await.unwrap();
+    assert_eq!(
+        store.inner.live.len(),
+        (2, 2),
+        "only the tasks created under a quota are counted"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(store.len(), 1);
+    assert_eq!(
+        store.inner.live.len(),
+        (0, 0),
+        "the reaper keeps the counts in step"
+    );
 }
