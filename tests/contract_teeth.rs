@@ -98,6 +98,61 @@ async fn the_contract_fails_a_store_whose_listing_never_ends() {
     assert_caught(Flaw::ListCursorNeverEnds, "the last page has no cursor").await;
 }
 
+#[tokio::test]
+async fn the_contract_fails_a_store_that_ignores_quotas() {
+    assert_caught(
+        Flaw::IgnoresQuota,
+        "the per-owner cap refuses one task too many",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_contract_fails_a_store_that_ignores_the_total_quota() {
+    assert_caught(
+        Flaw::IgnoresTotalQuota,
+        "the total cap refuses one task too many",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_contract_fails_a_store_whose_per_owner_quota_counts_every_owner() {
+    assert_caught(Flaw::QuotaPoolsOwners, "another owner's tasks do not count").await;
+}
+
+#[tokio::test]
+async fn the_contract_fails_a_store_that_counts_unowned_tasks_apart() {
+    assert_caught(
+        Flaw::QuotaCountsUnownedApart,
+        "unowned tasks count together as one owner",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_contract_fails_a_store_whose_quota_counts_expired_tasks() {
+    assert_caught(Flaw::QuotaCountsExpired, "an expired task no longer counts").await;
+}
+
+#[tokio::test]
+async fn the_contract_fails_a_store_whose_quota_counts_only_running_tasks() {
+    assert_caught(
+        Flaw::QuotaCountsOnlyRunning,
+        "a terminal task still counts until it expires",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_contract_fails_a_store_that_checks_a_quota_apart_from_the_insert() {
+    assert_caught(
+        Flaw::QuotaCheckedApart,
+        "concurrent creates never overshoot a quota",
+    )
+    .await;
+}
+
 /// The reference store itself, checked by hand where the suite is silent.
 #[tokio::test]
 async fn the_reference_store_keeps_what_the_suite_does_not_check() {

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use mcp_tasks::store::StoreFuture;
 use mcp_tasks::{
-    CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, StoreError, TaskId, TaskList,
-    TaskSnapshot, TaskState, TaskStatus, TaskStore, Timestamp,
+    CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, Quota, QuotaScope, StoreError,
+    TaskId, TaskList, TaskSnapshot, TaskState, TaskStatus, TaskStore, Timestamp,
 };
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
@@ -37,6 +37,23 @@ pub enum Flaw {
     ListAcceptsAnyCursor,
     /// `list` hands out a cursor even on the last page.
     ListCursorNeverEnds,
+    /// `create` ignores every quota.
+    IgnoresQuota,
+    /// `create` ignores the total cap (the per-owner one holds).
+    IgnoresTotalQuota,
+    /// The per-owner cap counts every owner's tasks, not just the creator's.
+    QuotaPoolsOwners,
+    /// Each unowned task counts as an owner of its own, so the per-owner
+    /// cap never refuses one.
+    QuotaCountsUnownedApart,
+    /// Expired tasks still count (the store keeps them; reads and listings
+    /// honour the TTL).
+    QuotaCountsExpired,
+    /// Only `working` and `input_required` tasks count.
+    QuotaCountsOnlyRunning,
+    /// The caps are checked under the lock, then the lock is let go (and
+    /// the task yields) before the insert: concurrent creates overshoot.
+    QuotaCheckedApart,
 }
 
 /// What a task is doing, with exactly what the store needs for it.
@@ -75,6 +92,8 @@ struct Task {
     message: Option<String>,
     state: State,
     stop: CancellationToken,
+    /// Created under a quota: counted by later quotas.
+    counted: bool,
 }
 
 impl Task {
@@ -146,6 +165,39 @@ impl NaiveStore {
 
     fn may_see(&self, task: &Task, owner: Option<&str>) -> bool {
         self.flaw == Flaw::LeaksAcrossOwners || task.owner.as_deref() == owner
+    }
+
+    /// Whether `task` counts against a quota now.
+    fn counts(&self, task: &Task) -> bool {
+        let live = self.flaw == Flaw::QuotaCountsExpired || !self.expired(task);
+        let running = !task.state.status().is_terminal();
+        task.counted && live && (running || self.flaw != Flaw::QuotaCountsOnlyRunning)
+    }
+
+    /// Refuses a task of `owner` that `quota` has no room for among `tasks`.
+    fn check_quota(
+        &self,
+        tasks: &Tasks,
+        owner: Option<&str>,
+        quota: Quota,
+    ) -> Result<(), StoreError> {
+        if self.flaw == Flaw::IgnoresQuota {
+            return Ok(());
+        }
+        let full = |cap: Option<u32>, count: usize| cap.is_some_and(|cap| count >= cap as usize);
+        let live: Vec<&Task> = tasks.values().filter(|task| self.counts(task)).collect();
+        let mine = live
+            .iter()
+            .filter(|task| self.flaw == Flaw::QuotaPoolsOwners || task.owner.as_deref() == owner)
+            .count();
+        let apart = self.flaw == Flaw::QuotaCountsUnownedApart && owner.is_none();
+        if !apart && full(quota.per_owner, mine) {
+            return Err(StoreError::QuotaExceeded(QuotaScope::Owner));
+        }
+        if self.flaw != Flaw::IgnoresTotalQuota && full(quota.total, live.len()) {
+            return Err(StoreError::QuotaExceeded(QuotaScope::Total));
+        }
+        Ok(())
     }
 
     /// Runs `f` on a live task, whoever owns it (the layer's own calls).
@@ -242,12 +294,21 @@ impl TaskStore for NaiveStore {
                 message: new.status_message,
                 state: State::Working,
                 stop: stop.clone(),
+                counted: new.quota != Quota::default(),
             };
             let snapshot = task.snapshot(new.id);
+            let apart = self.flaw == Flaw::QuotaCheckedApart;
+            if apart {
+                self.check_quota(&*self.lock()?, task.owner.as_deref(), new.quota)?;
+                tokio::task::yield_now().await;
+            }
             {
                 let mut tasks = self.lock()?;
                 if tasks.contains_key(&new.id) {
                     return Err(StoreError::backend("task id collision"));
+                }
+                if !apart {
+                    self.check_quota(&tasks, task.owner.as_deref(), new.quota)?;
                 }
                 tasks.insert(new.id, task);
             }
@@ -256,7 +317,7 @@ impl TaskStore for NaiveStore {
             {
                 let deadline = new.created_at.saturating_add(ttl);
                 let tasks = Arc::downgrade(&self.tasks);
-                let keep = self.flaw == Flaw::ListShowsExpired;
+                let keep = matches!(self.flaw, Flaw::ListShowsExpired | Flaw::QuotaCountsExpired);
                 tokio::spawn(expire(tasks, new.id, deadline, stop.clone(), keep));
             }
             Ok(CreatedTask { snapshot, stop })
