@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use futures_util::FutureExt;
-use mcp_tasks::{MemoryTaskStore, NewTask, TaskId, TaskStore, Timestamp};
+use mcp_tasks::{MemoryTaskStore, NewTask, Quota, TaskId, TaskStore, Timestamp};
 
 const OWNER: &str = "owner-0";
 const OWNED: usize = 10_000;
@@ -55,6 +55,7 @@ fn build(others: usize) -> (MemoryTaskStore, TaskId) {
             ttl: None,
             poll_interval: Some(Duration::from_secs(1)),
             status_message: None,
+            quota: Quota::default(),
         };
         store
             .create(task)

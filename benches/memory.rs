@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 
 use http_body_util::BodyExt;
-use mcp_tasks::{MemoryTaskStore, NewTask, TaskId, TaskStore, TasksLayer, Timestamp};
+use mcp_tasks::{MemoryTaskStore, NewTask, Quota, TaskId, TaskStore, TasksLayer, Timestamp};
 use tower::{Layer, ServiceExt};
 
 const TASKS: usize = 100_000;
@@ -92,6 +92,7 @@ async fn store_only() -> Reading {
             ttl: Some(Duration::from_secs(3600)),
             poll_interval: Some(Duration::from_secs(1)),
             status_message: None,
+            quota: Quota::default(),
         };
         store.create(task).await.expect("create");
     }

@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::Full;
 use mcp_tasks::store::RedisTaskStore;
-use mcp_tasks::{NewTask, TaskId, TaskStore, TasksLayer, Timestamp};
+use mcp_tasks::{NewTask, Quota, TaskId, TaskStore, TasksLayer, Timestamp};
 use tower::Layer;
 
 use inner::{Answers, Inner, request, roundtrip};
@@ -308,6 +308,7 @@ async fn working_task(store: &RedisTaskStore) -> TaskId {
             ttl: Some(Duration::from_secs(3600)),
             poll_interval: Some(Duration::from_secs(1)),
             status_message: None,
+            quota: Quota::default(),
         })
         .await
         .expect("create");

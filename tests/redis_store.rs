@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use mcp_tasks::store::{ListCursor, RedisTaskStore};
 use mcp_tasks::{
-    CancelOutcome, InputProgress, InputRound, NewTask, StoreError, TaskId, TaskStatus, TaskStore,
-    Timestamp,
+    CancelOutcome, InputProgress, InputRound, NewTask, Quota, QuotaScope, StoreError, TaskId,
+    TaskStatus, TaskStore, Timestamp,
 };
 use redis_server::RedisServer;
 use serde_json::value::RawValue;
@@ -34,6 +34,7 @@ fn new_task(owner: Option<&str>, ttl: Option<Duration>) -> NewTask {
         ttl,
         poll_interval: None,
         status_message: None,
+        quota: Quota::default(),
     }
 }
 
@@ -351,6 +352,70 @@ async fn a_listing_cursor_survives_the_expiry_of_the_task_it_names() {
         .unwrap();
     assert_eq!(rest.ids, vec![tasks[2].id, tasks[3].id]);
     assert!(rest.next.is_none());
+}
+
+#[tokio::test]
+async fn live_sets_are_written_only_under_a_quota_and_expire_with_their_longest_task() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let store = connect(&server, &fresh_prefix()).await;
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut raw_conn = client.get_multiplexed_async_connection().await.unwrap();
+    let mut pttl = async |name: &str| -> i64 {
+        let key = format!("{}:live:{name}", store.prefix());
+        let cmd = redis::cmd("PTTL").arg(key).to_owned();
+        cmd.query_async(&mut raw_conn).await.unwrap()
+    };
+    let hour = Some(Duration::from_secs(3600));
+    store.create(new_task(Some("alice"), hour)).await.unwrap();
+    assert_eq!(pttl("all").await, -2, "no quota, no live set");
+    assert_eq!(pttl("owned:alice").await, -2, "no quota, no live set");
+
+    let quota = Quota {
+        per_owner: Some(2),
+        total: None,
+    };
+    let mut task = new_task(Some("alice"), hour);
+    task.quota = quota;
+    store.create(task).await.unwrap();
+    for name in ["all", "owned:alice"] {
+        let left = pttl(name).await;
+        assert!(
+            (3_590_000..=3_600_000).contains(&left),
+            "{name} expires with its task, in {left} ms"
+        );
+    }
+    let mut forever = new_task(None, None);
+    forever.quota = quota;
+    store.create(forever).await.unwrap();
+    assert_eq!(
+        pttl("all").await,
+        -1,
+        "kept while it holds a task without TTL"
+    );
+    assert_eq!(
+        pttl("unowned").await,
+        -1,
+        "kept while it holds a task without TTL"
+    );
+
+    let held = store.held_stop_signals();
+    let mut refused = new_task(None, None);
+    refused.quota = Quota {
+        per_owner: None,
+        total: Some(2),
+    };
+    let refused = store.create(refused).await;
+    assert!(
+        matches!(refused, Err(StoreError::QuotaExceeded(QuotaScope::Total))),
+        "got {refused:?}"
+    );
+    assert_eq!(
+        store.held_stop_signals(),
+        held,
+        "a refused create holds no stop signal"
+    );
 }
 
 #[tokio::test]

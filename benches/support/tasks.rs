@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mcp_tasks::{MemoryTaskStore, NewTask, TaskId, TaskStore, Timestamp};
+use mcp_tasks::{MemoryTaskStore, NewTask, Quota, TaskId, TaskStore, Timestamp};
 
 /// Creates `count` working tasks of `owner` (TTL one hour, poll 1 s) in
 /// `store`; returns the id of the last one.
@@ -18,6 +18,7 @@ pub async fn fill(store: &MemoryTaskStore, owner: Option<&str>, count: usize) ->
             ttl: Some(Duration::from_secs(3600)),
             poll_interval: Some(Duration::from_secs(1)),
             status_message: None,
+            quota: Quota::default(),
         };
         store.create(task).await.expect("create");
         last = Some(id);

@@ -140,7 +140,7 @@ impl Runtime {
             ttl: start.ttl,
             poll_interval: self.config.poll_interval,
             status_message: start.status_message,
-            // TODO(quota merge): quota: self.config.quota,
+            quota: self.config.quota,
         };
         let mut work = Work {
             store: self.store.clone(),

@@ -9,6 +9,8 @@
 //! Each owner's tasks are also kept in creation order (`owners`), so that
 //! listing one owner's tasks costs O(log n + page); the reaper keeps that
 //! index in step, and a listing drops the keys of expired tasks it steps over.
+//! Tasks created under a [`Quota`] are counted by deadline (`live`), so that
+//! `create` checks the caps and inserts in one step, exactly at any moment.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -22,9 +24,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::cursor::{ListCursor, MAX_PAGE};
 use super::expiry::Expiry;
+use super::live::{self, Live};
 use super::owners::{Found, Owners};
 use super::{
-    CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, StoreError, StoreFuture,
+    CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, Quota, StoreError, StoreFuture,
     TaskList, TaskStore,
 };
 use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
@@ -43,7 +46,7 @@ const SHARDS: usize = 16;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// use std::time::Duration;
-/// use mcp_tasks::{MemoryTaskStore, NewTask, TaskId, TaskStatus, TaskStore, Timestamp};
+/// use mcp_tasks::{MemoryTaskStore, NewTask, Quota, TaskId, TaskStatus, TaskStore, Timestamp};
 ///
 /// let store = MemoryTaskStore::new();
 /// let id = TaskId::generate().unwrap();
@@ -55,6 +58,7 @@ const SHARDS: usize = 16;
 ///         ttl: Some(Duration::from_secs(60)),
 ///         poll_interval: None,
 ///         status_message: None,
+///         quota: Quota::default(),
 ///     })
 ///     .await
 ///     .unwrap();
@@ -76,6 +80,8 @@ struct Inner {
     expiry: Expiry,
     /// Each owner's task keys in creation order, for `list`.
     owners: Owners,
+    /// The live tasks created under a quota, for the next quota's check.
+    live: Live,
     /// The reaper task; started again if its runtime went away.
     reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -86,6 +92,7 @@ impl Default for Inner {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             expiry: Expiry::default(),
             owners: Owners::default(),
+            live: Live::default(),
             reaper: Mutex::new(None),
         }
     }
@@ -107,6 +114,8 @@ struct Entry {
     message: Option<Box<str>>,
     state: State,
     stop: CancellationToken,
+    /// Created under a quota: recorded in `live` until reaped.
+    counted: bool,
 }
 
 enum State {
@@ -140,6 +149,12 @@ impl Entry {
         // The TTL runs from creation.
         self.ttl
             .is_some_and(|ttl| self.created_at.saturating_add(ttl) <= now)
+    }
+
+    /// Where the task sits among the live ones: deadline, then id.
+    fn live_key(&self, id: u128) -> live::Key {
+        let deadline = self.ttl.map(|ttl| self.created_at.saturating_add(ttl));
+        (deadline.map_or(u64::MAX, Timestamp::as_millis), id)
     }
 
     fn visible_to(&self, owner: Option<&str>, now: Timestamp) -> bool {
@@ -311,6 +326,11 @@ async fn reap(store: Weak<Inner>, wake: Arc<Notify>) {
                 if let Some(entry) = removed {
                     let key = (entry.created_at.as_millis(), id);
                     inner.owners.remove(entry.owner.as_deref(), key);
+                    if entry.counted {
+                        inner
+                            .live
+                            .remove(entry.owner.as_deref(), entry.live_key(id));
+                    }
                     entry.stop.cancel();
                 }
             }
@@ -342,6 +362,7 @@ impl TaskStore for MemoryTaskStore {
                 message: task.status_message.map(String::into_boxed_str),
                 state: State::Working,
                 stop: stop.clone(),
+                counted: task.quota != Quota::default(),
             };
             let snapshot = entry.snapshot(id);
             {
@@ -349,7 +370,13 @@ impl TaskStore for MemoryTaskStore {
                 if shard.contains_key(&id) {
                     return Err(StoreError::backend("task id collision"));
                 }
-                // Indexed in the same step (the index's lock is innermost).
+                // Counted and indexed in the same step (both locks innermost).
+                if entry.counted {
+                    let (owner, key) = (entry.owner.as_deref(), entry.live_key(id));
+                    self.inner
+                        .live
+                        .admit(owner, key, task.quota, Timestamp::now())?;
+                }
                 let key = (task.created_at.as_millis(), id);
                 self.inner.owners.insert(entry.owner.as_deref(), key);
                 shard.insert(id, entry);
@@ -516,57 +543,4 @@ impl TaskStore for MemoryTaskStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn new_task(ttl: Option<Duration>) -> NewTask {
-        NewTask {
-            id: TaskId::generate().unwrap(),
-            owner: None,
-            created_at: Timestamp::now(),
-            ttl,
-            poll_interval: None,
-            status_message: None,
-        }
-    }
-
-    #[tokio::test]
-    async fn expired_tasks_are_reclaimed_without_a_manual_sweep() {
-        let store = MemoryTaskStore::new();
-        for _ in 0..50 {
-            store
-                .create(new_task(Some(Duration::from_millis(50))))
-                .await
-                .unwrap();
-        }
-        store.create(new_task(None)).await.unwrap();
-        assert_eq!(store.len(), 51);
-        assert_eq!(store.inner.owners.len(), 51);
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        assert_eq!(store.len(), 1, "only the task without a TTL is left");
-        assert_eq!(
-            store.inner.owners.len(),
-            1,
-            "the reaper keeps the index in step"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_poisoned_lock_is_a_backend_error_not_a_missing_task() {
-        let store = MemoryTaskStore::new();
-        let task = new_task(None);
-        store.create(task.clone()).await.unwrap();
-        let shard = store.inner.clone();
-        let poisoner = std::thread::spawn(move || {
-            let _guard = shard.shards[(task.id.as_u128() as usize) % SHARDS]
-                .lock()
-                .unwrap();
-            panic!("poison the shard");
-        });
-        assert!(poisoner.join().is_err());
-        let read = store.get(task.id, None).await;
-        assert!(matches!(read, Err(StoreError::Backend(_))), "got {read:?}");
-        let cancel = store.cancel(task.id, None).await;
-        assert!(matches!(cancel, Err(StoreError::Backend(_))));
-    }
-}
+mod tests;

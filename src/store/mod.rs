@@ -14,6 +14,7 @@
 //! | another principal's task reads exactly like an unknown one  | existence must not leak across principals                  |
 //! | a backend failure is an error, never "no such task"         | a client must not give up on a task because Redis blinked  |
 //! | `list` shows exactly one owner's live tasks                 | a listing must not leak other principals' or expired tasks |
+//! | `create` refuses a task past its [`Quota`], atomically      | no burst of concurrent creates holds more than the caps    |
 //!
 //! Ownership uses plain equality on `Option<&str>`: an unowned task is not
 //! reachable by a caller with a principal, and an owned one not by a caller
@@ -22,11 +23,13 @@
 
 mod cursor;
 mod expiry;
+mod live;
 mod memory;
 mod owners;
 #[cfg(feature = "redis")]
 pub mod redis;
 
+use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
@@ -71,7 +74,45 @@ pub enum StoreError {
     QuotaExceeded(QuotaScope),
 }
 
+/// Which quota a creation ran into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuotaScope {
+    /// [`Quota::per_owner`]: the creating owner holds as many live tasks as
+    /// it may.
+    Owner,
+    /// [`Quota::total`]: the store holds as many live tasks as it may.
+    Total,
+}
+
+impl fmt::Display for QuotaScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Owner => "per-owner",
+            Self::Total => "total",
+        })
+    }
+}
+
 /// Caps a store applies when it creates a task.
+///
+/// What counts is a *live* task: one created and not yet expired, whatever
+/// its status. A completed, failed or cancelled task still holds its result
+/// (or error) until its TTL runs out, so counting it is what bounds the
+/// memory a principal, or everyone together, can make the store hold. A task
+/// without TTL counts for as long as it exists, which is forever.
+///
+/// Tasks created without a principal count together, as one owner: the
+/// anonymous callers share one allowance instead of each getting their own.
+///
+/// The store checks the caps and stores the task in one atomic step, so
+/// concurrent creates (on one instance or several sharing a store) never
+/// overshoot them. When both caps are reached, the per-owner one is
+/// reported. A refused creation stores nothing: no task, no index entry.
+///
+/// The stores count the tasks that were created under a quota (any cap
+/// set). Give every `create` the same quota, as the layer does: tasks created
+/// with [`Quota::default()`] are not counted, so a deployment that turns
+/// quotas on does not count the tasks created before, until they expire.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Quota {
     /// The most live tasks one owner may hold; tasks without an owner count
@@ -81,24 +122,6 @@ pub struct Quota {
     pub total: Option<u32>,
 }
 
-/// Which quota a creation ran into.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum QuotaScope {
-    /// The owner's.
-    Owner,
-    /// The store's.
-    Total,
-}
-
-impl std::fmt::Display for QuotaScope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Owner => "per-owner",
-            Self::Total => "total",
-        })
-    }
-}
-
 impl StoreError {
     /// A backend failure described by a message.
     pub fn backend(message: impl Into<String>) -> Self {
@@ -106,7 +129,8 @@ impl StoreError {
     }
 }
 
-/// What the layer knows when it parks a call.
+/// What the layer knows when it parks a call, and the [`Quota`] the store
+/// must respect in creating the task.
 #[derive(Clone, Debug)]
 pub struct NewTask {
     /// The identifier, already drawn from the CSPRNG.
@@ -121,6 +145,8 @@ pub struct NewTask {
     pub poll_interval: Option<Duration>,
     /// Initial status message.
     pub status_message: Option<String>,
+    /// The caps this creation must respect (default: none).
+    pub quota: Quota,
 }
 
 /// A freshly created task and the signal that stops its work.
@@ -189,6 +215,10 @@ pub enum InputProgress {
 /// the layer's own background work on tasks it created.
 pub trait TaskStore: Send + Sync + 'static {
     /// Stores a new `working` task. Returns only once `get` would find it.
+    ///
+    /// Refuses with [`StoreError::QuotaExceeded`], storing nothing, when the
+    /// task would exceed [`NewTask::quota`]; the check and the write are one
+    /// atomic step.
     fn create(&self, task: NewTask) -> StoreFuture<'_, CreatedTask>;
 
     /// Reads a task as `owner` may see it; `None` for unknown, expired or foreign.

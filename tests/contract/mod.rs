@@ -2,13 +2,16 @@
 //!
 //! `run(make)` calls each rule with a fresh store from `make` and panics with
 //! the rule's name on the first violation. Store tests call it once per store.
+//! The quota rules are in `quota`.
+
+mod quota;
 
 use std::future::Future;
 use std::time::Duration;
 
 use mcp_tasks::{
-    CancelOutcome, InputProgress, InputRound, NewTask, StoreError, TaskId, TaskList, TaskState,
-    TaskStatus, TaskStore, Timestamp,
+    CancelOutcome, InputProgress, InputRound, NewTask, Quota, StoreError, TaskId, TaskList,
+    TaskState, TaskStatus, TaskStore, Timestamp,
 };
 use serde_json::value::RawValue;
 
@@ -24,6 +27,7 @@ fn new_task(owner: Option<&str>, ttl: Option<Duration>) -> NewTask {
         ttl,
         poll_interval: Some(Duration::from_millis(250)),
         status_message: None,
+        quota: Quota::default(),
     }
 }
 
@@ -59,6 +63,7 @@ where
     list_pages_visit_every_task_once_in_creation_order(&make().await).await;
     list_refuses_a_cursor_it_did_not_give_out(&make().await).await;
     list_never_shows_expired_tasks(&make().await).await;
+    quota::run(&make).await;
 }
 
 async fn a_created_task_is_readable_at_once<S: TaskStore>(store: &S) {

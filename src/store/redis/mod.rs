@@ -18,6 +18,8 @@
 //! | `<prefix>:round:{<id>}`     | hash       | the open input round: requests in order, which keys are outstanding, answers in order, the resume context | deleted in one step when the round completes or the task ends; expires with the task |
 //! | `<prefix>:owned:<owner>`    | sorted set | the owner's task ids, scored by creation time (ms) | the per-owner listing (`tasks/list`) pages it by cursor instead of scanning the keyspace |
 //! | `<prefix>:unowned`          | sorted set | ids of tasks created without a principal | a distinct key for "no owner": unowned tasks are a security context of their own |
+//! | `<prefix>:live:owned:<owner>`, `<prefix>:live:unowned` | sorted set | the owner's tasks created under a [`Quota`], scored by deadline (ms; `+inf` without TTL) | the per-owner cap counts live tasks with one trim and one `ZCARD`; the owner index, scored by creation, cannot |
+//! | `<prefix>:live:all`         | sorted set | every task created under a [`Quota`], scored by deadline | the same for the total cap |
 //! | `<prefix>:ended` (channel)  | pub/sub    | the id of each task that just became terminal | fires the stop signal on whichever instance runs the task's work |
 //! | `<prefix>:instances`        | set        | the ids of the registered instances     | the sweepers' list of instances to check for a lapsed lease                |
 //! | `<prefix>:instance:{<iid>}` | string     | `1`, with `PX` = the instance's lease   | an instance is alive exactly while this key exists ([leases](#leases))     |
@@ -35,6 +37,14 @@
 //! dropped lazily: the two oldest are checked at each `create`, and every
 //! listing removes those it steps over.
 //!
+//! The live sets are written only by a `create` with a quota (a `create`
+//! without one costs nothing more), expire the same way, and are trimmed
+//! exactly: that `create` first removes the entries whose deadline passed
+//! (`ZREMRANGEBYSCORE -inf <now>`, the Redis server's clock, which also
+//! expires the task keys), counts both sets (`ZCARD`), refuses or adds the
+//! task to both, in the same script: O(log n) per create, plus each expired
+//! entry removed once.
+//!
 //! # Atomicity
 //!
 //! Each trait method is one Lua script (`EVALSHA`, loaded on demand), so
@@ -47,6 +57,9 @@
 //! driver and the driving sets in step in the same script. A late
 //! `complete` after a `cancel` on another instance sees `cancelled` and is
 //! refused.
+//!
+//! `create` checks the [`Quota`] and writes the task in the same script, so
+//! creates on every instance together never overshoot a cap.
 //!
 //! `create` returns once Redis acknowledged the write (the script's reply);
 //! from then on any instance's `get` finds the task. Redis acknowledges from
@@ -141,12 +154,12 @@ use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, StoreError, StoreFuture,
-    TaskList, TaskStore,
+    CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, Quota, QuotaScope, StoreError,
+    StoreFuture, TaskList, TaskStore,
 };
 use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
 use lease::Lease;
-use scripts::{Keys, owner_args};
+use scripts::{Keys, cap_arg, owner_args};
 use stops::Stops;
 
 pub use super::ListCursor;
@@ -395,20 +408,27 @@ impl TaskStore for RedisTaskStore {
                 .arg(keys.task_head())
                 .arg(Keys::TASK_TAIL)
                 .arg(lease.id())
-                .arg(lease.millis());
+                .arg(lease.millis())
+                .arg(cap_arg(task.quota.per_owner))
+                .arg(cap_arg(task.quota.total));
+            if task.quota != Quota::default() {
+                call.key(keys.live(owner)).key(keys.live_all());
+            }
             // Held before the write: an announcement may overtake the reply.
             let stop = self.inner.stops.hold(id);
-            match call.invoke_async::<i64>(&mut self.conn()).await {
-                Ok(1) => self.inner.stops.confirm(id, deadline),
-                Ok(_) => {
-                    self.inner.stops.release(id);
-                    return Err(StoreError::backend("task id collision"));
-                }
-                Err(error) => {
-                    self.inner.stops.release(id);
-                    return Err(backend(error));
-                }
+            let refused = match call.invoke_async::<i64>(&mut self.conn()).await {
+                Ok(1) => None,
+                Ok(0) => Some(StoreError::backend("task id collision")),
+                Ok(-1) => Some(StoreError::QuotaExceeded(QuotaScope::Owner)),
+                Ok(-2) => Some(StoreError::QuotaExceeded(QuotaScope::Total)),
+                Ok(_) => Some(reply::corrupt("an unknown create reply")),
+                Err(error) => Some(backend(error)),
+            };
+            if let Some(error) = refused {
+                self.inner.stops.release(id);
+                return Err(error);
             }
+            self.inner.stops.confirm(id, deadline);
             let snapshot = TaskSnapshot {
                 id,
                 state: TaskState::Working,

@@ -94,6 +94,21 @@ impl Keys {
         }
     }
 
+    /// `<prefix>:live:owned:<owner>` or `<prefix>:live:unowned`: the live
+    /// tasks of an owner created under a quota, by deadline.
+    pub(super) fn live(&self, owner: Option<&str>) -> String {
+        match owner {
+            Some(owner) => format!("{}:live:owned:{owner}", self.prefix),
+            None => format!("{}:live:unowned", self.prefix),
+        }
+    }
+
+    /// `<prefix>:live:all`: every live task created under a quota, by
+    /// deadline.
+    pub(super) fn live_all(&self) -> String {
+        format!("{}:live:all", self.prefix)
+    }
+
     /// `<prefix>:ended`: the channel that announces terminal transitions.
     pub(super) fn channel(&self) -> String {
         format!("{}:ended", self.prefix)
@@ -116,4 +131,9 @@ pub(super) fn owner_args(owner: Option<&str>) -> [&str; 2] {
         Some(owner) => ["1", owner],
         None => ["0", ""],
     }
+}
+
+/// A quota cap as a script argument: `''` for none.
+pub(super) fn cap_arg(cap: Option<u32>) -> String {
+    cap.map(|cap| cap.to_string()).unwrap_or_default()
 }

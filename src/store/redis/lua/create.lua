@@ -1,11 +1,36 @@
--- KEYS: task, owner index, driving set, lease and registry of this instance.
+-- KEYS: task, owner index, driving set, lease and registry of this instance,
+--       then, only when the task is created under a quota, the owner's live
+--       set and the store's live set.
 -- ARGV: has_owner, owner, created ms, deadline ms or '', ttl ns or '',
 --       poll ns or '', has_message, message, id, task key head, task key tail,
---       instance id, lease ms.
+--       instance id, lease ms, per-owner cap or '', total cap or ''.
+-- Replies 1 when created, 0 on an id collision, -1 (per owner) or -2 (total)
+-- when a quota refuses the task; nothing is stored then.
 local task, index = KEYS[1], KEYS[2]
 if redis.call('EXISTS', task) == 1 then
   return 0
 end
+
+-- The live sets hold the ids of tasks created under a quota, scored by
+-- deadline (+inf without TTL): what expired by now (the server's clock, as
+-- for the task keys' own expiry) is dropped, what is left is live.
+local counted = #KEYS > 5
+local mine, all, held, total
+if counted then
+  mine, all = KEYS[6], KEYS[7]
+  local time = redis.call('TIME')
+  local now = time[1] .. string.format('%03d', math.floor(tonumber(time[2]) / 1000))
+  redis.call('ZREMRANGEBYSCORE', mine, '-inf', now)
+  redis.call('ZREMRANGEBYSCORE', all, '-inf', now)
+  held, total = redis.call('ZCARD', mine), redis.call('ZCARD', all)
+  if ARGV[14] ~= '' and held >= tonumber(ARGV[14]) then
+    return -1
+  end
+  if ARGV[15] ~= '' and total >= tonumber(ARGV[15]) then
+    return -2
+  end
+end
+
 redis.call('HSET', task, 's', 'working', 'c', ARGV[3], 'u', ARGV[3])
 if ARGV[1] == '1' then
   redis.call('HSET', task, 'w', ARGV[2])
@@ -27,15 +52,23 @@ if deadline ~= '' then
   redis.call('PEXPIREAT', task, deadline)
 end
 
--- The owner index lives as long as its longest-lived task.
-local existed = redis.call('EXISTS', index) == 1
-redis.call('ZADD', index, ARGV[3], ARGV[9])
-if deadline == '' then
-  redis.call('PERSIST', index)
-elseif existed then
-  redis.call('PEXPIREAT', index, deadline, 'GT')
-else
-  redis.call('PEXPIREAT', index, deadline)
+-- A sorted set of tasks lives as long as its longest-lived task.
+local function add(set, score, existed)
+  redis.call('ZADD', set, score, ARGV[9])
+  if deadline == '' then
+    redis.call('PERSIST', set)
+  elseif existed then
+    redis.call('PEXPIREAT', set, deadline, 'GT')
+  else
+    redis.call('PEXPIREAT', set, deadline)
+  end
+end
+add(index, ARGV[3], redis.call('EXISTS', index) == 1)
+if counted then
+  -- An empty sorted set does not exist: the counts tell whether they did.
+  local score = deadline ~= '' and deadline or '+inf'
+  add(mine, score, held > 0)
+  add(all, score, total > 0)
 end
 -- Amortized trimming: the oldest entries are the first to expire.
 for _, id in ipairs(redis.call('ZRANGE', index, 0, 1)) do
