@@ -9,7 +9,7 @@
 //! ```text
 //! cargo bench --bench flood -- http://127.0.0.1:PORT/mcp PID \
 //!     [--calls 20000] [--concurrency 256] [--timeout-ms 3000] \
-//!     [--seconds 600] [--max-run-secs 600]
+//!     [--seconds 600] [--max-run-secs 600] [--settle-secs 10]
 //! ```
 //!
 //! Every call asks `slow_compute` to run `--seconds`, so a parked call is
@@ -19,6 +19,9 @@
 //! cancelled by the hang-up, as without the layer). The run stops after
 //! `--calls` calls or `--max-run-secs`, whichever comes first; calls still in
 //! flight then are dropped too. Only loopback URLs are accepted.
+//!
+//! After the flood it keeps watching the server for `--settle-secs`, to show
+//! what holding the parked calls costs once the client is quiet.
 //!
 //! Each answer is classified (parked, synchronous, JSON-RPC error by code,
 //! timed out, transport error, unreadable), and the server's `/proc/PID`
@@ -47,12 +50,12 @@ use tokio::time::{Instant, sleep_until, timeout};
 
 use client::McpClient;
 use flood_call::{FIRST_TRANSPORT_ERROR, call};
-use flood_report::{Outcome, Record, Run, Settings};
+use flood_report::{Outcome, Record, Run, Server, Settings};
 
 const TOOL: &str = "slow_compute";
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 const USAGE: &str = "usage: flood URL PID [--calls N] [--concurrency C] [--timeout-ms MS] \
-                     [--seconds S] [--max-run-secs S]";
+                     [--seconds S] [--max-run-secs S] [--settle-secs S]";
 
 fn main() {
     let settings = match parse_args(std::env::args().skip(1)) {
@@ -73,10 +76,16 @@ fn main() {
         .expect("tokio runtime");
     let sampler = proc_stats::Sampler::start(settings.pid, SAMPLE_EVERY);
     let run = runtime.block_on(flood(&settings));
-    let server = sampler.stop();
-    let time_wait = proc_stats::time_wait_sockets(settings.port);
+    let at_end = proc_stats::read(settings.pid, sampler.started().elapsed());
+    // Keep watching while the server holds what the flood left behind.
+    std::thread::sleep(settings.settle);
+    let server = Server {
+        at_end: at_end.unwrap_or_default(),
+        time_wait: proc_stats::time_wait_sockets(settings.port),
+        readings: sampler.stop(),
+    };
     let first_error = FIRST_TRANSPORT_ERROR.get().map(String::as_str);
-    flood_report::print(&settings, &run, &server, time_wait, first_error);
+    flood_report::print(&settings, &run, &server, first_error);
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Settings, String> {
@@ -90,6 +99,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Settings, String
         timeout: Duration::from_secs(3),
         seconds: 600,
         max_run: Duration::from_secs(600),
+        settle: Duration::from_secs(10),
     };
     while let Some(arg) = args.next() {
         let mut value = |name: &str| -> Result<u64, String> {
@@ -104,6 +114,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Settings, String
             "--timeout-ms" => settings.timeout = Duration::from_millis(value(&arg)?),
             "--seconds" => settings.seconds = value(&arg)?,
             "--max-run-secs" => settings.max_run = Duration::from_secs(value(&arg)?),
+            "--settle-secs" => settings.settle = Duration::from_secs(value(&arg)?),
             flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
             _ => positional.push(arg),
         }

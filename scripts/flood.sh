@@ -18,6 +18,8 @@
 #   FLOOD_SECONDS         slow_compute's `seconds`, long enough that every
 #                         parked call is still running at the end (600)
 #   FLOOD_MAX_RUN_SECS    hard limit of the flood itself (600)
+#   FLOOD_SETTLE_SECS     how long to keep watching the server afterwards,
+#                         while it holds the parked calls (10)
 #   SERVER_START_TIMEOUT  seconds to wait for the server's URL (60)
 #   CARGO_TARGET_DIR      respected when locating the built binaries
 #
@@ -31,6 +33,7 @@ FLOOD_CONCURRENCY="${FLOOD_CONCURRENCY:-256}"
 FLOOD_TIMEOUT_MS="${FLOOD_TIMEOUT_MS:-3000}"
 FLOOD_SECONDS="${FLOOD_SECONDS:-600}"
 FLOOD_MAX_RUN_SECS="${FLOOD_MAX_RUN_SECS:-600}"
+FLOOD_SETTLE_SECS="${FLOOD_SETTLE_SECS:-10}"
 SERVER_START_TIMEOUT="${SERVER_START_TIMEOUT:-60}"
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -109,7 +112,8 @@ rc=0
   --concurrency "$FLOOD_CONCURRENCY" \
   --timeout-ms "$FLOOD_TIMEOUT_MS" \
   --seconds "$FLOOD_SECONDS" \
-  --max-run-secs "$FLOOD_MAX_RUN_SECS" || rc=$?
+  --max-run-secs "$FLOOD_MAX_RUN_SECS" \
+  --settle-secs "$FLOOD_SETTLE_SECS" || rc=$?
 
 if ! kill -0 "$SERVER_PID" 2>/dev/null; then
   log "conformance_server is no longer running; last lines of its log:"

@@ -17,6 +17,18 @@ pub struct Settings {
     /// `slow_compute`'s `seconds` argument.
     pub seconds: u64,
     pub max_run: Duration,
+    /// How long to keep watching the server after the flood.
+    pub settle: Duration,
+}
+
+/// What was seen of the server.
+pub struct Server {
+    /// Every 100 ms from just before the flood to the end of the settle time.
+    pub readings: Vec<Reading>,
+    /// Read when the flood ended.
+    pub at_end: Reading,
+    /// Sockets in `TIME_WAIT` on the server's port after the settle time.
+    pub time_wait: usize,
 }
 
 /// How one call ended, as the client saw it.
@@ -58,13 +70,7 @@ pub struct Run {
 }
 
 /// Prints the summary of one flood.
-pub fn print(
-    settings: &Settings,
-    run: &Run,
-    server: &[Reading],
-    time_wait: usize,
-    first_transport_error: Option<&str>,
-) {
+pub fn print(settings: &Settings, run: &Run, server: &Server, first_transport_error: Option<&str>) {
     println!(
         "\nFlood: {} tools/call slow_compute {{seconds: {}}} to {} (server PID {})",
         group(settings.calls as u64),
@@ -79,8 +85,9 @@ pub fn print(
     );
     let parked = print_outcomes(run);
     print_first_refusal(&run.records);
-    print_measures(run, server, parked, time_wait);
-    print_series(server);
+    print_measures(run, parked);
+    print_server(server, run.elapsed, parked);
+    print_series(&server.readings);
     if let Some(error) = first_transport_error {
         println!("\nFirst transport error: {error}");
     }
@@ -150,7 +157,7 @@ fn print_first_refusal(records: &[Option<Record>]) {
     }
 }
 
-fn print_measures(run: &Run, server: &[Reading], parked: u64, time_wait: usize) {
+fn print_measures(run: &Run, parked: u64) {
     let answered = run.records.iter().flatten().count() as f64;
     let secs = run.elapsed.as_secs_f64();
     let mut latencies: Vec<Duration> = run
@@ -167,19 +174,6 @@ fn print_measures(run: &Run, server: &[Reading], parked: u64, time_wait: usize) 
             .get(i)
             .map_or("—".to_owned(), |l| format!("{:.2}", l.as_secs_f64()))
     };
-    let (first, last) = (server.first().copied(), server.last().copied());
-    let (first, last) = (first.unwrap_or_default(), last.unwrap_or_default());
-    let peak = server.iter().map(|r| r.hwm_kib).max().unwrap_or(0);
-    let max_fds = server.iter().map(|r| r.fds).max().unwrap_or(0);
-    let max_threads = server.iter().map(|r| r.threads).max().unwrap_or(0);
-    let cpu = last.cpu_secs - first.cpu_secs;
-    let per_parked = match parked {
-        0 => "—".to_owned(),
-        n => format!(
-            "{:.1} KB",
-            peak.saturating_sub(first.rss_kib) as f64 * 1.024 / n as f64
-        ),
-    };
     println!("| Measure | Value |\n|---|---:|");
     println!("| flood duration | {secs:.1} s |");
     println!("| outcomes per second | {:.0} |", answered / secs);
@@ -190,8 +184,37 @@ fn print_measures(run: &Run, server: &[Reading], parked: u64, time_wait: usize) 
         at(0.99),
         at(1.0)
     );
+}
+
+/// The server's memory, descriptors and CPU, in the same table.
+fn print_server(server: &Server, flood: Duration, parked: u64) {
+    let readings = &server.readings;
+    let first = readings.first().copied().unwrap_or_default();
+    let last = readings.last().copied().unwrap_or_default();
+    let end = server.at_end;
+    let peak = readings.iter().map(|r| r.hwm_kib).max().unwrap_or(0);
+    let max_fds = readings.iter().map(|r| r.fds).max().unwrap_or(0);
+    let max_threads = readings.iter().map(|r| r.threads).max().unwrap_or(0);
+    let per_parked = match parked {
+        0 => "—".to_owned(),
+        n => format!(
+            "{:.1} KB",
+            peak.saturating_sub(first.rss_kib) as f64 * 1.024 / n as f64
+        ),
+    };
+    let settle = last.at.saturating_sub(end.at).as_secs_f64();
+    let share = |cpu: f64, secs: f64| 100.0 * cpu / secs.max(f64::EPSILON);
+    let flood_cpu = end.cpu_secs - first.cpu_secs;
+    let settle_cpu = last.cpu_secs - end.cpu_secs;
     println!("| server VmRSS at start | {} |", mib(first.rss_kib));
-    println!("| server VmRSS at end | {} |", mib(last.rss_kib));
+    println!(
+        "| server VmRSS at the end of the flood | {} |",
+        mib(end.rss_kib)
+    );
+    println!(
+        "| server VmRSS {settle:.0} s later | {} |",
+        mib(last.rss_kib)
+    );
     println!("| **server VmHWM (peak)** | **{}** |", mib(peak));
     println!("| (peak − start) / parked call | {per_parked} |");
     println!(
@@ -200,10 +223,17 @@ fn print_measures(run: &Run, server: &[Reading], parked: u64, time_wait: usize) 
     );
     println!("| server threads (peak) | {max_threads} |");
     println!(
-        "| server CPU time during the flood | {cpu:.1} s ({:.0}% of one core) |",
-        100.0 * cpu / secs
+        "| server CPU during the flood | {flood_cpu:.1} s ({:.0}% of one core) |",
+        share(flood_cpu, flood.as_secs_f64())
     );
-    println!("| TIME_WAIT sockets on the server port at the end | {time_wait} |");
+    println!(
+        "| server CPU in the {settle:.0} s after (holding only) | {settle_cpu:.1} s ({:.0}% of one core) |",
+        share(settle_cpu, settle)
+    );
+    println!(
+        "| TIME_WAIT sockets on the server port at the end | {} |",
+        server.time_wait
+    );
 }
 
 /// The server over time, about a dozen rows.

@@ -64,6 +64,7 @@ fn cpu_secs(pid: u32) -> Option<f64> {
 
 /// Samples a process every `every` until stopped.
 pub struct Sampler {
+    started: Instant,
     stop: Arc<AtomicBool>,
     thread: JoinHandle<Vec<Reading>>,
 }
@@ -71,13 +72,13 @@ pub struct Sampler {
 impl Sampler {
     /// Starts sampling `pid` (the first reading is taken at once).
     pub fn start(pid: u32, every: Duration) -> Self {
+        let started = Instant::now();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
-            let start = Instant::now();
             let mut readings = Vec::new();
             loop {
-                if let Some(reading) = read(pid, start.elapsed()) {
+                if let Some(reading) = read(pid, started.elapsed()) {
                     readings.push(reading);
                 }
                 if flag.load(Ordering::Relaxed) {
@@ -86,7 +87,16 @@ impl Sampler {
                 std::thread::sleep(every);
             }
         });
-        Self { stop, thread }
+        Self {
+            started,
+            stop,
+            thread,
+        }
+    }
+
+    /// When the sampler started: the origin of [`Reading::at`].
+    pub fn started(&self) -> Instant {
+        self.started
     }
 
     /// Stops after one last reading; returns all readings, oldest first.
