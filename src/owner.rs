@@ -82,8 +82,18 @@ where
 }
 
 /// The default resolver: this crate's [`Principal`] extension, then (with the
-/// `tower-mcp` feature) the `sub` claim of `tower_mcp::oauth::TokenClaims`,
-/// falling back to its `client_id` for client-credential tokens.
+/// `tower-mcp` feature) the claims of `tower_mcp::oauth::TokenClaims`.
+///
+/// | Source                          | Owner key                              | Why                                               |
+/// |---------------------------------|----------------------------------------|---------------------------------------------------|
+/// | [`Principal`]                   | its identifier, verbatim               | the application's own namespace                   |
+/// | token with `sub`                | `["sub",<iss or null>,<sub>]`          | a user, qualified by who vouched for them         |
+/// | token with `client_id` only     | `["client",<iss or null>,<client_id>]` | a client (client credentials), never a user       |
+///
+/// The token keys are JSON arrays, so no subject, client id or issuer can
+/// be written to look like another: a client whose `client_id` equals a
+/// user's `sub` does not share that user's tasks, nor does the same `sub`
+/// from another issuer.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DefaultOwner;
 
@@ -94,10 +104,22 @@ impl ResolveOwner for DefaultOwner {
         }
         #[cfg(feature = "tower-mcp")]
         if let Some(claims) = parts.extensions.get::<tower_mcp::oauth::TokenClaims>() {
-            return claims.sub.clone().or_else(|| claims.client_id.clone());
+            let issuer = claims.iss.as_deref();
+            return match (&claims.sub, &claims.client_id) {
+                (Some(sub), _) => Some(token_key("sub", issuer, sub)),
+                (None, Some(client)) => Some(token_key("client", issuer, client)),
+                (None, None) => None,
+            };
         }
         None
     }
+}
+
+/// The owner key of a token identity: a JSON array, unambiguous by
+/// construction.
+#[cfg_attr(not(feature = "tower-mcp"), allow(dead_code))]
+fn token_key(kind: &str, issuer: Option<&str>, id: &str) -> String {
+    serde_json::to_string(&(kind, issuer, id)).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -125,15 +147,40 @@ mod tests {
         };
         let mut user = parts();
         user.extensions.insert(claims(
-            serde_json::json!({"sub": "alice", "client_id": "app"}),
+            serde_json::json!({"sub": "alice", "client_id": "app", "iss": "https://id.example"}),
         ));
-        assert_eq!(DefaultOwner.resolve(&user).as_deref(), Some("alice"));
+        assert_eq!(
+            DefaultOwner.resolve(&user).as_deref(),
+            Some(r#"["sub","https://id.example","alice"]"#)
+        );
 
         let mut service = parts();
         service
             .extensions
             .insert(claims(serde_json::json!({"client_id": "batch"})));
-        assert_eq!(DefaultOwner.resolve(&service).as_deref(), Some("batch"));
+        assert_eq!(
+            DefaultOwner.resolve(&service).as_deref(),
+            Some(r#"["client",null,"batch"]"#)
+        );
+
+        // A client named like a user, or the same subject from another
+        // issuer, is another owner.
+        let mut lookalike = parts();
+        lookalike.extensions.insert(claims(
+            serde_json::json!({"client_id": "alice", "iss": "https://id.example"}),
+        ));
+        let mut elsewhere = parts();
+        elsewhere.extensions.insert(claims(
+            serde_json::json!({"sub": "alice", "iss": "https://other.example"}),
+        ));
+        let alice = DefaultOwner.resolve(&user);
+        assert_ne!(DefaultOwner.resolve(&lookalike), alice);
+        assert_ne!(DefaultOwner.resolve(&elsewhere), alice);
+        let mut anonymous_token = parts();
+        anonymous_token
+            .extensions
+            .insert(claims(serde_json::json!({"iss": "https://id.example"})));
+        assert_eq!(DefaultOwner.resolve(&anonymous_token), None);
 
         // An explicit Principal wins over token claims.
         user.extensions.insert(Principal::new("override"));

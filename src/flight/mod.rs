@@ -12,6 +12,7 @@
 //! | `input_required` (MRTR)                        | relayed unchanged          | `input_required` (see `driver`)       |
 //! | `notifications/progress`                       | relayed unchanged          | `statusMessage`                       |
 //! | an HTTP error status                           | relayed unchanged          | `failed`, `-32603`                    |
+//! | nothing: the inner service returns `Err`       | HTTP 502, JSON-RPC `-32603` for the call | `failed`, `-32603`      |
 //! | a body that is not MCP, or ends without answer | relayed unchanged          | `failed`, `-32603`                    |
 
 pub(crate) mod caller;
@@ -29,6 +30,7 @@ use http_body_util::BodyExt;
 use serde_json::value::RawValue;
 
 use crate::body::{BoxBody, BoxError, ResponseBody};
+use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR, Reply};
 use crate::wire::{InnerMessage, Outcome, content_type, read_inner_message};
 use collect::{Collected, collect};
 use tap::Tap;
@@ -149,10 +151,9 @@ impl Flight {
                         Err(answer) => return self.finish(*answer),
                     },
                     Err(error) => {
-                        return self.finish(unusable(
-                            StatusCode::BAD_GATEWAY,
-                            format!("the inner service failed: {error}"),
-                        ));
+                        tracing::warn!(%error, "the inner service failed");
+                        let answer = self.failed("the inner service failed".to_owned());
+                        return self.finish(answer);
                     }
                 },
                 Stage::Json(_, collecting) => {
@@ -192,10 +193,7 @@ impl Flight {
                     }
                 },
                 Stage::Finished => {
-                    return done(unusable(
-                        StatusCode::BAD_GATEWAY,
-                        "the flight was read past its answer".to_owned(),
-                    ));
+                    return done(self.failed("the flight was read past its answer".to_owned()));
                 }
             }
         }
@@ -274,10 +272,7 @@ impl Flight {
                 tap,
                 outcome,
             }),
-            _ => done(unusable(
-                StatusCode::BAD_GATEWAY,
-                "lost the SSE stream".to_owned(),
-            )),
+            _ => done(self.failed("lost the SSE stream".to_owned())),
         }
     }
 
@@ -290,7 +285,7 @@ impl Flight {
                     reason,
                 })
             }
-            _ => done(unusable(StatusCode::BAD_GATEWAY, reason)),
+            _ => done(self.failed(reason)),
         }
     }
 }
@@ -303,9 +298,25 @@ fn full(bytes: Bytes) -> BoxBody {
     BodyExt::boxed_unsync(http_body_util::Full::new(bytes).map_err(|never| match never {}))
 }
 
-/// An answer the layer makes up when there is nothing to relay.
-fn unusable(status: StatusCode, reason: String) -> Answer {
-    let mut response = Response::new(empty());
-    *response.status_mut() = status;
-    Answer::Unusable { response, reason }
+/// The body of the answer the layer makes up when the inner service gave
+/// nothing to relay: a JSON-RPC error for the call, never an empty 502.
+pub(crate) const INNER_FAILED: &str = "The MCP server behind mcp-tasks failed to answer this call";
+
+impl Flight {
+    /// HTTP 502 with a JSON-RPC `-32603` error for this call; `reason` is
+    /// what a parked task records.
+    fn failed(&self, reason: String) -> Answer {
+        let reply = Reply::error(
+            StatusCode::BAD_GATEWAY,
+            Some(&self.id),
+            ErrorObject::new(INTERNAL_ERROR, INNER_FAILED),
+        );
+        let mut response = Response::new(full(reply.body));
+        *response.status_mut() = reply.status;
+        response.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        Answer::Unusable { response, reason }
+    }
 }

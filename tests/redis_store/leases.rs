@@ -302,3 +302,28 @@ async fn an_instance_that_lost_its_lease_has_its_tasks_failed_and_its_late_outco
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(status_of(&b, &next).await, TaskStatus::Working);
 }
+
+#[tokio::test]
+async fn a_released_instance_has_its_running_tasks_failed_at_the_next_sweep_of_another() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let prefix = fresh_prefix();
+    // A long lease: without the release, B would wait 30 s or more.
+    let lease = Duration::from_secs(20);
+    let a = connect_with_lease(&server, &prefix, lease).await;
+    let b = connect_with_lease(&server, &prefix, lease).await;
+    let running = new_task(Some("alice"), Some(Duration::from_secs(60)));
+    a.create(running.clone()).await.unwrap();
+
+    a.release().await.unwrap();
+    // B sweeps every lease / 2 = 10 s; A is swept at B's next sweep.
+    let read = wait_for_end(&b, &running, lease / 2 + Duration::from_secs(2)).await;
+    match &read.state {
+        TaskState::Failed { error } => {
+            let error: serde_json::Value = serde_json::from_str(error.get()).unwrap();
+            assert_eq!(error["message"], LOST);
+        }
+        other => panic!("expected failed, got {other:?}"),
+    }
+}

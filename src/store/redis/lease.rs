@@ -86,6 +86,16 @@ impl Lease {
         pipe.query_async(&mut self.conn.clone()).await
     }
 
+    /// Drops this instance's lease at once, so that the next sweep of any
+    /// other instance fails the tasks this one still drives.
+    pub(super) async fn release(&self) -> Result<(), StoreError> {
+        redis::cmd("DEL")
+            .arg(self.keys.instance(&self.id))
+            .query_async::<()>(&mut self.conn.clone())
+            .await
+            .map_err(backend)
+    }
+
     /// Sweeps every listed instance whose lease is gone, except this one
     /// (whose lease may lapse while Redis is unreachable, but which is alive).
     /// Returns how many tasks were failed.

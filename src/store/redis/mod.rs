@@ -583,4 +583,14 @@ impl TaskStore for RedisTaskStore {
     ) -> StoreFuture<'a, TaskList> {
         Box::pin(self.list_page(owner, cursor, limit))
     }
+
+    /// Stops renewing and sweeping, and drops the lease, so that other
+    /// instances fail what this one still drives at their next sweep (within
+    /// `lease / 2`). The store serves no further work after this.
+    fn release(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            self.inner.shutdown.cancel();
+            self.inner.lease.release().await
+        })
+    }
 }
