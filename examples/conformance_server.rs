@@ -8,6 +8,12 @@
 //!
 //! Prints `listening on http://ADDR/mcp` once it accepts connections. Port 0
 //! picks a free port.
+//!
+//! One URL serves both protocol generations: the fixture runs in rmcp's
+//! session mode, so a 2026-07-28 request (per-request `_meta`, no
+//! `initialize`) is served statelessly, and a 2025-11-25 client opens a
+//! session with `initialize` and asks for tasks with `params.task` (the
+//! layer advertises `capabilities.tasks` and `execution.taskSupport` to it).
 
 #[path = "../tests/support/fixture/mod.rs"]
 mod fixture;
@@ -36,7 +42,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:8001".to_owned())
         .parse()?;
-    let inner = fixture::service(fixture::FixtureMode::Stateless, fixture::Probe::new());
+    // Session mode: 2025-11-25 sessions as well as stateless 2026-07-28.
+    let inner = fixture::service(fixture::FixtureMode::Session, fixture::Probe::new());
     let app = ServiceBuilder::new().layer(layer()).service(inner);
     let router = axum::Router::new().route_service("/mcp", app);
     let listener = tokio::net::TcpListener::bind(addr).await?;

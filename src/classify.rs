@@ -12,6 +12,10 @@
 //! | 4    | a version the layer serves (task methods)                     | `-32022`, 400      |
 //! | 5    | the tasks extension declared on this request                  | `-32021`, 400      |
 //!
+//! In step 2 a missing `Mcp-Name` fails `tools/call` always, and a task
+//! method only when `require_task_name_header` is on (off by default: the
+//! `taskId` in the body is authoritative); a present one must match.
+//!
 //! Ownership and existence are checked later, against the store.
 //!
 //! A request without `_meta["io.modelcontextprotocol/protocolVersion"]` and

@@ -15,7 +15,7 @@ use crate::store::Quota;
 /// | `ttl`              | 1 hour    | counts from creation, so it must cover the run time plus the time a client needs to come back for the outcome |
 /// | `poll_interval`    | 1 s       | one cheap read per second per task; a finished task is seen within a second   |
 /// | `max_body_bytes`   | 4 MiB     | every POST is buffered to be classified; this bounds that buffer                |
-/// | `require_task_name_header` | on | the 2026-07-28 transport requires `Mcp-Name: <taskId>` on task methods, and the conformance suite checks it |
+/// | `require_task_name_header` | off | the body's `taskId` is authoritative: a *mismatched* `Mcp-Name` on `tasks/get`, `tasks/update`, `tasks/cancel` is always refused (`-32020`), but a *missing* one is accepted, because real clients (Python ones among them) send `tasks/get` without it; the header only helps load balancers route, and `tools/call` still requires it |
 /// | `max_ttl`          | the `ttl` | 2025-11-25 clients ask for a TTL; honoured up to this, so a client cannot keep a task longer than the operator chose unless the operator raises it |
 /// | `list_page_size`   | 100       | `tasks/list` pages: one store read each, small enough to answer in a millisecond |
 /// | `max_sessions`     | 10 000    | bounds what the layer keeps of 2025-11-25 sessions (about 100 B each)     |
@@ -70,7 +70,7 @@ impl Default for TasksConfig {
             default_policy: ToolPolicy::Threshold,
             policies: HashMap::new(),
             max_body_bytes: 4 * 1024 * 1024,
-            require_task_name_header: true,
+            require_task_name_header: false,
             max_ttl: None,
             list_page_size: 100,
             max_sessions: 10_000,

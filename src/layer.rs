@@ -115,7 +115,13 @@ impl TasksLayer {
         self
     }
 
-    /// Whether task methods without `Mcp-Name` are rejected (`-32020`).
+    /// Whether `tasks/get`, `tasks/update` and `tasks/cancel` without an
+    /// `Mcp-Name` header are rejected (`-32020`, HTTP 400). Off by default:
+    /// the `taskId` in the body is authoritative and some clients leave the
+    /// header out. A present `Mcp-Name` that disagrees with the `taskId` is
+    /// refused either way, and `tools/call` always needs `Mcp-Name`. Turn it
+    /// on to hold clients to the extension's rule that they MUST send
+    /// `Mcp-Name: <taskId>` on these methods.
     pub fn require_task_name_header(mut self, required: bool) -> Self {
         self.config.require_task_name_header = required;
         self

@@ -124,10 +124,12 @@ async fn malformed_bodies_get_json_rpc_errors_and_the_server_keeps_serving() {
     assert_still_serving(&client).await;
 }
 
-/// With `Mcp-Name` optional, nothing but the type of `taskId` is wrong.
+/// `Mcp-Name` is optional on task methods by default (the client sends none
+/// for a `taskId` that is not a string), so nothing but the type of `taskId`
+/// is wrong.
 #[tokio::test]
 async fn a_task_id_that_is_not_a_string_answers_400_invalid_params() {
-    let layered = Layered::start(|layer| layer.require_task_name_header(false)).await;
+    let layered = Layered::start(|layer| layer).await;
     let client = layered.client();
 
     for params in [
@@ -225,7 +227,7 @@ async fn a_notification_is_forwarded_to_the_inner_server_and_accepted() {
 /// order): a header can never match a `taskId` that is not a string.
 #[tokio::test]
 async fn a_task_id_that_is_not_a_string_fails_the_header_check_when_mcp_name_is_required() {
-    let layered = Layered::start(|layer| layer).await;
+    let layered = Layered::start(|layer| layer.require_task_name_header(true)).await;
     let client = layered.client();
 
     for name in [Some("42"), None] {

@@ -80,15 +80,35 @@ async fn a_tools_call_whose_mcp_method_disagrees_with_the_body_answers_400_heade
     );
 }
 
+/// The layer refuses it itself: with `Always`, a call that got past the
+/// check would become a task (rmcp behind it refuses the header too).
 #[tokio::test]
-async fn a_task_method_whose_mcp_name_disagrees_with_the_task_id_answers_400_header_mismatch() {
+async fn a_tools_call_without_mcp_name_answers_400_header_mismatch_by_default() {
+    let layered = Layered::start(|layer| layer.tool_policy("greet", ToolPolicy::Always)).await;
+    let client = layered.client();
+    let params = json!({"name": "greet", "arguments": {"name": "n"}});
+
+    for declare in [true, false] {
+        let sent = headers("tools/call", None);
+        assert_header_mismatch(post(&client, "tools/call", params.clone(), declare, sent).await);
+    }
+    assert_eq!(
+        layered.probe.started("greet"),
+        0,
+        "the call reached the tool"
+    );
+}
+
+#[tokio::test]
+async fn a_task_method_whose_mcp_name_disagrees_with_the_task_id_answers_400_header_mismatch_by_default()
+ {
     let (_layered, client, id) = with_a_task(|layer| layer).await;
     let other = "0123456789abcdef0123456789abcdef";
 
-    for method in ["tasks/get", "tasks/cancel"] {
+    for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
         let sent = headers(method, Some(other));
-        let exchange = post(&client, method, json!({"taskId": id}), true, sent).await;
-        assert_header_mismatch(exchange);
+        let params = json!({"taskId": id, "inputResponses": {}});
+        assert_header_mismatch(post(&client, method, params, true, sent).await);
     }
     // The refused cancel did not cancel anything.
     let done = client
@@ -97,37 +117,93 @@ async fn a_task_method_whose_mcp_name_disagrees_with_the_task_id_answers_400_hea
     assert_eq!(done["result"]["status"], "completed", "{done}");
 }
 
+/// `Mcp-Name` is optional on task methods by default: the `taskId` in the
+/// body decides, and each method does what it would have done with the header.
 #[tokio::test]
-async fn a_task_method_without_mcp_name_answers_400_header_mismatch_by_default() {
-    let (_layered, client, id) = with_a_task(|layer| layer).await;
+async fn by_default_a_task_method_without_mcp_name_is_served_for_the_task_id_in_the_body() {
+    let layered = Layered::start(|layer| {
+        layer
+            .threshold(ms(200))
+            .tool_policy("confirm_delete", ToolPolicy::Always)
+    })
+    .await;
+    let client = layered
+        .client()
+        .with_capabilities(json!({"elicitation": {}}));
 
-    for method in ["tasks/get", "tasks/cancel", "tasks/update"] {
+    // tasks/get and tasks/update on a task waiting for input.
+    let created = client
+        .call_tool("confirm_delete", json!({"filename": "a.txt"}), true)
+        .await;
+    let id = task_id(&created);
+    let waiting = client
+        .wait_task_status(&id, &["input_required", "completed", "failed"], ms(3000))
+        .await;
+    assert_eq!(waiting["result"]["status"], "input_required", "{waiting}");
+
+    let get = headers("tasks/get", None);
+    let exchange = post(&client, "tasks/get", json!({"taskId": id}), true, get).await;
+    assert_eq!(exchange.status, 200, "{}", exchange.body);
+    let polled = exchange.into_response();
+    assert_eq!(polled["result"]["taskId"], id.as_str(), "{polled}");
+    assert_eq!(polled["result"]["status"], "input_required", "{polled}");
+
+    let answer = json!({"1.confirm": {"action": "accept", "content": {"confirm": true}}});
+    let params = json!({"taskId": id, "inputResponses": answer});
+    let update = headers("tasks/update", None);
+    let exchange = post(&client, "tasks/update", params, true, update).await;
+    assert_eq!(exchange.status, 200, "{}", exchange.body);
+    let ack = exchange.into_response();
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    let done = client
+        .wait_task_status(&id, &["completed", "failed", "cancelled"], ms(5000))
+        .await;
+    assert!(
+        text(&done["result"]["result"]).starts_with("Deleted a.txt"),
+        "{done}"
+    );
+
+    // tasks/cancel on a running task.
+    let running = task_id(
+        &client
+            .call_tool("slow_compute", json!({"seconds": 30}), true)
+            .await,
+    );
+    let cancel = headers("tasks/cancel", None);
+    let params = json!({"taskId": running});
+    let exchange = post(&client, "tasks/cancel", params, true, cancel).await;
+    assert_eq!(exchange.status, 200, "{}", exchange.body);
+    let ack = exchange.into_response();
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    let polled = client.tasks_get(&running).await;
+    assert_eq!(polled["result"]["status"], "cancelled", "{polled}");
+    assert!(
+        layered.probe.wait_cancelled("slow_compute", ms(3000)).await,
+        "the inner call was not cancelled"
+    );
+}
+
+#[tokio::test]
+async fn a_task_method_without_mcp_name_answers_400_header_mismatch_when_the_header_is_required() {
+    let layered =
+        Layered::start(|layer| layer.threshold(ms(200)).require_task_name_header(true)).await;
+    let client = layered.client();
+    let id = task_id(
+        &client
+            .call_tool("slow_compute", json!({"seconds": 30}), true)
+            .await,
+    );
+
+    for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
         let params = json!({"taskId": id, "inputResponses": {}});
         let exchange = post(&client, method, params, true, headers(method, None)).await;
         assert_header_mismatch(exchange);
     }
-}
-
-#[tokio::test]
-async fn a_task_method_without_mcp_name_is_accepted_when_the_header_is_not_required() {
-    let (_layered, client, id) = with_a_task(|layer| layer.require_task_name_header(false)).await;
-
-    let params = json!({"taskId": id});
-    let exchange = post(
-        &client,
-        "tasks/get",
-        params.clone(),
-        true,
-        headers("tasks/get", None),
-    )
-    .await;
-    assert_eq!(exchange.status, 200, "{}", exchange.body);
-    let response = exchange.into_response();
-    assert_eq!(response["result"]["taskId"], id.as_str(), "{response}");
-
-    // A wrong name is still refused.
-    let wrong = headers("tasks/get", Some("0123456789abcdef0123456789abcdef"));
-    assert_header_mismatch(post(&client, "tasks/get", params, true, wrong).await);
+    // The refused cancel cancelled nothing; with the header the task is served.
+    let polled = client.tasks_get(&id).await;
+    assert_eq!(polled["result"]["status"], "working", "{polled}");
+    assert_eq!(layered.probe.cancelled("slow_compute"), 0);
+    assert_eq!(layered.probe.running("slow_compute"), 1);
 }
 
 #[tokio::test]
