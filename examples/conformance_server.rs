@@ -17,8 +17,11 @@
 
 #[path = "../tests/support/fixture/mod.rs"]
 mod fixture;
+#[path = "support/http.rs"]
+mod serving;
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use mcp_tasks::{MemoryTaskStore, TasksLayer, ToolPolicy};
 use tower::ServiceBuilder;
@@ -44,10 +47,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .parse()?;
     // Session mode: 2025-11-25 sessions as well as stateless 2026-07-28.
     let inner = fixture::service(fixture::FixtureMode::Session, fixture::Probe::new());
-    let app = ServiceBuilder::new().layer(layer()).service(inner);
+    let layer = layer();
+    let drain = layer.drain();
+    let app = ServiceBuilder::new().layer(layer).service(inner);
     let router = axum::Router::new().route_service("/mcp", app);
     let listener = tokio::net::TcpListener::bind(addr).await?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
-    axum::serve(listener, router).await?;
+    // On Ctrl-C or SIGTERM: no new tasks, running ones get 10 s to finish,
+    // the rest are failed; requests keep being answered meanwhile.
+    let shutdown = async move {
+        serving::stop_signal().await;
+        let report = drain.shutdown(Duration::from_secs(10)).await;
+        eprintln!("drained: {report:?}");
+    };
+    serving::serve(listener, router, shutdown).await?;
     Ok(())
 }

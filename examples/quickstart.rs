@@ -9,6 +9,9 @@
 #[path = "../tests/support/client/legacy/mod.rs"]
 #[allow(dead_code)]
 mod legacy_client;
+#[path = "support/http.rs"]
+#[allow(dead_code)]
+mod serving;
 
 use std::{sync::Arc, time::Duration};
 
@@ -85,18 +88,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .disable_allowed_hosts();
     let sessions = Arc::new(LocalSessionManager::default());
     let mcp = StreamableHttpService::new(|| Ok(Demo), sessions, config);
+    let layer = TasksLayer::new(MemoryTaskStore::new());
+    let drain = layer.drain(); // for a clean stop, step 5
     let app = ServiceBuilder::new()
-        .layer(TasksLayer::new(MemoryTaskStore::new())) // the only new line
+        .layer(layer) // the only new line
         .service(mcp);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/mcp", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {
         let router = axum::Router::new().route_service("/mcp", app);
+        // Header and body read timeouts, a connection limit, graceful stop.
         let shutdown = async move { drop(stopped.await) };
-        axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await
+        serving::serve(listener, router, shutdown).await
     });
     println!("server: {url} (rmcp server behind TasksLayer)");
 
@@ -191,6 +195,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     legacy.close().await;
 
     // ---- 5. Clean shutdown. -------------------------------------------------
+    // A running task would get 5 s to finish, then be failed with a reason;
+    // a server would call this on Ctrl-C (see examples/conformance_server.rs).
+    let report = drain.shutdown(Duration::from_secs(5)).await;
+    println!(
+        "drained: every task finished ({}), none aborted ({})",
+        report.finished, report.aborted
+    );
     let _ = stop.send(());
     server.await??;
     Ok(())
