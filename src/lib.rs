@@ -27,7 +27,37 @@
 //!
 //! Put the layer *inside* authentication, so that the task methods it answers
 //! are authorized and each task is bound to the principal that created it
-//! (see [`owner`]).
+//! (see [`owner`]). What bounds the client's requests goes outside it; what
+//! bounds the server's work goes inside, because parked and re-issued calls
+//! reach the inner service from the layer itself (the README's "Among other
+//! middleware" gives the reasons):
+//!
+//! ```
+//! use std::time::Duration;
+//! use mcp_tasks::{MemoryTaskStore, TasksLayer};
+//! use tower::limit::ConcurrencyLimitLayer;
+//! use tower::{Service, ServiceBuilder};
+//! use tower_http::timeout::RequestBodyTimeoutLayer;
+//!
+//! # fn check<S: Service<http::Request<axum::body::Body>>>(_: &S) {}
+//! # async fn mcp(_: http::Request<mcp_tasks::RequestBody<tower_http::timeout::TimeoutBody<axum::body::Body>>>)
+//! #     -> Result<http::Response<axum::body::Body>, std::convert::Infallible> { unimplemented!() }
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! # let mcp_server = tower::service_fn(mcp);
+//! # let auth = tower::layer::util::Identity::new(); // e.g. tower-mcp's OAuthLayer
+//! let tasks = TasksLayer::new(MemoryTaskStore::new());
+//! let drain = tasks.drain(); // on Ctrl-C: drain.shutdown(grace).await
+//! let app = ServiceBuilder::new()
+//!     .layer(RequestBodyTimeoutLayer::new(Duration::from_secs(10))) // the client's requests
+//!     .layer(auth)
+//!     .layer(tasks)
+//!     .layer(ConcurrencyLimitLayer::new(64)) // every call the server runs, parked or not
+//!     .service(mcp_server);
+//! # check(&app);
+//! # let _ = drain;
+//! # }
+//! ```
 
 #![warn(missing_docs)]
 
