@@ -4,8 +4,14 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::policy::ToolPolicy;
-use crate::runtime::WaiterLimits;
 use crate::store::Quota;
+
+/// The caps on 2025-11-25 `tasks/result` waiters.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WaiterLimits {
+    pub per_task: u32,
+    pub per_owner: u32,
+}
 
 /// Settings shared by every clone of a [`TasksService`](crate::TasksService).
 ///

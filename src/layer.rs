@@ -6,12 +6,12 @@ use std::time::Duration;
 use tower_layer::Layer;
 
 use crate::background::Background;
-use crate::config::TasksConfig;
+use crate::config::{TasksConfig, WaiterLimits};
 use crate::drain::Drain;
 use crate::legacy::sessions::{SessionLimits, Sessions};
 use crate::owner::{DefaultOwner, ResolveOwner};
 use crate::policy::ToolPolicy;
-use crate::runtime::{Common, Runtime, WaiterLimits, Waiters};
+use crate::runtime::{Common, Runtime, Waiters};
 use crate::service::TasksService;
 use crate::store::TaskStore;
 

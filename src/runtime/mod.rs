@@ -30,7 +30,7 @@ use crate::store::{StoreError, TaskStore};
 use crate::wire::jsonrpc::Reply;
 
 pub(crate) use start::{First, NotStarted, Start};
-pub(crate) use waiters::{WaiterLimits, Waiters, Waiting};
+pub(crate) use waiters::{Waiters, Waiting};
 
 /// What every service made by one layer (and its clones) shares, besides
 /// the settings of each.

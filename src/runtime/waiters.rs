@@ -7,14 +7,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::config::WaiterLimits;
 use crate::task::TaskId;
-
-/// The caps on waiters.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct WaiterLimits {
-    pub per_task: u32,
-    pub per_owner: u32,
-}
 
 #[derive(Default)]
 struct Counts {
