@@ -241,6 +241,24 @@ async fn a_synchronous_json_answer_larger_than_max_result_bytes_is_relayed_uncha
 }
 
 #[tokio::test]
+#[ignore = "bug: a declaring client gets an empty, broken SSE stream instead of the answer"]
+async fn a_synchronous_sse_answer_larger_than_max_result_bytes_is_relayed_unchanged() {
+    let layered = Layered::start(|layer| layer.max_result_bytes(1024)).await;
+    let params = json!({"name": "big_result", "arguments": {"bytes": 100_000}});
+    let client = layered.client();
+    let plain = send(&client, 9, "tools/call", params.clone(), false, &[]).await;
+    let declared = send(&client, 9, "tools/call", params, true, &[]).await;
+    assert!(
+        plain.is_sse() && plain.body.len() > 100_000,
+        "{}",
+        plain.status
+    );
+    assert!(declared.is_sse(), "{}", declared.content_type());
+    assert_eq!(declared.body.len(), plain.body.len(), "the answer was lost");
+    assert!(declared.body == plain.body, "the answer was changed");
+}
+
+#[tokio::test]
 async fn a_tool_asking_for_more_input_rounds_than_max_input_rounds_fails_the_task() {
     let layered = Layered::start(|layer| {
         layer
