@@ -1,13 +1,14 @@
 //! While the task store is unreachable, task methods answer `-32603` (never
 //! "task not found"), and an outcome reached during the outage is written
-//! once the store is back: nothing is lost and no task stays `working`.
+//! once the store is back: nothing is lost and no task stays `working`. A
+//! call that would park while the store fails stays synchronous.
 
 mod support;
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -201,4 +202,37 @@ async fn a_client_hanging_up_while_the_task_is_created_leaves_a_task_that_is_sti
         mcp_tasks::TaskStatus::Completed,
         "the parked call was still driven to its outcome"
     );
+}
+
+#[tokio::test]
+async fn a_call_that_would_park_while_the_store_fails_stays_synchronous_with_the_tools_answer() {
+    let store = Flaky::default();
+    store.down.store(true, Ordering::SeqCst);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let inner = tower::service_fn(move |request| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        slow(request)
+    });
+    let layer = TasksLayer::new(store.clone()).threshold(Duration::from_millis(100));
+    let service = layer.layer(inner);
+    let call = || post("tools/call", json!({"name": "job", "arguments": {}}), "job");
+
+    let started = Instant::now();
+    let (status, answer) = send(&service, call()).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "survived",
+        "the tool's own answer: {answer}"
+    );
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert!(started.elapsed() >= Duration::from_millis(400));
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "called once, not retried");
+    assert!(store.inner.is_empty());
+
+    // Once the store is back, slow calls park again.
+    store.down.store(false, Ordering::SeqCst);
+    let (_, handle) = send(&service, call()).await;
+    assert_eq!(handle["result"]["resultType"], "task", "{handle}");
+    assert_eq!(store.inner.len(), 1);
 }

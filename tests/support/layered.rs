@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tower::ServiceBuilder;
 
 use super::client::{Exchange, McpClient};
-use super::fixture::{self, FixtureMode, Probe, Served};
+use super::fixture::{self, FixtureMode, FixtureOptions, Probe, Served};
 
 /// The header the test authentication middleware reads the principal from.
 pub const USER_HEADER: &str = "x-test-user";
@@ -40,28 +40,47 @@ pub struct Layered {
 impl Layered {
     /// Serves the `Stateless` fixture behind `configure(TasksLayer::new(store))`.
     pub async fn start(configure: impl FnOnce(TasksLayer) -> TasksLayer) -> Self {
-        Self::serve(FixtureMode::Stateless, false, configure).await
+        Self::serve(stateless(), false, MemoryTaskStore::new(), configure).await
     }
 
     /// Like [`Self::start`], with a test authentication middleware outside
     /// the layer that turns the [`USER_HEADER`] into a [`Principal`].
     pub async fn start_with_users(configure: impl FnOnce(TasksLayer) -> TasksLayer) -> Self {
-        Self::serve(FixtureMode::Stateless, true, configure).await
+        Self::serve(stateless(), true, MemoryTaskStore::new(), configure).await
+    }
+
+    /// Like [`Self::start_with_users`], over `store` (which other layers
+    /// may share).
+    pub async fn start_over(
+        store: MemoryTaskStore,
+        configure: impl FnOnce(TasksLayer) -> TasksLayer,
+    ) -> Self {
+        Self::serve(stateless(), true, store, configure).await
+    }
+
+    /// Like [`Self::start`], with the fixture answering `application/json`
+    /// (rather than SSE) when a tool sends no notification first.
+    pub async fn start_json(configure: impl FnOnce(TasksLayer) -> TasksLayer) -> Self {
+        let options = stateless().json_response(true);
+        Self::serve(options, false, MemoryTaskStore::new(), configure).await
     }
 
     /// Serves the dual-era `Session` fixture (rmcp legacy sessions) behind
     /// `configure(TasksLayer::new(store))`, with the test authentication
     /// middleware outside the layer.
     pub async fn start_sessions(configure: impl FnOnce(TasksLayer) -> TasksLayer) -> Self {
-        Self::serve(FixtureMode::Session, true, configure).await
+        let options = FixtureOptions::new(FixtureMode::Session);
+        Self::serve(options, true, MemoryTaskStore::new(), configure).await
     }
 
     async fn serve(
-        mode: FixtureMode,
+        options: FixtureOptions,
         users: bool,
+        store: MemoryTaskStore,
         configure: impl FnOnce(TasksLayer) -> TasksLayer,
     ) -> Self {
-        let (probe, store, layer) = parts(configure);
+        let probe = Probe::new();
+        let layer = configure(TasksLayer::new(store.clone()));
         let app = ServiceBuilder::new()
             .map_request(move |request| {
                 if users {
@@ -71,7 +90,7 @@ impl Layered {
                 }
             })
             .layer(layer)
-            .service(fixture::service(mode, probe.clone()));
+            .service(fixture::service_with(options, probe.clone()));
         let served = fixture::serve(app).await;
         Self {
             served,
@@ -86,13 +105,8 @@ impl Layered {
     }
 }
 
-fn parts(
-    configure: impl FnOnce(TasksLayer) -> TasksLayer,
-) -> (Arc<Probe>, MemoryTaskStore, TasksLayer) {
-    let probe = Probe::new();
-    let store = MemoryTaskStore::new();
-    let layer = configure(TasksLayer::new(store.clone()));
-    (probe, store, layer)
+fn stateless() -> FixtureOptions {
+    FixtureOptions::new(FixtureMode::Stateless)
 }
 
 /// The test authentication middleware: `x-test-user: NAME` → `Principal(NAME)`.

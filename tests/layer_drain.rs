@@ -1,0 +1,185 @@
+//! End to end over loopback HTTP: draining a layer. After `close` no call
+//! parks; `shutdown(grace)` lets running tasks finish within the grace and
+//! fails the rest, cancelling their inner calls; task methods are answered
+//! throughout.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use mcp_tasks::{Drain, DrainReport, TasksLayer, ToolPolicy};
+use serde_json::{Value, json};
+use support::client::McpClient;
+use support::layered::{Layered, ms, task_id, text};
+use support::session::Session;
+
+const TERMINAL: [&str; 3] = ["completed", "failed", "cancelled"];
+
+/// The shutdown message of a task still running at the end of the grace.
+const SHUT_DOWN: &str = "The server shut down before the task finished";
+
+/// A layered fixture and the drain handle of its layer.
+async fn start(configure: impl FnOnce(TasksLayer) -> TasksLayer) -> (Layered, Drain) {
+    let mut drain = None;
+    let layered = Layered::start(|layer| {
+        let layer = configure(layer);
+        drain = Some(layer.drain());
+        layer
+    })
+    .await;
+    (layered, drain.expect("the layer was configured"))
+}
+
+/// A `slow_compute` of `seconds` that must park; its task id.
+async fn park(client: &McpClient, seconds: f64) -> String {
+    task_id(
+        &client
+            .call_tool("slow_compute", json!({"seconds": seconds}), true)
+            .await,
+    )
+}
+
+async fn terminal(client: &McpClient, task: &str) -> Value {
+    client.wait_task_status(task, &TERMINAL, ms(4000)).await["result"].clone()
+}
+
+#[tokio::test]
+async fn after_close_calls_stay_synchronous_and_running_tasks_go_on() {
+    let (layered, drain) = start(|layer| {
+        layer
+            .threshold(ms(200))
+            .tool_policy("greet", ToolPolicy::Always)
+    })
+    .await;
+    let client = layered.client();
+    let running = park(&client, 1.2).await;
+
+    assert!(!drain.is_closed());
+    drain.close();
+    drain.close();
+    assert!(drain.is_closed(), "close is idempotent");
+
+    let slow = client
+        .call_tool("slow_compute", json!({"seconds": 0.6}), true)
+        .await;
+    assert_eq!(slow["result"]["resultType"], "complete", "{slow}");
+    assert_eq!(text(&slow["result"]), "slow_compute done after 0.6s");
+    let always = client.call_tool("greet", json!({"name": "d"}), true).await;
+    assert_eq!(text(&always["result"]), "Hello, d!", "{always}");
+    assert_eq!(layered.store.len(), 1, "no task after close");
+
+    // The task parked before the close runs on, and is still answered.
+    assert_eq!(
+        client.tasks_get(&running).await["result"]["status"],
+        "working"
+    );
+    let done = terminal(&client, &running).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(text(&done["result"]), "slow_compute done after 1.2s");
+}
+
+#[tokio::test]
+async fn a_task_finishing_within_the_grace_completes_and_the_report_says_finished() {
+    let (layered, drain) = start(|layer| layer.threshold(ms(200))).await;
+    let client = layered.client();
+    let task = park(&client, 0.8).await;
+    assert!(drain.running() >= 1, "{drain:?}");
+
+    let started = Instant::now();
+    let report = drain.shutdown(Duration::from_secs(4)).await;
+    assert_eq!(
+        report,
+        DrainReport {
+            finished: true,
+            aborted: 0,
+            settled: true,
+        }
+    );
+    assert!(
+        started.elapsed() < ms(3000),
+        "waited {:?}",
+        started.elapsed()
+    );
+    assert_eq!(drain.running(), 0);
+    let done = terminal(&client, &task).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(layered.probe.cancelled("slow_compute"), 0);
+}
+
+#[tokio::test]
+async fn a_task_still_running_after_the_grace_is_failed_and_its_inner_call_cancelled() {
+    let (layered, drain) = start(|layer| layer.threshold(ms(200))).await;
+    let client = layered.client();
+    let long = park(&client, 30.0).await;
+    let short = park(&client, 0.4).await;
+
+    let report = drain.shutdown(ms(1200)).await;
+    assert!(!report.finished, "{report:?}");
+    assert!(report.aborted >= 1, "{report:?}");
+    assert!(report.settled, "{report:?}");
+    assert!(
+        layered.probe.wait_cancelled("slow_compute", ms(3000)).await,
+        "the inner call outlived the drain: {:?}",
+        layered.probe.stats("slow_compute")
+    );
+
+    // Task methods are still answered after the drain.
+    let failed = terminal(&client, &long).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(failed["error"]["code"], -32603, "{failed}");
+    assert_eq!(failed["error"]["message"], SHUT_DOWN, "{failed}");
+    let done = terminal(&client, &short).await;
+    assert_eq!(done["status"], "completed", "within the grace: {done}");
+    assert_eq!(layered.probe.stats("slow_compute").cancelled, 1);
+}
+
+#[tokio::test]
+async fn task_methods_are_answered_while_the_drain_waits_and_a_cancel_ends_its_wait() {
+    let (layered, drain) = start(|layer| layer.threshold(ms(200))).await;
+    let client = layered.client();
+    let task = park(&client, 30.0).await;
+
+    let draining = tokio::spawn({
+        let drain = drain.clone();
+        async move { drain.shutdown(Duration::from_secs(10)).await }
+    });
+    tokio::time::sleep(ms(200)).await;
+    assert!(drain.is_closed());
+    assert_eq!(client.tasks_get(&task).await["result"]["status"], "working");
+    let cancelled = client.tasks_cancel(&task).await;
+    assert_eq!(cancelled["result"]["resultType"], "complete", "{cancelled}");
+
+    let report = tokio::time::timeout(ms(4000), draining)
+        .await
+        .expect("the drain ended once its last task did")
+        .expect("the drain did not panic");
+    assert!(report.finished, "{report:?}");
+    assert_eq!(terminal(&client, &task).await["status"], "cancelled");
+    assert!(layered.probe.wait_cancelled("slow_compute", ms(3000)).await);
+}
+
+#[tokio::test]
+async fn after_close_a_2025_11_25_task_request_gets_a_limit_error_and_no_task() {
+    let mut drain = None;
+    let layered = Layered::start_sessions(|layer| {
+        drain = Some(layer.drain());
+        layer
+    })
+    .await;
+    let session = Session::open(&layered, None).await;
+    drain.expect("configured").close();
+
+    let refused = session
+        .exchange(
+            "tools/call",
+            json!({"name": "greet", "arguments": {"name": "x"}, "task": {}}),
+        )
+        .await;
+    assert_eq!(refused.status, 200, "{}", refused.body);
+    let refused = refused.into_response();
+    assert_eq!(refused["error"]["code"], -32000, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("shutting down"), "{refused}");
+    assert!(layered.store.is_empty());
+    assert_eq!(layered.probe.started("greet"), 0);
+}
