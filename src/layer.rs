@@ -191,9 +191,9 @@ impl TasksLayer {
 
     /// The largest result a parked call may produce, and the largest SSE
     /// event the layer reads (at least 1 KiB). Default 4 MiB. A parked call
-    /// over it fails with a clear error; the inner response is never
-    /// buffered past it (a JSON answer that arrives in time and is larger
-    /// is relayed as it streams).
+    /// over it fails with a clear error, and its response is never buffered
+    /// past it. An answer that arrives in time is relayed unchanged whatever
+    /// its size (a larger JSON one streams through unbuffered).
     pub fn max_result_bytes(mut self, max: usize) -> Self {
         self.config.max_result_bytes = max.max(1024);
         self

@@ -85,9 +85,12 @@ impl Body for Tee {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     let mut recording = lock(&self.recording);
-                    // The parser holds an event until it is complete: bound it.
+                    // The parser holds an event until it is complete: bound it
+                    // once the call is parked. Before that the bytes are
+                    // recorded for the client anyway, and an answer in time
+                    // must reach it unchanged, however large.
                     recording.pending = recording.pending.saturating_add(data.len());
-                    if recording.pending > recording.limit {
+                    if recording.pending > recording.limit && !recording.on {
                         let limit = recording.limit;
                         return Poll::Ready(Some(Err(BodyError(Box::new(EventTooLarge(limit))))));
                     }
