@@ -64,6 +64,8 @@ SUITE_BIN="$SUITE_DIR/node_modules/.bin/conformance"
 
 log() { printf 'conformance.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 2; }
+# shellcheck source=lib/start-server.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/start-server.sh"
 
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
   sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
@@ -155,25 +157,7 @@ else
   [[ -x "$server_bin" ]] || die "built example not found at $server_bin"
 
   server_log="$LOGS/server.log"
-  "$server_bin" 127.0.0.1:0 >"$server_log" 2>&1 </dev/null &
-  SERVER_PID=$!
-
-  # Wait (bounded) for the line announcing http://127.0.0.1:PORT/mcp.
-  URL=""
-  deadline=$((SECONDS + SERVER_START_TIMEOUT))
-  while [[ -z "$URL" ]]; do
-    URL="$(grep -oE 'http://127\.0\.0\.1:[0-9]+/mcp' "$server_log" | head -n 1 || true)"
-    [[ -n "$URL" ]] && break
-    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-      tail -n 40 "$server_log" >&2 || true
-      die "conformance_server exited before announcing its URL (log: $server_log)"
-    fi
-    if ((SECONDS >= deadline)); then
-      tail -n 40 "$server_log" >&2 || true
-      die "conformance_server printed no URL within ${SERVER_START_TIMEOUT}s"
-    fi
-    sleep 0.2
-  done
+  start_server "$server_bin" "$server_log"
   log "conformance_server (pid $SERVER_PID) listening at $URL"
 fi
 

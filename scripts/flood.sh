@@ -40,6 +40,8 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 log() { printf 'flood.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 2; }
+# shellcheck source=lib/start-server.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/start-server.sh"
 
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
   sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
@@ -83,24 +85,7 @@ cp "$flood_bin" "$WORK/flood"
 # --- Start the server ----------------------------------------------------------
 
 server_log="$WORK/server.log"
-"$WORK/conformance_server" 127.0.0.1:0 >"$server_log" 2>&1 </dev/null &
-SERVER_PID=$!
-
-URL=""
-deadline=$((SECONDS + SERVER_START_TIMEOUT))
-while [[ -z "$URL" ]]; do
-  URL="$(grep -oE 'http://127\.0\.0\.1:[0-9]+/mcp' "$server_log" | head -n 1 || true)"
-  [[ -n "$URL" ]] && break
-  if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-    tail -n 40 "$server_log" >&2 || true
-    die "conformance_server exited before announcing its URL"
-  fi
-  if ((SECONDS >= deadline)); then
-    tail -n 40 "$server_log" >&2 || true
-    die "conformance_server printed no URL within ${SERVER_START_TIMEOUT}s"
-  fi
-  sleep 0.2
-done
+start_server "$WORK/conformance_server" "$server_log"
 log "conformance_server (PID $SERVER_PID) listening at $URL"
 log "fd limit (ulimit -n): $(ulimit -n); commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 
