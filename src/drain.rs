@@ -12,6 +12,10 @@
 //! | abort    | what still runs is failed ("The server shut down before the task finished") and its inner call cancelled |
 //! | release  | the store lets go of this instance (Redis: its lease is dropped, so another instance sweeps what is left at once) |
 //!
+//! The release is the store's, not the layer's: drain once per store, after
+//! every layer over it has drained (with Redis, the lease belongs to the
+//! `RedisTaskStore` value, whatever layers share it).
+//!
 //! Keep serving HTTP while the drain runs, so that clients can still read
 //! their tasks; stop the server afterwards:
 //!

@@ -236,7 +236,9 @@ impl TasksLayer {
     /// store: give each route its own scope when clones of one layer wrap
     /// different servers, or a `tasks/update` sent through one route could
     /// re-issue another route's call on the wrong server. Replicas of one
-    /// server over a shared store use the same scope (or none).
+    /// server over a shared store use the same scope (or none). Over one
+    /// store, scope every layer or none: an unscoped layer keys tasks by the
+    /// bare principal.
     pub fn scope(mut self, name: impl Into<Arc<str>>) -> Self {
         self.scope = Some(name.into());
         self

@@ -10,7 +10,9 @@
 //!
 //! A refused call stays in the request's future, so a client that hangs up
 //! still cancels it, and the layer never turns a flood of calls into a flood
-//! of background work.
+//! of background work. Its response goes out at once from where it stands
+//! (what was read, then the rest as it streams), so the layer holds nothing
+//! more of it.
 
 use std::sync::Arc;
 
@@ -42,15 +44,6 @@ fn raw_params(body: &[u8], range: std::ops::Range<usize>) -> Box<RawValue> {
         .and_then(|bytes| std::str::from_utf8(bytes).ok())
         .and_then(|text| RawValue::from_string(text.to_owned()).ok())
         .unwrap_or_else(crate::wire::raw::empty_object)
-}
-
-/// Reads a flight that stays with its client to its answer.
-async fn answer_of<B>(mut flight: Flight) -> Response<ResponseBody<B>> {
-    loop {
-        if let Event::Done(answer) = flight.next_event().await {
-            return answer.into_response();
-        }
-    }
 }
 
 /// Forwards, races and parks a declaring client's `tools/call`.
@@ -134,7 +127,7 @@ where
                 tracing::warn!(reason = message, "not parked: the call stays synchronous");
             }
             match first.map(|first| *first) {
-                Some(First::Running(flight)) => Ok(answer_of(flight).await),
+                Some(First::Running(flight)) => Ok(flight.into_response().await),
                 _ => {
                     let reply =
                         Reply::internal(Some(&call.id), "The call was lost while parking it");

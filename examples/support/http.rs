@@ -3,9 +3,13 @@
 //!
 //! | Limit               | Value  | Why                                                      |
 //! |---------------------|--------|----------------------------------------------------------|
-//! | header read timeout | 10 s   | a connection that never finishes its headers is closed   |
+//! | header read timeout | 10 s   | a connection that never finishes its headers, or sends nothing at all, is closed; idle keep-alive connections too |
 //! | body read timeout   | 10 s   | a body that stops arriving fails instead of waiting      |
-//! | connections         | 1024   | more wait in the accept queue instead of costing memory  |
+//! | connections         | 512    | more wait in the accept queue instead of costing memory, and descriptors stay below the usual 1024 |
+//!
+//! HTTP/1.1 only: the Streamable HTTP clients in use speak it, and it keeps
+//! one timer in charge of every connection from its first byte (the
+//! HTTP/1-or-2 detection of an auto server reads without any).
 //!
 //! On shutdown it stops accepting, lets open requests finish, and closes
 //! idle connections (hyper-util's graceful shutdown).
@@ -14,8 +18,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto::Builder;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
@@ -27,7 +31,9 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a request body may go without sending anything.
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections served at once.
-pub const MAX_CONNECTIONS: usize = 1024;
+pub const MAX_CONNECTIONS: usize = 512;
+/// How long to wait after a failed accept (out of descriptors, say).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// How long shutdown waits for open requests.
 const CLOSE_WAIT: Duration = Duration::from_secs(10);
 
@@ -41,12 +47,10 @@ pub async fn serve(
     let service = ServiceBuilder::new()
         .layer(RequestBodyTimeoutLayer::new(BODY_READ_TIMEOUT))
         .service(router);
-    let mut builder = Builder::new(TokioExecutor::new());
+    let mut builder = http1::Builder::new();
     builder
-        .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT);
-    builder.http2().timer(TokioTimer::new());
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
@@ -59,16 +63,18 @@ pub async fn serve(
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
-                // A failed accept (out of descriptors, a reset) is not fatal.
-                Err(_) => continue,
+                // A failed accept (out of descriptors, a reset) is not
+                // fatal; waiting a little keeps it from spinning.
+                Err(_) => {
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
             },
         };
-        let connection = builder
-            .serve_connection_with_upgrades(
-                TokioIo::new(stream),
-                TowerToHyperService::new(service.clone()),
-            )
-            .into_owned();
+        let connection = builder.serve_connection(
+            TokioIo::new(stream),
+            TowerToHyperService::new(service.clone()),
+        );
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             let _ = connection.await;

@@ -29,6 +29,7 @@ use futures_util::FutureExt;
 use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::caller::CallInner;
 use super::{Answer, Event, Flight};
@@ -99,6 +100,9 @@ pub(crate) struct Work {
     pub deadline: Option<Deadline>,
     /// The largest result (or SSE event) read from the inner server.
     pub max_result: usize,
+    /// The layer's background work: outcome writes run there, so that a
+    /// deadline or a drain that stops the call cannot cut a write short.
+    pub tracker: TaskTracker,
 }
 
 /// A place among the background inner calls.
@@ -350,10 +354,17 @@ pub(crate) fn internal(message: String) -> Write {
 /// How long outcome writes are retried for a task without a TTL.
 const RETRY_WITHOUT_TTL: Duration = Duration::from_secs(24 * 3600);
 
-/// Writes for `work`'s task, retrying while the store is unreachable.
+/// Writes for `work`'s task, retrying while the store is unreachable, on a
+/// tracked tokio task of its own: the write completes even if the driver is
+/// stopped while it waits.
 fn settle(work: &Work, write: Write) -> impl Future<Output = ()> + Send + 'static {
     let (store, id, expires) = (work.store.clone(), work.id, work.expires);
-    async move { write_until(store.as_ref(), id, write, expires).await }
+    let written = work
+        .tracker
+        .spawn(async move { write_until(store.as_ref(), id, write, expires).await });
+    async move {
+        let _ = written.await;
+    }
 }
 
 /// Writes, retrying backend failures with backoff (up to 5 s apart) until

@@ -184,7 +184,7 @@ impl Flight {
                         }
                     }
                     Some(Err(error)) => {
-                        let reason = format!("the SSE stream broke: {error}");
+                        let reason = stream_broke(&error);
                         return self.finish_sse_unusable(reason);
                     }
                     None => {
@@ -195,6 +195,35 @@ impl Flight {
                 Stage::Finished => {
                     return done(self.failed("the flight was read past its answer".to_owned()));
                 }
+            }
+        }
+    }
+
+    /// The call as its client would have had it without the layer, from
+    /// where the flight stands, for a call that stays with its client after
+    /// all: the rest of the response streams through and nothing more is
+    /// read or held here.
+    pub(crate) async fn into_response<B>(mut self) -> Response<ResponseBody<B>> {
+        match std::mem::replace(&mut self.stage, Stage::Finished) {
+            Stage::Head(future) => match future.await {
+                Ok(response) => response.map(ResponseBody::boxed),
+                Err(error) => {
+                    tracing::warn!(%error, "the inner service failed");
+                    let answer = self.failed("the inner service failed".to_owned());
+                    answer.into_response()
+                }
+            },
+            Stage::Json(head, collecting) => {
+                let collected = collecting.await;
+                self.read_json(*head, collected).into_response()
+            }
+            Stage::Sse(head, tap) => {
+                let body = BodyExt::boxed_unsync(tap.replay());
+                Response::from_parts(*head, ResponseBody::boxed(body))
+            }
+            Stage::Finished => {
+                let answer = self.failed("the flight was read past its answer".to_owned());
+                answer.into_response()
             }
         }
     }
@@ -228,9 +257,11 @@ impl Flight {
             Collected::Failed(error) => {
                 let mut head = head;
                 head.headers.remove(http::header::CONTENT_LENGTH);
+                // Transport details (addresses, say) go to the log only.
+                tracing::warn!(%error, "the inner response body broke");
                 return Answer::Unusable {
                     response: Response::from_parts(head, empty()),
-                    reason: error.to_string(),
+                    reason: "the response body broke".to_owned(),
                 };
             }
             // Relayed as it is, never buffered whole: only a parked call,
@@ -288,6 +319,21 @@ impl Flight {
             _ => done(self.failed(reason)),
         }
     }
+}
+
+/// Why an SSE stream stopped, as a parked task records it: the layer's own
+/// limit by name, transport details only in the log.
+fn stream_broke(error: &sse_stream::Error) -> String {
+    if let sse_stream::Error::Body(body) = error {
+        let limit = body
+            .downcast_ref::<tap::BodyError>()
+            .and_then(|inner| inner.0.downcast_ref::<tap::EventTooLarge>());
+        if let Some(limit) = limit {
+            return limit.to_string();
+        }
+    }
+    tracing::warn!(%error, "the inner SSE stream broke");
+    "the SSE stream broke".to_owned()
 }
 
 fn empty() -> BoxBody {

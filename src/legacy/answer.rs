@@ -23,13 +23,16 @@ use super::route::LEGACY_VERSION;
 use crate::flight::caller::CallInner;
 use crate::mrtr::Template;
 use crate::runtime::{Runtime, store_failed};
-use crate::store::{InputProgress, TaskStore};
+use crate::store::{InputProgress, StoreError, TaskStore};
 use crate::task::TaskId;
 use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, Reply};
 use crate::wire::raw::Members;
 
 /// How many times an answer is offered to the inner server.
 const ATTEMPTS: u32 = 4;
+
+/// Tries to record that an answer was lost (about 10 s with backoff).
+const FAIL_TRIES: u32 = 7;
 
 /// How long one try to deliver an answer may take.
 const SEND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -170,11 +173,22 @@ async fn send(caller: &mut dyn CallInner, template: &Template, body: &str) -> Re
     Err(last)
 }
 
+/// Fails the task, then fires its stop signal. The stop signal makes the
+/// driver give up without a write of its own, so the failure is written
+/// first, retried a bounded number of times while the store is down.
 async fn fail(store: &dyn TaskStore, task: TaskId, stop: &CancellationToken, message: &str) {
     tracing::warn!(%task, message, "a relayed answer was lost");
     let error = ErrorObject::new(INTERNAL_ERROR, message).to_raw();
-    if let Err(error) = store.fail(task, error).await {
-        tracing::warn!(%task, %error, "could not fail the task");
+    let mut delay = Duration::from_millis(100);
+    for _ in 0..FAIL_TRIES {
+        match store.fail(task, error.clone()).await {
+            Ok(()) | Err(StoreError::NotFound | StoreError::InvalidTransition { .. }) => break,
+            Err(error) => {
+                tracing::warn!(%task, %error, "could not fail the task, retrying");
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+            }
+        }
     }
     stop.cancel();
 }

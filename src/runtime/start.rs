@@ -156,10 +156,22 @@ impl Runtime {
             expires: start.ttl.map(|ttl| created_at.saturating_add(ttl)),
             deadline: Deadline::of(created_at, start.ttl, self.config.max_runtime),
             max_result: self.config.max_result_bytes,
+            tracker: self.background.tracker(),
         };
         let (dialect, abort) = (start.dialect, self.background.abort_signal());
         let (created_tx, created_rx) = tokio::sync::oneshot::channel();
+        let background = self.background.clone();
         self.background.spawn(async move {
+            // A drain may have closed since the check above; it waits for
+            // this tracked work, but must not see a task start after it.
+            if background.is_closing() {
+                let why = Why::Draining;
+                let _ = created_tx.send(Err(NotStarted {
+                    why,
+                    first: Some(Box::new(first)),
+                }));
+                return;
+            }
             let created = match work.store.create(task).await {
                 Ok(created) => created,
                 Err(StoreError::QuotaExceeded(scope)) => {
@@ -247,6 +259,7 @@ impl Runtime {
             expires: resume.expires.map(Timestamp::from_millis),
             deadline: resume.deadline,
             max_result: self.config.max_result_bytes,
+            tracker: self.background.tracker(),
         };
         match driver::reissue(&mut work, Some(answers), resume.request_state) {
             Ok(flight) => {
