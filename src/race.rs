@@ -3,7 +3,7 @@
 //!
 //! | The call…                                  | The client gets                                  |
 //! |--------------------------------------------|--------------------------------------------------|
-//! | answers before the threshold               | the inner answer, unchanged                      |
+//! | answers before the threshold               | the inner answer, unchanged (an SSE answer as it streams) |
 //! | outlives it, and the runtime starts a task | the task handle (`CreateTaskResult`)             |
 //! | outlives it, but is refused a task (draining, over a limit, the store failing) | the inner answer once it comes, as without the layer |
 //! | has policy `Never`                         | the inner answer, the call never raced           |
@@ -13,6 +13,13 @@
 //! of background work. Its response goes out at once from where it stands
 //! (what was read, then the rest as it streams), so the layer holds nothing
 //! more of it.
+//!
+//! An SSE answer is relayed live: the head and each event reach the client
+//! as the inner server sends them (see `flight::live`). If the threshold
+//! passes first, the layer ends that stream with the `CreateTaskResult` as
+//! the response to the call, after the notifications already relayed. A
+//! request of the inner server before the threshold is held back, as for a
+//! JSON answer: relayed if the call answers in time, dropped if it is parked.
 
 use std::sync::Arc;
 
@@ -24,13 +31,15 @@ use http::{Request, Response};
 use http_body::Body;
 use http_body_util::BodyExt;
 use serde_json::value::RawValue;
+use tokio::time::{Instant, timeout_at};
 use tower_service::Service;
 
 use crate::body::{BoxError, RequestBody, ResponseBody, reply_response};
 use crate::classify::ToolCall;
-use crate::flight::caller::Caller;
+use crate::flight::caller::{CallInner, Caller};
 use crate::flight::driver::Plain;
-use crate::flight::{Event, Flight, InnerFuture};
+use crate::flight::live::{Live, sse_event};
+use crate::flight::{Answer, Event, Flight, InnerFuture, Opened};
 use crate::mrtr::Template;
 use crate::policy::ToolPolicy;
 use crate::rewrite;
@@ -74,66 +83,157 @@ where
         return Ok(inner.call(request).await?.map(ResponseBody::inner));
     }
     // What a parked call needs later: its owner, and what re-issuing takes.
-    let owner = runtime.owner(&parts);
-    let params = raw_params(&body, params);
-    let template = Template::from_parts(&parts);
-    let caller = Caller::<S, B>::boxed(inner.clone());
+    let parking = Parking {
+        owner: runtime.owner(&parts).key,
+        params: raw_params(&body, params),
+        template: Template::from_parts(&parts),
+        caller: Caller::<S, B>::boxed(inner.clone()),
+        id: call.id.clone(),
+        runtime,
+    };
     let request = Request::from_parts(parts, RequestBody::buffered(body));
     let future: InnerFuture = Box::pin(inner.call(request).map(|result| match result {
         Ok(response) => Ok(response.map(|body| body.map_err(Into::into).boxed_unsync())),
         Err(error) => Err(error.into()),
     }));
-    let mut flight = Flight::new(call.id.clone(), future, runtime.config.max_result_bytes);
-    let mut progress = None;
+    let limit = parking.runtime.config.max_result_bytes;
+    let mut flight = Flight::new(call.id, future, limit);
     // `Always` and a zero threshold park before the first answer; otherwise
     // the call races the threshold and an answer in time goes back unchanged.
-    let race = call.policy != ToolPolicy::Always && !runtime.config.threshold.is_zero();
-    if race {
-        let raced = tokio::time::timeout(runtime.config.threshold, async {
-            loop {
-                match flight.next_event().await {
-                    Event::Progress(line) => progress = Some(line),
-                    // Relayed with the rest of the stream if the call
-                    // answers in time; a parked call cannot be asked.
-                    Event::Request(_) => {}
-                    Event::Done(answer) => return answer,
-                }
+    let threshold = parking.runtime.config.threshold;
+    if call.policy == ToolPolicy::Always || threshold.is_zero() {
+        return Ok(parking.park(flight, None).await);
+    }
+    let deadline = Instant::now() + threshold;
+    match timeout_at(deadline, flight.open()).await {
+        Ok(Err(answer)) => Ok(answer.into_response()),
+        Ok(Ok(Opened::Sse)) => Ok(live(flight, deadline, parking)),
+        Ok(Ok(Opened::Json)) => {
+            let mut progress = None;
+            match timeout_at(deadline, until_answer(&mut flight, &mut progress)).await {
+                Ok(answer) => Ok(answer.into_response()),
+                Err(_) => Ok(parking.park(flight, progress).await),
             }
-        })
-        .await;
-        if let Ok(answer) = raced {
-            return Ok(answer.into_response());
+        }
+        Err(_) => Ok(parking.park(flight, None).await),
+    }
+}
+
+/// Reads `flight` up to its answer, keeping the last progress line.
+/// Cancel-safe, as [`Flight::next_event`].
+async fn until_answer(flight: &mut Flight, progress: &mut Option<String>) -> Box<Answer> {
+    loop {
+        match flight.next_event().await {
+            Event::Progress(line) => *progress = Some(line),
+            // Relayed with the rest of the stream if the call answers in
+            // time (the tap holds it back); a parked call cannot be asked.
+            Event::Request(_) => {}
+            Event::Done(answer) => return answer,
         }
     }
-    let start = Start {
-        owner: owner.key,
-        ttl: runtime.config.ttl,
-        status_message: progress,
-        caller,
-        template,
-        params,
-        dialect: Box::new(Plain),
+}
+
+/// An SSE answer: the head and each event go to the client as they come,
+/// and the race runs in the body (see [`Live`]).
+fn live<RB>(mut flight: Flight, deadline: Instant, parking: Parking) -> Response<ResponseBody<RB>>
+where
+    RB: Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    let Some((head, relay)) = flight.go_live() else {
+        // `open` said SSE; nothing else can be here.
+        let reply = Reply::internal(Some(&parking.id), "The call was lost while relaying it");
+        return reply_response(reply);
     };
-    match runtime.start(start, First::Running(flight)).await {
-        Ok(snapshot) => {
-            let reply = Reply::result(&call.id, render(&snapshot, TaskView::Created));
-            Ok(reply_response(reply))
+    let racing = Box::pin(async move {
+        let mut progress = None;
+        match timeout_at(deadline, until_answer(&mut flight, &mut progress)).await {
+            Ok(answer) => answer.into_response::<RB>().into_body(),
+            // The stream ends with the task handle (or, refused, goes on).
+            Err(_) => match parking.start(flight, progress).await {
+                Parked::Task(reply) | Parked::Lost(reply) => {
+                    ResponseBody::full(sse_event(&reply.body))
+                }
+                Parked::Refused(flight) => flight.into_response::<RB>().await.into_body(),
+            },
         }
-        Err(NotStarted { why, first }) => {
-            let message = why.message(&runtime);
-            if why.is_limit() {
-                tracing::info!(reason = message, "not parked: the call stays synchronous");
-            } else {
-                tracing::warn!(reason = message, "not parked: the call stays synchronous");
-            }
-            match first.map(|first| *first) {
-                Some(First::Running(flight)) => Ok(flight.into_response().await),
-                _ => {
-                    let reply =
-                        Reply::internal(Some(&call.id), "The call was lost while parking it");
-                    Ok(reply_response(reply))
+    });
+    let body = BodyExt::boxed_unsync(Live::new(relay, racing));
+    Response::from_parts(head, ResponseBody::boxed(body))
+}
+
+/// What parking a call takes besides the flight.
+struct Parking {
+    runtime: Arc<Runtime>,
+    id: Box<RawValue>,
+    /// The store's owner key.
+    owner: Option<String>,
+    params: Box<RawValue>,
+    template: Template,
+    caller: Box<dyn CallInner>,
+}
+
+/// How a park ended.
+enum Parked {
+    /// The `CreateTaskResult` reply: the task drives the call now.
+    Task(Reply),
+    /// Refused a task: the call stays with its client.
+    Refused(Flight),
+    /// The call was lost on the way (an error reply for it).
+    Lost(Reply),
+}
+
+impl Parking {
+    /// Asks the runtime for a task that drives `flight`; `progress` is the
+    /// last progress line, the task's first status message.
+    async fn start(self, flight: Flight, progress: Option<String>) -> Parked {
+        let Self {
+            runtime,
+            id,
+            owner,
+            params,
+            template,
+            caller,
+        } = self;
+        let start = Start {
+            owner,
+            ttl: runtime.config.ttl,
+            status_message: progress,
+            caller,
+            template,
+            params,
+            dialect: Box::new(Plain),
+        };
+        match runtime.start(start, First::Running(flight)).await {
+            Ok(snapshot) => Parked::Task(Reply::result(&id, render(&snapshot, TaskView::Created))),
+            Err(NotStarted { why, first }) => {
+                let message = why.message(&runtime);
+                if why.is_limit() {
+                    tracing::info!(reason = message, "not parked: the call stays synchronous");
+                } else {
+                    tracing::warn!(reason = message, "not parked: the call stays synchronous");
+                }
+                match first.map(|first| *first) {
+                    Some(First::Running(flight)) => Parked::Refused(flight),
+                    _ => Parked::Lost(Reply::internal(
+                        Some(&id),
+                        "The call was lost while parking it",
+                    )),
                 }
             }
+        }
+    }
+
+    /// [`start`](Self::start) answered as JSON: the task handle, or the call
+    /// as without the layer.
+    async fn park<RB>(
+        self,
+        flight: Flight,
+        progress: Option<String>,
+    ) -> Response<ResponseBody<RB>> {
+        match self.start(flight, progress).await {
+            Parked::Task(reply) | Parked::Lost(reply) => reply_response(reply),
+            Parked::Refused(flight) => flight.into_response().await,
         }
     }
 }

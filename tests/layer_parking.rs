@@ -285,13 +285,13 @@ async fn a_parked_call_keeps_running_after_the_client_disconnects() {
     let mut ids = Vec::new();
     for token in [Some("keep"), None] {
         let client = layered.client();
-        let mut call = client
+        let call = client
             .open_call("slow_compute", json!({"seconds": 0.8}), token, true)
             .await;
-        let created = call.next_message().await.expect("the task handle");
-        ids.push(task_id(&created));
-        // Hang up: the response, then every connection of this client.
-        drop(call);
+        // Progress first (relayed live), then the task handle.
+        let messages = call.finish().await;
+        ids.push(task_id(messages.last().expect("the task handle")));
+        // Hang up: the response is read and dropped; now every connection.
         drop(client);
     }
 

@@ -18,6 +18,8 @@
 pub(crate) mod caller;
 mod collect;
 pub(crate) mod driver;
+pub(crate) mod live;
+mod segment;
 pub(crate) mod tap;
 
 use std::future::Future;
@@ -48,6 +50,14 @@ enum Stage {
     Json(Box<Parts>, Collecting),
     Sse(Box<Parts>, Box<Tap>),
     Finished,
+}
+
+/// What the inner server's response head says about its body.
+pub(crate) enum Opened {
+    /// An SSE stream, read event by event and relayable as it comes.
+    Sse,
+    /// A JSON body, read whole.
+    Json,
 }
 
 /// What a flight reports while it runs.
@@ -140,22 +150,58 @@ impl Flight {
         }
     }
 
+    /// Waits for the inner response head. Cancel-safe. An answer that is not
+    /// an MCP response (an HTTP error, another content type, the inner
+    /// service failing) ends the flight and is returned as it is.
+    pub(crate) async fn open(&mut self) -> Result<Opened, Box<Answer>> {
+        match &mut self.stage {
+            Stage::Head(future) => match future.await {
+                Ok(response) => match self.read_head(response) {
+                    Ok(stage) => self.stage = stage,
+                    Err(answer) => {
+                        self.stage = Stage::Finished;
+                        return Err(answer);
+                    }
+                },
+                Err(error) => {
+                    tracing::warn!(%error, "the inner service failed");
+                    self.stage = Stage::Finished;
+                    return Err(Box::new(self.failed("the inner service failed".to_owned())));
+                }
+            },
+            Stage::Finished => {
+                return Err(Box::new(
+                    self.failed("the flight was read past its answer".to_owned()),
+                ));
+            }
+            Stage::Json(..) | Stage::Sse(..) => {}
+        }
+        Ok(match self.stage {
+            Stage::Sse(..) => Opened::Sse,
+            _ => Opened::Json,
+        })
+    }
+
+    /// For a live relay of an opened SSE stream: its response head, taken
+    /// out (a parked call never needs it), and its released frames.
+    pub(crate) fn go_live(&mut self) -> Option<(Parts, tap::Relay)> {
+        let Stage::Sse(head, tap) = &mut self.stage else {
+            return None;
+        };
+        let empty = Response::new(()).into_parts().0;
+        Some((std::mem::replace(&mut **head, empty), tap.relay()))
+    }
+
     /// Reads until the next progress line or the answer. Cancel-safe: every
     /// await is on state owned by `self`.
     pub(crate) async fn next_event(&mut self) -> Event {
         loop {
             match &mut self.stage {
-                Stage::Head(future) => match future.await {
-                    Ok(response) => match self.read_head(response) {
-                        Ok(stage) => self.stage = stage,
-                        Err(answer) => return self.finish(*answer),
-                    },
-                    Err(error) => {
-                        tracing::warn!(%error, "the inner service failed");
-                        let answer = self.failed("the inner service failed".to_owned());
-                        return self.finish(answer);
+                Stage::Head(_) => {
+                    if let Err(answer) = self.open().await {
+                        return done(*answer);
                     }
-                },
+                }
                 Stage::Json(_, collecting) => {
                     let collected = collecting.await;
                     let Stage::Json(head, _) = std::mem::replace(&mut self.stage, Stage::Finished)
@@ -175,7 +221,11 @@ impl Flight {
                         match read_inner_message(data, &self.id) {
                             Ok(InnerMessage::Response(outcome)) => return self.finish_sse(outcome),
                             Ok(InnerMessage::Progress(Some(line))) => return Event::Progress(line),
-                            Ok(InnerMessage::Request(message)) => return Event::Request(message),
+                            Ok(InnerMessage::Request(message)) => {
+                                // Relayed only with an answer in time.
+                                tap.hold();
+                                return Event::Request(message);
+                            }
                             Ok(_) => continue,
                             Err(error) => {
                                 let reason = format!("an SSE event is not JSON-RPC: {error}");
@@ -226,11 +276,6 @@ impl Flight {
                 answer.into_response()
             }
         }
-    }
-
-    fn finish(&mut self, answer: Answer) -> Event {
-        self.stage = Stage::Finished;
-        done(answer)
     }
 
     fn read_head(&self, response: Response<BoxBody>) -> Result<Stage, Box<Answer>> {

@@ -5,6 +5,12 @@
 //! the threshold must reach the client byte for byte. [`Tap`] parses with
 //! `sse-stream` over a body that records every frame it hands out; [`Replay`]
 //! then gives the client the recorded bytes followed by the rest of the stream.
+//!
+//! Before the threshold the client gets the stream as it comes: the frames are
+//! cut at event ends (`segment`), and once the flight has looked at an event
+//! its bytes are *released*, so a [`Relay`] may send them on at once. A request
+//! of the inner server holds back its event and all that follows it until the
+//! call answers in time; a parked call's held bytes are dropped.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -16,6 +22,7 @@ use futures_util::{Stream, StreamExt};
 use http_body::{Body, Frame};
 use sse_stream::{Sse, SseStream};
 
+use super::segment::Segmenter;
 use crate::body::{BoxBody, BoxError};
 
 /// A body error that is a `std::error::Error`, as `sse-stream` wants.
@@ -33,6 +40,10 @@ impl std::error::Error for BodyError {}
 #[derive(Default)]
 struct Recording {
     frames: VecDeque<Bytes>,
+    /// How many frames at the front of `frames` may go to the client now.
+    released: usize,
+    /// Nothing more is released: the flight saw a request of the inner server.
+    held: bool,
     on: bool,
     /// Bytes read since the last complete event.
     pending: usize,
@@ -66,10 +77,55 @@ fn lock(shared: &Shared) -> MutexGuard<'_, Recording> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The inner body, recording what is read from it.
+impl Recording {
+    /// Releases every frame recorded so far, unless held.
+    fn release(&mut self) {
+        if !self.held {
+            self.released = self.frames.len();
+        }
+    }
+
+    /// The next frame, released or not (the call answered in time).
+    fn pop(&mut self) -> Option<Bytes> {
+        self.released = self.released.saturating_sub(1);
+        self.frames.pop_front()
+    }
+
+    /// The next released frame.
+    fn pop_released(&mut self) -> Option<Bytes> {
+        if self.released == 0 {
+            return None;
+        }
+        self.pop()
+    }
+}
+
+/// The inner body, cut at event ends, recording what is read from it.
 struct Tee {
     body: BoxBody,
     recording: Shared,
+    /// Bytes read from `body` and not yet handed on.
+    rest: Bytes,
+    segmenter: Segmenter,
+}
+
+impl Tee {
+    /// Hands on `piece`, recording it and bounding the event it belongs to.
+    fn hand_on(&mut self, piece: Bytes) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        let mut recording = lock(&self.recording);
+        // The parser holds an event until it is complete: bound it once the
+        // call is parked. Before that the bytes are recorded for the client
+        // anyway, and an answer in time must reach it unchanged, however large.
+        recording.pending = recording.pending.saturating_add(piece.len());
+        if recording.pending > recording.limit && !recording.on {
+            let limit = recording.limit;
+            return Poll::Ready(Some(Err(BodyError(Box::new(EventTooLarge(limit))))));
+        }
+        if recording.on {
+            recording.frames.push_back(piece.clone());
+        }
+        Poll::Ready(Some(Ok(Frame::data(piece))))
+    }
 }
 
 impl Body for Tee {
@@ -80,29 +136,20 @@ impl Body for Tee {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
-        let polled = Pin::new(&mut self.body).poll_frame(cx);
-        match polled {
-            Poll::Ready(Some(Ok(frame))) => {
-                if let Some(data) = frame.data_ref() {
-                    let mut recording = lock(&self.recording);
-                    // The parser holds an event until it is complete: bound it
-                    // once the call is parked. Before that the bytes are
-                    // recorded for the client anyway, and an answer in time
-                    // must reach it unchanged, however large.
-                    recording.pending = recording.pending.saturating_add(data.len());
-                    if recording.pending > recording.limit && !recording.on {
-                        let limit = recording.limit;
-                        return Poll::Ready(Some(Err(BodyError(Box::new(EventTooLarge(limit))))));
-                    }
-                    if recording.on {
-                        recording.frames.push_back(data.clone());
-                    }
-                }
-                Poll::Ready(Some(Ok(frame)))
+        let this = &mut *self;
+        loop {
+            if let Some(piece) = this.segmenter.next_piece(&mut this.rest) {
+                return this.hand_on(piece);
             }
-            Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(BodyError(error)))),
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
+            match Pin::new(&mut this.body).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(data) => this.rest = data,
+                    Err(frame) => return Poll::Ready(Some(Ok(frame))),
+                },
+                Poll::Ready(Some(Err(error))) => return Poll::Ready(Some(Err(BodyError(error)))),
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
         }
     }
 }
@@ -118,14 +165,15 @@ impl Tap {
     /// (with the bytes read since the previous one) may take `limit` bytes.
     pub(crate) fn new(body: BoxBody, record: bool, limit: usize) -> Self {
         let recording = Arc::new(Mutex::new(Recording {
-            frames: VecDeque::new(),
             on: record,
-            pending: 0,
             limit,
+            ..Recording::default()
         }));
         let tee = Tee {
             body,
             recording: recording.clone(),
+            rest: Bytes::new(),
+            segmenter: Segmenter::default(),
         };
         Self {
             events: SseStream::new(tee),
@@ -134,20 +182,36 @@ impl Tap {
     }
 
     /// The next event; cancel-safe. `None` at the end of the stream.
+    ///
+    /// The events read before (which the caller has looked at) are released
+    /// first, unless [held](Self::hold).
     pub(crate) async fn next(&mut self) -> Option<Result<Sse, sse_stream::Error>> {
+        lock(&self.recording).release();
         let next = self.events.next().await;
-        // Frames are only ever split, never merged, so what was read up to
-        // this event is at most one frame more than the event itself.
+        // Frames end at event ends, so what was read up to this event is the
+        // event itself, with what preceded it since the last one.
         lock(&self.recording).pending = 0;
         next
     }
 
-    /// Stops recording and forgets what was recorded: the bytes will never be
-    /// relayed (the call was parked).
+    /// Releases nothing more: the last event read, and all after it, reach
+    /// the client only if the call answers in time.
+    pub(crate) fn hold(&self) {
+        lock(&self.recording).held = true;
+    }
+
+    /// What a live relay sends on: the frames released, as they are.
+    pub(crate) fn relay(&self) -> Relay {
+        Relay(self.recording.clone())
+    }
+
+    /// Stops recording and forgets what was recorded and not released: those
+    /// bytes will never be relayed (the call was parked).
     pub(crate) fn stop_recording(&self) {
         let mut recording = lock(&self.recording);
         recording.on = false;
-        recording.frames.clear();
+        let released = recording.released;
+        recording.frames.truncate(released);
     }
 
     /// A body that relays the recorded bytes and then the rest of the stream.
@@ -174,7 +238,7 @@ impl Body for Replay {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         loop {
-            if let Some(bytes) = lock(&self.tap.recording).frames.pop_front() {
+            if let Some(bytes) = lock(&self.tap.recording).pop() {
                 return Poll::Ready(Some(Ok(Frame::data(bytes))));
             }
             if self.done {
@@ -199,5 +263,15 @@ impl Body for Replay {
                 }
             }
         }
+    }
+}
+
+/// The released frames of a [`Tap`], shared with whoever reads the tap.
+pub(crate) struct Relay(Shared);
+
+impl Relay {
+    /// The next released frame, if any.
+    pub(crate) fn pop(&self) -> Option<Bytes> {
+        lock(&self.0).pop_released()
     }
 }

@@ -1,0 +1,84 @@
+//! An SSE answer relayed to its client as it comes, while the call races
+//! the threshold.
+//!
+//! The client gets the inner response head at once, then each event once
+//! the flight has looked at it ([`Relay`]). The body also drives the race
+//! itself (a boxed future that reads the flight and, at the threshold, parks
+//! the call); when the race ends, that future gives the tail of the stream:
+//! the rest of the inner stream for an answer in time or a refused park, or
+//! the one event carrying the task handle.
+//!
+//! Dropping the body (the client hung up) drops the race and with it the
+//! call, as without the layer, unless it was parked already.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body, Frame};
+
+use super::tap::Relay;
+use crate::body::{BoxError, ResponseBody};
+
+/// The race of a live call; it resolves to the rest of the client's stream.
+pub(crate) type Racing<B> = Pin<Box<dyn Future<Output = ResponseBody<B>> + Send>>;
+
+/// The body of a live SSE answer: the released events, then the tail.
+pub(crate) struct Live<B> {
+    relay: Relay,
+    racing: Option<Racing<B>>,
+    tail: Option<Pin<Box<ResponseBody<B>>>>,
+}
+
+impl<B> Live<B> {
+    /// A body that relays what `relay` releases while `racing` runs, then
+    /// what it resolves to.
+    pub(crate) fn new(relay: Relay, racing: Racing<B>) -> Self {
+        Self {
+            relay,
+            racing: Some(racing),
+            tail: None,
+        }
+    }
+}
+
+/// One SSE event carrying the JSON-RPC message `json` (one line).
+pub(crate) fn sse_event(json: &[u8]) -> Bytes {
+    let mut event = Vec::with_capacity(json.len() + 8);
+    event.extend_from_slice(b"data: ");
+    event.extend_from_slice(json);
+    event.extend_from_slice(b"\n\n");
+    Bytes::from(event)
+}
+
+impl<B> Body for Live<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        // Driving the race reads the flight, which releases events.
+        if let Some(racing) = self.racing.as_mut()
+            && let Poll::Ready(tail) = racing.as_mut().poll(cx)
+        {
+            self.racing = None;
+            self.tail = Some(Box::pin(tail));
+        }
+        // Released events go first, also once the tail is known: they
+        // precede it in the stream.
+        if let Some(bytes) = self.relay.pop() {
+            return Poll::Ready(Some(Ok(Frame::data(bytes))));
+        }
+        match self.tail.as_mut() {
+            Some(tail) => tail.as_mut().poll_frame(cx),
+            None => Poll::Pending,
+        }
+    }
+}

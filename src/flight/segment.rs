@@ -1,0 +1,160 @@
+//! Cutting an SSE byte stream at event boundaries.
+//!
+//! The layer relays a live SSE answer event by event, and only once it knows
+//! what an event is (a request of the inner server must not reach the client
+//! of a call that will be parked). For that the bytes handed to the parser
+//! are cut so that each piece ends at most at the end of one event: when the
+//! parser yields an event, every byte read so far belongs to it or to the
+//! events before it.
+//!
+//! An event ends with a blank line: a line terminator (`\r\n`, `\n` or `\r`)
+//! right after another one. A `\r` at the end of a chunk may be the first
+//! half of `\r\n`; the cut is then made after the `\r`, and the parser skips
+//! the `\n` that starts the next piece, as the SSE rules require.
+
+use bytes::Bytes;
+
+/// Where the scan stands between two bytes.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Segmenter {
+    /// The last byte ended a line (so a terminator now ends an event).
+    line_start: bool,
+    /// The last byte was `\r`: a `\n` now completes the same terminator.
+    after_cr: bool,
+    /// That `\r` ended an event: the cut falls after it, or after its `\n`.
+    cut_pending: bool,
+}
+
+impl Segmenter {
+    /// The length of the first piece of `bytes` that ends an event, or
+    /// `None` if `bytes` holds no event end. The state moves past the bytes
+    /// of that piece (or all of them).
+    pub(crate) fn event_end(&mut self, bytes: &[u8]) -> Option<usize> {
+        for (at, byte) in bytes.iter().enumerate() {
+            match byte {
+                b'\n' if self.after_cr => {
+                    self.after_cr = false;
+                    if std::mem::take(&mut self.cut_pending) {
+                        return Some(at + 1);
+                    }
+                }
+                b'\n' => {
+                    if self.line_start {
+                        return Some(at + 1);
+                    }
+                    self.line_start = true;
+                }
+                b'\r' => {
+                    if std::mem::take(&mut self.cut_pending) {
+                        // `\r\r` after a blank `\r`: the event ended before this.
+                        self.after_cr = false;
+                        return Some(at);
+                    }
+                    self.cut_pending = self.line_start;
+                    self.line_start = true;
+                    self.after_cr = true;
+                }
+                _ => {
+                    if std::mem::take(&mut self.cut_pending) {
+                        self.after_cr = false;
+                        return Some(at);
+                    }
+                    self.after_cr = false;
+                    self.line_start = false;
+                }
+            }
+        }
+        if self.cut_pending {
+            // A blank `\r` at the end: cut here; a `\n` that follows belongs
+            // to it and is skipped by the parser.
+            self.cut_pending = false;
+            return Some(bytes.len());
+        }
+        None
+    }
+
+    /// The next piece to hand on from `rest`: up to the first event end, or
+    /// all of it. `None` when `rest` is empty.
+    pub(crate) fn next_piece(&mut self, rest: &mut Bytes) -> Option<Bytes> {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = self.event_end(rest).unwrap_or(rest.len());
+        Some(rest.split_to(end))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Cuts `chunks` (as they arrive) into pieces.
+    fn pieces(chunks: &[&str]) -> Vec<String> {
+        let mut segmenter = Segmenter::default();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            let mut rest = Bytes::copy_from_slice(chunk.as_bytes());
+            while let Some(piece) = segmenter.next_piece(&mut rest) {
+                out.push(String::from_utf8(piece.to_vec()).unwrap());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn cuts_after_each_blank_line_with_lf() {
+        assert_eq!(
+            pieces(&["data: a\n\ndata: b\n\ndata: c"]),
+            ["data: a\n\n", "data: b\n\n", "data: c"]
+        );
+    }
+
+    #[test]
+    fn cuts_after_crlf_blank_lines() {
+        assert_eq!(
+            pieces(&["id: 1\r\ndata: a\r\n\r\ndata: b\r\n\r\n"]),
+            ["id: 1\r\ndata: a\r\n\r\n", "data: b\r\n\r\n"]
+        );
+    }
+
+    #[test]
+    fn cuts_after_cr_only_blank_lines() {
+        assert_eq!(
+            pieces(&["data: a\r\rdata: b\r\r"]),
+            ["data: a\r\r", "data: b\r\r"]
+        );
+    }
+
+    #[test]
+    fn a_single_line_end_is_not_an_event_end() {
+        assert_eq!(
+            pieces(&["data: a\n", "data: b\r\n", "more"]),
+            ["data: a\n", "data: b\r\n", "more"]
+        );
+    }
+
+    #[test]
+    fn an_event_end_split_across_chunks_is_found() {
+        assert_eq!(
+            pieces(&["data: a\n", "\ndata: b\r\n\r", "\ndata: c\n", "\n"]),
+            ["data: a\n", "\n", "data: b\r\n\r", "\ndata: c\n", "\n"]
+        );
+    }
+
+    #[test]
+    fn mixed_terminators_end_an_event() {
+        assert_eq!(
+            pieces(&["data: a\r\n\ndata: b\n\r\ndata: c\r\n\r"]),
+            ["data: a\r\n\n", "data: b\n\r\n", "data: c\r\n\r"]
+        );
+    }
+
+    #[test]
+    fn every_byte_is_handed_on_once_in_order() {
+        let stream = "id: 7\r\n\r\n: keep\n\ndata: {\"x\":1}\r\rdata: z\n";
+        for split in 0..stream.len() {
+            let (a, b) = stream.split_at(split);
+            assert_eq!(pieces(&[a, b]).concat(), stream, "split at {split}");
+        }
+    }
+}
