@@ -33,12 +33,11 @@ use crate::config::TasksConfig;
 use crate::legacy::route::Decision;
 use crate::legacy::{self, sessions::Sessions};
 use crate::policy::ToolPolicy;
+use crate::task::TaskId;
 use crate::wire::MODERN_VERSION;
-use crate::wire::envelope::{
-    Envelope, Loose, Params, as_str, declares_tasks, decode_name, header, params_span, raw_params,
-};
+use crate::wire::envelope::{Envelope, Loose, Params, as_str, declares_tasks, decode_name, header};
 use crate::wire::jsonrpc::Reply;
-use crate::wire::raw::{empty_object, span};
+use crate::wire::raw::span;
 
 /// Who answers a request, and what they need to know.
 #[derive(Debug)]
@@ -81,8 +80,10 @@ pub(crate) enum TaskMethod {
 pub(crate) struct TaskCall {
     pub id: Box<RawValue>,
     pub method: TaskMethod,
-    pub task_id: String,
-    pub params: Box<RawValue>,
+    /// `None` for a `taskId` this layer never issues: no such task.
+    pub task: Option<TaskId>,
+    /// `params.inputResponses` of a `tasks/update`, as sent.
+    pub input_responses: Option<Box<RawValue>>,
 }
 
 /// Classifies one buffered POST body.
@@ -106,12 +107,13 @@ pub(crate) fn classify(
             "Batch requests are not supported: send one JSON-RPC message per POST",
         ));
     }
-    let envelope: Envelope<'_> = match serde_json::from_slice(body) {
+    let envelope = match Envelope::parse(headers, body) {
         Ok(envelope) => envelope,
         Err(_) if !modern_header => return Route::Forward,
         Err(error) => return unusual(body, error),
     };
-    let params = envelope.params.unwrap_or_default();
+    let spanned = envelope.params.unwrap_or_default();
+    let params = &spanned.fields;
     let meta = params.meta.as_ref();
     let meta_version = meta.and_then(|m| m.version.as_deref());
     if meta_version.is_none() && !modern_header {
@@ -121,7 +123,7 @@ pub(crate) fn classify(
             headers,
             envelope.id,
             method,
-            &params,
+            &spanned,
             body,
             config,
             sessions,
@@ -136,7 +138,7 @@ pub(crate) fn classify(
         // Notifications and responses are the inner server's business.
         return Route::Forward;
     };
-    if let Err(reply) = check_headers(headers, id, method, meta_version, &params, config) {
+    if let Err(reply) = check_headers(headers, id, method, meta_version, params, config) {
         return Route::Reply(reply);
     }
     let owned = is_owned(method);
@@ -174,7 +176,7 @@ pub(crate) fn classify(
                     Route::Forward
                 }
                 (true, policy) => match (
-                    params_span(body),
+                    spanned.span(body),
                     extensions.and_then(|raw| span(body, raw.get())),
                 ) {
                     (Some(params), Some(extensions)) => Route::ToolCall(ToolCall {
@@ -191,7 +193,7 @@ pub(crate) fn classify(
             }
         }
         "tasks/get" | "tasks/update" | "tasks/cancel" => {
-            task_route(id, method, version, declared(), &params, body)
+            task_route(id, method, version, declared(), params)
         }
         "tasks/list" | "tasks/result" => Route::Reply(Reply::method_not_found(Some(id), method)),
         _ => Route::Forward,
@@ -233,7 +235,6 @@ fn task_route(
     version: &str,
     declared: bool,
     params: &Params<'_>,
-    body: &[u8],
 ) -> Route {
     if version != MODERN_VERSION {
         return Route::Reply(Reply::unsupported_version(Some(id), version));
@@ -252,11 +253,15 @@ fn task_route(
         "tasks/update" => TaskMethod::Update,
         _ => TaskMethod::Cancel,
     };
+    let input_responses = match method {
+        TaskMethod::Update => params.input_responses.map(ToOwned::to_owned),
+        _ => None,
+    };
     Route::Task(TaskCall {
         id: id.to_owned(),
         method,
-        task_id: task_id.into_owned(),
-        params: raw_params(body).unwrap_or_else(empty_object),
+        task: TaskId::parse(&task_id),
+        input_responses,
     })
 }
 

@@ -14,7 +14,6 @@
 use std::collections::BTreeMap;
 
 use http::request::Parts;
-use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::classify::{TaskCall, TaskMethod};
@@ -34,12 +33,6 @@ struct Ack {
 const ACK: Ack = Ack {
     result_type: "complete",
 };
-
-#[derive(Deserialize)]
-struct UpdateParams {
-    #[serde(rename = "inputResponses")]
-    input_responses: BTreeMap<String, Box<RawValue>>,
-}
 
 /// What answering a task method produced: the reply, and a completed input
 /// round the caller must resume.
@@ -61,7 +54,7 @@ impl From<Reply> for Answered {
 pub(crate) async fn answer(runtime: &Runtime, parts: &Parts, call: TaskCall) -> Answered {
     let owner = runtime.owner(parts);
     let owner = owner.key();
-    let Some(task) = TaskId::parse(&call.task_id) else {
+    let Some(task) = call.task else {
         return Reply::task_not_found(&call.id).into();
     };
     let failed = |error: StoreError| -> Answered { store_failed(Some(&call.id), &error).into() };
@@ -79,8 +72,12 @@ pub(crate) async fn answer(runtime: &Runtime, parts: &Parts, call: TaskCall) -> 
             Err(error) => failed(error),
         },
         TaskMethod::Update => {
-            let params: UpdateParams = match serde_json::from_str(call.params.get()) {
-                Ok(params) => params,
+            let Some(raw) = call.input_responses.as_deref() else {
+                let message = "params.inputResponses must be an object: it is missing";
+                return Reply::bad_params(Some(&call.id), message).into();
+            };
+            let answers: BTreeMap<String, Box<RawValue>> = match serde_json::from_str(raw.get()) {
+                Ok(answers) => answers,
                 Err(error) => {
                     let message = format!("params.inputResponses must be an object: {error}");
                     return Reply::bad_params(Some(&call.id), message).into();
@@ -89,8 +86,7 @@ pub(crate) async fn answer(runtime: &Runtime, parts: &Parts, call: TaskCall) -> 
             // Keys of this generation are `<round>.<key>`; a bare number is
             // a request relayed to a 2025-11-25 client, answered only by a
             // JSON-RPC response from that side.
-            let answers = params
-                .input_responses
+            let answers = answers
                 .into_iter()
                 .filter(|(key, _)| key.contains('.'))
                 .collect();

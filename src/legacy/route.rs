@@ -31,7 +31,7 @@ use super::sessions::{Known, Sessions};
 use crate::config::TasksConfig;
 use crate::policy::ToolPolicy;
 use crate::task::TaskId;
-use crate::wire::envelope::{Params, as_str, header, params_span};
+use crate::wire::envelope::{Spanned, as_str, header};
 use crate::wire::jsonrpc::{ErrorObject, INVALID_PARAMS, METHOD_NOT_FOUND, Reply};
 use crate::wire::raw::span;
 
@@ -115,11 +115,12 @@ pub(crate) fn classify(
     headers: &HeaderMap,
     id: Option<&RawValue>,
     method: Option<&str>,
-    params: &Params<'_>,
+    spanned: &Spanned<'_>,
     body: &[u8],
     config: &TasksConfig,
     sessions: &Sessions,
 ) -> Decision {
+    let params = &spanned.fields;
     if method == Some("initialize") && id.is_some() {
         return Decision::Take(LegacyRoute::Initialize);
     }
@@ -151,7 +152,7 @@ pub(crate) fn classify(
             Some(request) if sessions.is_augmented(session, request) => LegacyRoute::Swallow,
             _ => return Decision::Forward,
         },
-        (Some(id), Some(method)) => return request(id, method, session, params, body, config),
+        (Some(id), Some(method)) => return request(id, method, session, spanned, body, config),
         _ => return Decision::Forward,
     };
     Decision::Take(route)
@@ -161,15 +162,16 @@ fn request(
     id: &RawValue,
     method: &str,
     session: &str,
-    params: &Params<'_>,
+    spanned: &Spanned<'_>,
     body: &[u8],
     config: &TasksConfig,
 ) -> Decision {
+    let params = &spanned.fields;
     let route = match method {
         "tools/list" => LegacyRoute::ToolsList {
             session: session.into(),
         },
-        "tools/call" => return tool_call(id, session, params, body, config),
+        "tools/call" => return tool_call(id, session, spanned, body, config),
         "tasks/get" | "tasks/result" | "tasks/cancel" => {
             let Some(task_id) = as_str(params.task_id) else {
                 return Decision::Reply(error(
@@ -220,10 +222,11 @@ fn request(
 fn tool_call(
     id: &RawValue,
     session: &str,
-    params: &Params<'_>,
+    spanned: &Spanned<'_>,
     body: &[u8],
     config: &TasksConfig,
 ) -> Decision {
+    let params = &spanned.fields;
     let name = as_str(params.name);
     let name = name.as_deref().unwrap_or_default();
     let policy = config.policy_for(name);
@@ -252,7 +255,7 @@ fn tool_call(
             ));
         }
     };
-    match params_span(body) {
+    match spanned.span(body) {
         Some(params) if span(body, task.get()).is_some() => {
             Decision::Take(LegacyRoute::Call(LegacyCall {
                 id: id.to_owned(),

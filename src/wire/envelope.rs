@@ -13,27 +13,82 @@ use serde_json::value::RawValue;
 use super::TASKS_EXTENSION;
 use super::raw::span;
 
-/// The request, parsed in one pass over the buffer.
+/// The request, parsed in one pass over the buffer: every later step reads
+/// this, never the body again. `P` is [`Spanned`] where the span of
+/// `params` is needed, [`Params`] otherwise (see [`Envelope::parse`]).
 #[derive(Deserialize)]
-pub(crate) struct Envelope<'a> {
+pub(crate) struct Envelope<'a, P> {
     #[serde(borrow)]
     pub id: Option<&'a RawValue>,
     #[serde(borrow)]
     pub method: Option<Text<'a>>,
-    #[serde(borrow, default)]
-    pub params: Option<Params<'a>>,
+    #[serde(default = "Option::default")]
+    pub params: Option<P>,
 }
 
-/// The request with `params` left unread, for bodies [`Envelope`] refuses
-/// and for locating `params` in the buffer.
+impl<'a> Envelope<'a, Spanned<'a>> {
+    /// Parses `body`. Where `params` lies in the buffer is kept when the
+    /// `Mcp-Method` header says the request may need it (`tools/call`, the
+    /// task methods) or is missing (an older client, or a request that
+    /// fails the header checks anyway); a pass-through method reads its
+    /// fields only, with no more allocation than before.
+    pub(crate) fn parse(headers: &HeaderMap, body: &'a [u8]) -> serde_json::Result<Self> {
+        let spans = match header(headers, "mcp-method") {
+            Some(method) => method == "tools/call" || method.starts_with("tasks/"),
+            None => true,
+        };
+        if spans {
+            return serde_json::from_slice(body);
+        }
+        let plain: Envelope<'a, Params<'a>> = serde_json::from_slice(body)?;
+        Ok(Self {
+            id: plain.id,
+            method: plain.method,
+            params: plain.params.map(|fields| Spanned { raw: None, fields }),
+        })
+    }
+}
+
+/// `params` read, and kept as sent: where it is in the buffer matters to a
+/// `tools/call` (re-issued byte for byte).
+#[derive(Default)]
+pub(crate) struct Spanned<'a> {
+    /// The `params` value as sent; `None` when absent, `null`, or not kept.
+    pub raw: Option<&'a RawValue>,
+    /// What the layer reads of it.
+    pub fields: Params<'a>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Spanned<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // The raw value only marks where `params` starts and ends; its fields
+        // are then read from that slice.
+        let raw = <&'a RawValue>::deserialize(deserializer)?;
+        if raw.get() == "null" {
+            return Ok(Self::default());
+        }
+        let fields = serde_json::from_str(raw.get()).map_err(serde::de::Error::custom)?;
+        Ok(Self {
+            raw: Some(raw),
+            fields,
+        })
+    }
+}
+
+impl Spanned<'_> {
+    /// Where `params` is in `body`, the buffer it was read from.
+    pub(crate) fn span(&self, body: &[u8]) -> Option<Range<usize>> {
+        span(body, self.raw?.get())
+    }
+}
+
+/// The request with `params` left unread, for bodies [`Envelope`] refuses.
 #[derive(Deserialize)]
 pub(crate) struct Loose<'a> {
     #[serde(borrow)]
     pub id: Option<&'a RawValue>,
     #[serde(borrow)]
     pub method: Option<Text<'a>>,
-    #[serde(borrow)]
-    pub params: Option<&'a RawValue>,
 }
 
 /// A string, borrowed from the buffer unless it holds escapes.
@@ -62,6 +117,9 @@ pub(crate) struct Params<'a> {
     /// The request a `notifications/cancelled` cancels.
     #[serde(borrow, rename = "requestId")]
     pub request_id: Option<&'a RawValue>,
+    /// The answers of a `tasks/update`.
+    #[serde(borrow, rename = "inputResponses")]
+    pub input_responses: Option<&'a RawValue>,
     #[serde(borrow, rename = "_meta")]
     pub meta: Option<Meta<'a>>,
     /// The filter of `subscriptions/listen`.
@@ -188,18 +246,6 @@ pub(crate) fn decode_name(value: &str) -> Option<Cow<'_, str>> {
         }
         None => Some(Cow::Borrowed(value)),
     }
-}
-
-/// Where `params` is in the buffer.
-pub(crate) fn params_span(body: &[u8]) -> Option<Range<usize>> {
-    let loose: Loose<'_> = serde_json::from_slice(body).ok()?;
-    span(body, loose.params?.get())
-}
-
-/// The `params` of a request, as sent.
-pub(crate) fn raw_params(body: &[u8]) -> Option<Box<RawValue>> {
-    let loose: Loose<'_> = serde_json::from_slice(body).ok()?;
-    loose.params.map(ToOwned::to_owned)
 }
 
 #[cfg(test)]
