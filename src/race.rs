@@ -21,6 +21,8 @@
 //! request of the inner server before the threshold is held back, as for a
 //! JSON answer: relayed if the call answers in time, dropped if it is parked.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -39,15 +41,16 @@ use crate::classify::ToolCall;
 use crate::flight::caller::{CallInner, Caller};
 use crate::flight::driver::Plain;
 use crate::flight::live::{Live, sse_event};
-use crate::flight::{Answer, Event, Flight, InnerFuture, Opened};
+use crate::flight::{Answer, Event, Flight, InnerFuture};
 use crate::mrtr::Template;
 use crate::policy::ToolPolicy;
 use crate::rewrite;
 use crate::runtime::{First, NotStarted, Runtime, Start};
+use crate::wire::is_content_type;
 use crate::wire::jsonrpc::Reply;
 use crate::wire::view::{TaskView, render};
 
-/// The `params` object at `range` of a body classification has read.
+/// The `params` object at `range` of the forwarded body, for re-issuing.
 fn raw_params(body: &[u8], range: std::ops::Range<usize>) -> Box<RawValue> {
     body.get(range)
         .and_then(|bytes| std::str::from_utf8(bytes).ok())
@@ -56,6 +59,11 @@ fn raw_params(body: &[u8], range: std::ops::Range<usize>) -> Box<RawValue> {
 }
 
 /// Forwards, races and parks a declaring client's `tools/call`.
+///
+/// A call that answers in time costs what forwarding costs, plus the
+/// race's timer: its response goes back as the inner service made it,
+/// never buffered, and what only a parked call needs (the flight, the
+/// caller, the params kept for re-issuing) is built only at parking.
 pub(crate) async fn tool_call<S, B, RB>(
     runtime: Arc<Runtime>,
     mut inner: S,
@@ -82,41 +90,61 @@ where
         let request = Request::from_parts(parts, RequestBody::buffered(body));
         return Ok(inner.call(request).await?.map(ResponseBody::inner));
     }
-    // What a parked call needs later: its owner, and what re-issuing takes.
+    // What a parked call needs later and only the request has: its owner,
+    // and the credentials and extensions for re-issuing.
+    let owner = runtime.owner(&parts).key;
+    let template = Template::from_parts(&parts);
+    let request = Request::from_parts(parts, RequestBody::buffered(body.clone()));
+    let mut future = Box::pin(inner.call(request));
     let parking = Parking {
-        owner: runtime.owner(&parts).key,
-        params: raw_params(&body, params),
-        template: Template::from_parts(&parts),
-        caller: Caller::<S, B>::boxed(inner.clone()),
-        id: call.id.clone(),
         runtime,
+        id: call.id,
+        owner,
+        body,
+        params,
+        template,
+        caller: Caller::<S, B>::boxed(inner),
     };
-    let request = Request::from_parts(parts, RequestBody::buffered(body));
-    let future: InnerFuture = Box::pin(inner.call(request).map(|result| match result {
-        Ok(response) => Ok(response.map(|body| body.map_err(Into::into).boxed_unsync())),
-        Err(error) => Err(error.into()),
-    }));
-    let limit = parking.runtime.config.max_result_bytes;
-    let mut flight = Flight::new(call.id, future, limit);
     // `Always` and a zero threshold park before the first answer; otherwise
     // the call races the threshold and an answer in time goes back unchanged.
     let threshold = parking.runtime.config.threshold;
     if call.policy == ToolPolicy::Always || threshold.is_zero() {
+        let flight = parking.flight(erase(future));
         return Ok(parking.park(flight, None).await);
     }
     let deadline = Instant::now() + threshold;
-    match timeout_at(deadline, flight.open()).await {
-        Ok(Err(answer)) => Ok(answer.into_response()),
-        Ok(Ok(Opened::Sse)) => Ok(live(flight, deadline, parking)),
-        Ok(Ok(Opened::Json)) => {
-            let mut progress = None;
-            match timeout_at(deadline, until_answer(&mut flight, &mut progress)).await {
-                Ok(answer) => Ok(answer.into_response()),
-                Err(_) => Ok(parking.park(flight, progress).await),
-            }
+    match timeout_at(deadline, future.as_mut()).await {
+        Ok(Ok(response)) if is_sse(&response) => Ok(live(response, deadline, parking)),
+        Ok(Ok(response)) => Ok(response.map(ResponseBody::inner)),
+        Ok(Err(error)) => {
+            let error: BoxError = error.into();
+            tracing::warn!(%error, "the inner service failed");
+            Ok(Flight::inner_failed(&parking.id).map(ResponseBody::boxed))
         }
-        Err(_) => Ok(parking.park(flight, None).await),
+        Err(_) => {
+            let flight = parking.flight(erase(future));
+            Ok(parking.park(flight, None).await)
+        }
     }
+}
+
+/// A successful `text/event-stream` response: relayed live.
+fn is_sse<RB>(response: &Response<RB>) -> bool {
+    response.status().is_success() && is_content_type(response.headers(), "text/event-stream")
+}
+
+/// The inner response future with its types erased, for a flight.
+fn erase<F, RB, E>(future: Pin<Box<F>>) -> InnerFuture
+where
+    F: Future<Output = Result<Response<RB>, E>> + Send + 'static,
+    RB: Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+    E: Into<BoxError>,
+{
+    Box::pin(future.map(|result| match result {
+        Ok(response) => Ok(response.map(|body| body.map_err(Into::into).boxed_unsync())),
+        Err(error) => Err(error.into()),
+    }))
 }
 
 /// Reads `flight` up to its answer, keeping the last progress line.
@@ -135,16 +163,18 @@ async fn until_answer(flight: &mut Flight, progress: &mut Option<String>) -> Box
 
 /// An SSE answer: the head and each event go to the client as they come,
 /// and the race runs in the body (see [`Live`]).
-fn live<RB>(mut flight: Flight, deadline: Instant, parking: Parking) -> Response<ResponseBody<RB>>
+fn live<RB>(
+    response: Response<RB>,
+    deadline: Instant,
+    parking: Parking,
+) -> Response<ResponseBody<RB>>
 where
     RB: Body<Data = Bytes> + Send + 'static,
     RB::Error: Into<BoxError>,
 {
-    let Some((head, relay)) = flight.go_live() else {
-        // `open` said SSE; nothing else can be here.
-        let reply = Reply::internal(Some(&parking.id), "The call was lost while relaying it");
-        return reply_response(reply);
-    };
+    let (head, body) = response.into_parts();
+    let body = body.map_err(Into::into).boxed_unsync();
+    let (mut flight, relay) = Flight::live(parking.id.clone(), body, parking.limit());
     let racing = Box::pin(async move {
         let mut progress = None;
         match timeout_at(deadline, until_answer(&mut flight, &mut progress)).await {
@@ -168,7 +198,9 @@ struct Parking {
     id: Box<RawValue>,
     /// The store's owner key.
     owner: Option<String>,
-    params: Box<RawValue>,
+    /// The forwarded body, and where its `params` are.
+    body: Bytes,
+    params: std::ops::Range<usize>,
     template: Template,
     caller: Box<dyn CallInner>,
 }
@@ -184,6 +216,16 @@ enum Parked {
 }
 
 impl Parking {
+    /// The most bytes of one answer a flight reads.
+    fn limit(&self) -> usize {
+        self.runtime.config.max_result_bytes
+    }
+
+    /// A flight over the call's response `future`.
+    fn flight(&self, future: InnerFuture) -> Flight {
+        Flight::new(self.id.clone(), future, self.limit())
+    }
+
     /// Asks the runtime for a task that drives `flight`; `progress` is the
     /// last progress line, the task's first status message.
     async fn start(self, flight: Flight, progress: Option<String>) -> Parked {
@@ -191,6 +233,7 @@ impl Parking {
             runtime,
             id,
             owner,
+            body,
             params,
             template,
             caller,
@@ -201,7 +244,7 @@ impl Parking {
             status_message: progress,
             caller,
             template,
-            params,
+            params: raw_params(&body, params),
             dialect: Box::new(Plain),
         };
         match runtime.start(start, First::Running(flight)).await {

@@ -52,14 +52,6 @@ enum Stage {
     Finished,
 }
 
-/// What the inner server's response head says about its body.
-pub(crate) enum Opened {
-    /// An SSE stream, read event by event and relayable as it comes.
-    Sse,
-    /// A JSON body, read whole.
-    Json,
-}
-
 /// What a flight reports while it runs.
 pub(crate) enum Event {
     /// A progress line from a `notifications/progress`.
@@ -150,46 +142,20 @@ impl Flight {
         }
     }
 
-    /// Waits for the inner response head. Cancel-safe. An answer that is not
-    /// an MCP response (an HTTP error, another content type, the inner
-    /// service failing) ends the flight and is returned as it is.
-    pub(crate) async fn open(&mut self) -> Result<Opened, Box<Answer>> {
-        match &mut self.stage {
-            Stage::Head(future) => match future.await {
-                Ok(response) => match self.read_head(response) {
-                    Ok(stage) => self.stage = stage,
-                    Err(answer) => {
-                        self.stage = Stage::Finished;
-                        return Err(answer);
-                    }
-                },
-                Err(error) => {
-                    tracing::warn!(%error, "the inner service failed");
-                    self.stage = Stage::Finished;
-                    return Err(Box::new(self.failed("the inner service failed".to_owned())));
-                }
-            },
-            Stage::Finished => {
-                return Err(Box::new(
-                    self.failed("the flight was read past its answer".to_owned()),
-                ));
-            }
-            Stage::Json(..) | Stage::Sse(..) => {}
-        }
-        Ok(match self.stage {
-            Stage::Sse(..) => Opened::Sse,
-            _ => Opened::Json,
-        })
-    }
-
-    /// For a live relay of an opened SSE stream: its response head, taken
-    /// out (a parked call never needs it), and its released frames.
-    pub(crate) fn go_live(&mut self) -> Option<(Parts, tap::Relay)> {
-        let Stage::Sse(head, tap) = &mut self.stage else {
-            return None;
+    /// A flight over an SSE `body` whose head went to the client already:
+    /// the flight, and what it releases for the client as it reads.
+    pub(crate) fn live(id: Box<RawValue>, body: BoxBody, limit: usize) -> (Self, tap::Relay) {
+        let tap = Box::new(Tap::new(body, true, limit));
+        let relay = tap.relay();
+        // A parked call never needs the head; the client has it.
+        let head = Box::new(Response::new(()).into_parts().0);
+        let flight = Self {
+            id,
+            stage: Stage::Sse(head, tap),
+            relay: true,
+            limit,
         };
-        let empty = Response::new(()).into_parts().0;
-        Some((std::mem::replace(&mut **head, empty), tap.relay()))
+        (flight, relay)
     }
 
     /// Reads until the next progress line or the answer. Cancel-safe: every
@@ -197,11 +163,20 @@ impl Flight {
     pub(crate) async fn next_event(&mut self) -> Event {
         loop {
             match &mut self.stage {
-                Stage::Head(_) => {
-                    if let Err(answer) = self.open().await {
-                        return done(*answer);
+                Stage::Head(future) => match future.await {
+                    Ok(response) => match self.read_head(response) {
+                        Ok(stage) => self.stage = stage,
+                        Err(answer) => {
+                            self.stage = Stage::Finished;
+                            return done(*answer);
+                        }
+                    },
+                    Err(error) => {
+                        tracing::warn!(%error, "the inner service failed");
+                        self.stage = Stage::Finished;
+                        return done(self.failed("the inner service failed".to_owned()));
                     }
-                }
+                },
                 Stage::Json(_, collecting) => {
                     let collected = collecting.await;
                     let Stage::Json(head, _) = std::mem::replace(&mut self.stage, Stage::Finished)
@@ -397,9 +372,18 @@ impl Flight {
     /// HTTP 502 with a JSON-RPC `-32603` error for this call; `reason` is
     /// what a parked task records.
     fn failed(&self, reason: String) -> Answer {
+        Answer::Unusable {
+            response: Self::inner_failed(&self.id),
+            reason,
+        }
+    }
+
+    /// What the client of call `id` gets when the inner service failed to
+    /// answer: HTTP 502 with a JSON-RPC `-32603` error, never an empty body.
+    pub(crate) fn inner_failed(id: &RawValue) -> Response<BoxBody> {
         let reply = Reply::error(
             StatusCode::BAD_GATEWAY,
-            Some(&self.id),
+            Some(id),
             ErrorObject::new(INTERNAL_ERROR, INNER_FAILED),
         );
         let mut response = Response::new(full(reply.body));
@@ -408,6 +392,6 @@ impl Flight {
             http::header::CONTENT_TYPE,
             http::HeaderValue::from_static("application/json"),
         );
-        Answer::Unusable { response, reason }
+        response
     }
 }
