@@ -58,24 +58,9 @@ HTTP_BENCH_CASES="${HTTP_BENCH_CASES:-call-json call-sse list tasks-get sse-timi
 HTTP_BENCH_SSE_REPEATS="${HTTP_BENCH_SSE_REPEATS:-20}"
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-LIB="$REPO/scripts/lib"
-
-log() { printf 'http-bench.sh: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 2; }
-
-if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
-  exit 0
-fi
-
-# shellcheck source=lib/start-server.sh
-source "$LIB/start-server.sh"
-# shellcheck source=lib/build-bench.sh
-source "$LIB/build-bench.sh"
-# shellcheck source=lib/wrk.sh
-source "$LIB/wrk.sh"
 # shellcheck source=lib/http-load.sh
-source "$LIB/http-load.sh"
+source "$REPO/scripts/lib/http-load.sh"
+help_if_asked "$@"
 
 use_work_dir http-bench
 
@@ -197,7 +182,7 @@ if [[ -s "$RESULTS" ]]; then
       call-json) row "call-json: layered vs bare" call-json layered call-json bare 0.97 ;;
       call-sse) row "call-sse: layered vs bare" call-sse layered call-sse bare 0.97 ;;
       list) row "list: layered vs bare" list layered list bare 0.98 ;;
-      tasks-get) row "tasks-get vs layered call-json" tasks-get layered call-json layered 3 ;;
+      tasks-get) row "tasks-get vs layered call-json" tasks-get layered call-json layered 3.00 ;;
     esac
   done
 fi

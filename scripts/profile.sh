@@ -49,24 +49,9 @@ CASE="${1:-call-json}"
 VARIANT="${2:-layered}"
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-LIB="$REPO/scripts/lib"
-
-log() { printf 'profile.sh: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 2; }
-
-if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
-  exit 0
-fi
-
-# shellcheck source=lib/start-server.sh
-source "$LIB/start-server.sh"
-# shellcheck source=lib/build-bench.sh
-source "$LIB/build-bench.sh"
-# shellcheck source=lib/wrk.sh
-source "$LIB/wrk.sh"
 # shellcheck source=lib/http-load.sh
-source "$LIB/http-load.sh"
+source "$REPO/scripts/lib/http-load.sh"
+help_if_asked "$@"
 
 case_route "$CASE" "$VARIANT"
 

@@ -1,7 +1,8 @@
 # Sourced by scripts/http-bench.sh and scripts/profile.sh: the bench server
 # of issue #11 (benches/http_server.rs), its cases, and one wrk run of a
-# case. Needs `log`, `die`, REPO and WORK from the sourcing script, and
-# lib/start-server.sh, lib/build-bench.sh and lib/wrk.sh sourced before it.
+# case. Needs REPO from the sourcing script, and WORK (use_work_dir)
+# before its functions run. Sources the helpers it builds on (lib/common.sh,
+# lib/start-server.sh, lib/build-bench.sh, lib/wrk.sh).
 #
 # Settings read from the environment (defaults in brackets):
 #   HTTP_BENCH_SERVER       a prebuilt http_server bench executable to run
@@ -13,6 +14,15 @@
 #   HTTP_BENCH_THREADS      wrk threads [1]
 #   HTTP_BENCH_PIN          1: server on CPU 0, load on CPU 1 (taskset);
 #                           0: no pinning [1 when taskset and 2+ CPUs]
+
+# shellcheck source=common.sh
+source "$REPO/scripts/lib/common.sh"
+# shellcheck source=start-server.sh
+source "$REPO/scripts/lib/start-server.sh"
+# shellcheck source=build-bench.sh
+source "$REPO/scripts/lib/build-bench.sh"
+# shellcheck source=wrk.sh
+source "$REPO/scripts/lib/wrk.sh"
 
 HTTP_BENCH_SERVER="${HTTP_BENCH_SERVER:-}"
 HTTP_BENCH_WORKERS="${HTTP_BENCH_WORKERS:-1}"
