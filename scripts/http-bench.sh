@@ -97,8 +97,12 @@ measure() {
     run_wrk "$HTTP_BENCH_WARMUP" "$case" "$variant"
   fi
   run_wrk "$HTTP_BENCH_SECONDS" "$case" "$variant"
-  printf '%s %s %s %s %s\n' "$case" "$variant" "$run" "$RPS" "$P50_US" >>"$RESULTS"
-  log "run $run/$HTTP_BENCH_RUNS $case $variant: $RPS req/s, p50 $P50_US µs"
+  # Fields: case variant run req/s p50-µs server-CPU-% req-per-CPU-second.
+  local per_cpu
+  per_cpu="$(awk -v r="$RPS" -v c="$SERVER_CPU" 'BEGIN {printf "%.0f", (c > 0 ? r * 100 / c : 0)}')"
+  printf '%s %s %s %s %s %s %s\n' "$case" "$variant" "$run" "$RPS" "$P50_US" "$SERVER_CPU" "$per_cpu" \
+    >>"$RESULTS"
+  log "run $run/$HTTP_BENCH_RUNS $case $variant: $RPS req/s, p50 $P50_US µs, server CPU $SERVER_CPU%"
 }
 
 if ((${#THROUGHPUT[@]} > 0)); then
@@ -125,7 +129,8 @@ fi
 
 # --- Report ------------------------------------------------------------------
 
-# column CASE VARIANT FIELD: that field (4: req/s, 5: p50 µs) of every run.
+# column CASE VARIANT FIELD: that field of every run (4: req/s, 5: p50 µs,
+# 6: server CPU %, 7: requests per server CPU-second).
 column() {
   awk -v c="$1" -v v="$2" -v f="$3" '$1 == c && $2 == v {print $f}' "$RESULTS"
 }
@@ -135,7 +140,7 @@ median() {
 }
 
 # ratio_range CASE_A VARIANT_A CASE_B VARIANT_B: min–max over the runs of
-# A/B, each run with its own pair.
+# A/B in req/s, each run with its own pair.
 ratio_range() {
   join <(awk -v c="$1" -v v="$2" '$1 == c && $2 == v {print $3, $4}' "$RESULTS" | sort) \
     <(awk -v c="$3" -v v="$4" '$1 == c && $2 == v {print $3, $4}' "$RESULTS" | sort) \
@@ -145,21 +150,23 @@ ratio_range() {
 
 # row LABEL CASE VARIANT BASE_CASE BASE_VARIANT TARGET: one line of the
 # table: the median req/s of CASE VARIANT against that of the baseline
-# (the ratio must be at least TARGET), with the per-run ratios' range and
-# the median latencies.
+# (the ratio must be at least TARGET), with the per-run ratios' range, the
+# server's CPU use, the same ratio per server CPU-second, and the median
+# latencies.
 row() {
   local label="$1" case="$2" variant="$3" base_case="$4" base_variant="$5" target="$6"
-  local m b m50 b50 range
-  m="$(column "$case" "$variant" 4 | median)"
-  b="$(column "$base_case" "$base_variant" 4 | median)"
-  m50="$(column "$case" "$variant" 5 | median)"
-  b50="$(column "$base_case" "$base_variant" 5 | median)"
-  range="$(ratio_range "$case" "$variant" "$base_case" "$base_variant")"
-  [[ -n "$m" && -n "$b" ]] || return 0
-  awk -v l="$label" -v m="$m" -v b="$b" -v m50="$m50" -v b50="$b50" -v r="$range" -v t="$target" 'BEGIN {
-    ratio = m / b
-    printf "| %-38s | %8.0f | %8.0f | %6.3f× | %-11s | %5.0f / %-5.0f | ≥ %-5s | %-3s |\n",
-      l, b, m, ratio, r, b50, m50, t "×", (ratio >= t ? "yes" : "no")
+  local f m=() b=()
+  for f in 4 5 6 7; do
+    m+=("$(column "$case" "$variant" "$f" | median)")
+    b+=("$(column "$base_case" "$base_variant" "$f" | median)")
+  done
+  [[ -n "${m[0]}" && -n "${b[0]}" ]] || return 0
+  awk -v l="$label" -v m="${m[*]}" -v b="${b[*]}" -v t="$target" \
+    -v r="$(ratio_range "$case" "$variant" "$base_case" "$base_variant")" 'BEGIN {
+    split(m, M, " "); split(b, B, " ")
+    ratio = M[1] / B[1]
+    printf "| %-30s | %8.0f | %8.0f | %6.3f× | %-11s | %3.0f / %-3.0f | %8.3f× | %5.0f / %-5.0f | ≥ %-5s | %-3s |\n",
+      l, B[1], M[1], ratio, r, B[3], M[3], M[4] / B[4], B[2], M[2], t "×", (ratio >= t ? "yes" : "no")
   }'
 }
 
@@ -173,10 +180,12 @@ if [[ -s "$RESULTS" ]]; then
   echo
   echo "HTTP over loopback: server $server, $HTTP_BENCH_WORKERS tokio worker(s), $HTTP_BENCH_PARK tasks parked;"
   echo "wrk -t$HTTP_BENCH_THREADS -c$HTTP_BENCH_CONNECTIONS, $HTTP_BENCH_RUNS runs of ${HTTP_BENCH_SECONDS}s (warm-up ${HTTP_BENCH_WARMUP}s), $pinning;"
-  echo "medians of the runs; load average at the end: $load"
+  echo "medians of the runs; load average at the end: $load. Throughput in req/s; ratio/run: the"
+  echo "range of the runs' own ratios; CPU: % of one core the server used (below 100: other work"
+  echo "took CPU 0 from it); per CPU-s: the ratio of requests per server CPU-second."
   echo
-  echo "| Measured vs baseline                   | baseline | measured |  ratio  | ratio/run   | p50 µs b / m  | target  | met |"
-  echo "|----------------------------------------|----------|----------|---------|-------------|---------------|---------|-----|"
+  echo "| Measured vs baseline           | baseline | measured |  ratio  | ratio/run   | CPU b / m | per CPU-s | p50 µs b / m  | target  | met |"
+  echo "|--------------------------------|----------|----------|---------|-------------|-----------|-----------|---------------|---------|-----|"
   for case in "${THROUGHPUT[@]}"; do
     case "$case" in
       call-json) row "call-json: layered vs bare" call-json layered call-json bare 0.97 ;;

@@ -92,17 +92,29 @@ case_route() {
   esac
 }
 
+# server_ticks: the CPU time the server used so far (user + system, every
+# thread), in clock ticks.
+server_ticks() {
+  awk '{print $14 + $15}' "/proc/$SERVER_PID/stat"
+}
+
 # run_wrk SECONDS CASE VARIANT: drives the case for SECONDS with wrk and
-# sets RPS (requests/s) and P50_US (median latency, µs). Fails the run
-# when any answer was wrong or any socket error occurred.
+# sets RPS (requests/s), P50_US (median latency, µs) and SERVER_CPU (the
+# server's CPU use meanwhile, % of one core: below 100 with one worker,
+# something else took CPU 0 from it). Fails the run when any answer was
+# wrong or any socket error occurred.
 run_wrk() {
   local seconds="$1" case="$2" variant="$3"
   case_route "$case" "$variant"
-  local out="$WORK/wrk.out"
+  local out="$WORK/wrk.out" ticks start
+  ticks="$(server_ticks)"
+  start="$(date +%s.%N)"
   "${LOAD_ON_CPU[@]}" "$WRK" -t "$HTTP_BENCH_THREADS" -c "$HTTP_BENCH_CONNECTIONS" \
     -d "${seconds}s" -s "$HTTP_LOAD_LUA" "$URL$ROUTE_PATH" -- \
     "$REQUESTS/$ROUTE_REQUEST.body" "$REQUESTS/$ROUTE_REQUEST.headers" "$ROUTE_TYPE" \
     >"$out" 2>&1 || { cat "$out" >&2; die "wrk failed on $case $variant"; }
+  SERVER_CPU="$(awk -v used="$(($(server_ticks) - ticks))" -v hz="$(getconf CLK_TCK)" \
+    -v start="$start" -v end="$(date +%s.%N)" 'BEGIN {printf "%.0f", 100 * used / hz / (end - start)}')"
   local checked wrong socket
   checked="$(awk '$1 == "checked" {print $2}' "$out")"
   wrong="$(awk '$1 == "wrong" {print $2}' "$out")"
