@@ -6,11 +6,13 @@
 # Builds and starts the server exactly as scripts/http-bench.sh does (one
 # tokio worker pinned to CPU 0, 10,000 tasks parked, wrk on CPU 1), warms
 # the case up, records the server with call graphs while wrk drives the
-# case, and prints `perf report --no-children` twice: self time by function
-# (with its library), then by library; call graphs are left out there. The
+# case, and prints three listings of perf report: self time by function
+# (with its library), self time by library, and time with callees
+# (--children) of the layer's own functions. The
 # bench build carries line tables (scripts/lib/build-bench.sh), so the
 # symbols are the crate's own functions. perf.data and a full report with
-# call graphs stay in the output folder, printed at the end.
+# call graphs stay in the output folder, printed at the end. Profiles
+# taken with it: BENCHMARKS.md, "HTTP over loopback (issue #11)".
 #
 # Usage:
 #   scripts/profile.sh                        # call-json, layered, 10 s
@@ -28,7 +30,9 @@
 #   PROFILE_EVENT           the sampled event (cpu-clock; cpu-clock:u, user
 #                           space only, when perf_event_paranoid forbids
 #                           kernel samples to a non-root user)
-#   PROFILE_PERCENT_LIMIT   leave out entries below this percentage (1)
+#   PROFILE_PERCENT_LIMIT   leave out entries below this percentage (0.5)
+#   PROFILE_FOCUS           the third listing keeps the functions whose name
+#                           holds this (mcp_tasks::, the layer's own)
 #   PROFILE_OUT             folder for perf.data and the reports (a new
 #                           temporary folder)
 #   PERF                    the perf to use (perf on PATH; when missing and
@@ -44,7 +48,8 @@ set -euo pipefail
 PROFILE_SECONDS="${PROFILE_SECONDS:-10}"
 PROFILE_FREQUENCY="${PROFILE_FREQUENCY:-999}"
 PROFILE_CALL_GRAPH="${PROFILE_CALL_GRAPH:-dwarf}"
-PROFILE_PERCENT_LIMIT="${PROFILE_PERCENT_LIMIT:-1}"
+PROFILE_PERCENT_LIMIT="${PROFILE_PERCENT_LIMIT:-0.5}"
+PROFILE_FOCUS="${PROFILE_FOCUS:-mcp_tasks::}"
 CASE="${1:-call-json}"
 VARIANT="${2:-layered}"
 
@@ -97,13 +102,13 @@ log "recording $CASE $VARIANT for ${PROFILE_SECONDS}s ($PROFILE_EVENT, $PROFILE_
 perf_pid=$!
 run_wrk "$((PROFILE_SECONDS + 1))" "$CASE" "$VARIANT"
 wait "$perf_pid" || { cat "$OUT/record.log" >&2; die "perf record failed"; }
-log "while recording: $RPS req/s, p50 $P50_US µs"
+log "while recording: $RPS req/s, p50 $P50_US µs, server CPU $SERVER_CPU%"
 
 # --- Report --------------------------------------------------------------------
 
 # report ARGS...: perf report's flat listing, its headers and padding cut.
 report() {
-  "$PERF" report -i "$OUT/perf.data" --no-children --no-inline --stdio \
+  "$PERF" report -i "$OUT/perf.data" --no-inline --stdio \
     --percent-limit "$PROFILE_PERCENT_LIMIT" "$@" 2>/dev/null \
     | grep -v '^#' | grep -v '^$' | sed -E 's/[[:space:]]+(-[[:space:]]+)*$//'
 }
@@ -113,9 +118,13 @@ log "writing the reports"
 samples="$(grep -m1 '^# Samples' "$OUT/report-calls.txt" | sed 's/^# //' || true)"
 echo
 echo "== $CASE $VARIANT: self time by function (≥ $PROFILE_PERCENT_LIMIT%; $samples)"
-report -g none --sort dso,symbol
+report --no-children -g none --sort dso,symbol
 echo
 echo "== $CASE $VARIANT: self time by library"
-report -g none --sort dso
+report --no-children -g none --sort dso
+echo
+echo "== $CASE $VARIANT: time with callees of the functions matching '$PROFILE_FOCUS'"
+echo "   (as far as DWARF unwinding reaches; async frames are often cut short)"
+report --children -g none --sort symbol | grep -F -- "$PROFILE_FOCUS" || echo "    (none)"
 echo
 echo "Kept in $OUT: perf.data, report-calls.txt (with call graphs)"
