@@ -83,19 +83,7 @@ mkdir -p "$CACHE" "$RESULTS" "$LOGS"
 # --- Cleanup: always stop the example server --------------------------------
 
 SERVER_PID=""
-cleanup() {
-  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill "$SERVER_PID" 2>/dev/null || true
-    # Give it a few seconds to exit, then force it.
-    for _ in $(seq 1 50); do
-      kill -0 "$SERVER_PID" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -9 "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
-}
-trap cleanup EXIT
+trap stop_server EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 

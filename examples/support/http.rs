@@ -6,6 +6,7 @@
 //! | header read timeout | 10 s   | a connection that never finishes its headers, or sends nothing at all, is closed; idle keep-alive connections too |
 //! | body read timeout   | 10 s   | a body that stops arriving fails instead of waiting      |
 //! | connections         | 512    | more wait in the accept queue instead of costing memory, and descriptors stay below the usual 1024 |
+//! | `TCP_NODELAY`       | on     | an SSE answer ends with a small write of its own (the last chunk); Nagle's algorithm would hold it until the client's delayed ACK, some 40 ms on Linux |
 //!
 //! HTTP/1.1 only: the Streamable HTTP clients in use speak it, and it keeps
 //! one timer in charge of every connection from its first byte (the
@@ -71,6 +72,8 @@ pub async fn serve(
                 }
             },
         };
+        // Best effort: without it the answer is only late, not wrong.
+        let _ = stream.set_nodelay(true);
         let connection = builder.serve_connection(
             TokioIo::new(stream),
             TowerToHyperService::new(service.clone()),

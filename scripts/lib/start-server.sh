@@ -1,18 +1,20 @@
-# Sourced by scripts that start an example server and wait for its URL.
+# Sourced by scripts that start a server and wait for its URL.
 # Needs `log`, `die` and SERVER_START_TIMEOUT from the sourcing script.
 #
-# start_server BIN LOG: starts `BIN 127.0.0.1:0` with its output in LOG,
-# then waits (bounded) for the line announcing http://127.0.0.1:PORT/mcp.
-# Sets SERVER_PID and URL; dies with the log's tail if the server exits or
-# stays silent.
+# start_server BIN LOG [ARG...]: starts `BIN 127.0.0.1:0 ARG...` with its
+# output in LOG, then waits (bounded) for the line announcing
+# http://127.0.0.1:PORT (with `/mcp` when the server prints it). Sets
+# SERVER_PID and URL (the URL as announced); dies with the log's tail if the
+# server exits or stays silent.
 start_server() {
   local bin="$1" server_log="$2"
-  "$bin" 127.0.0.1:0 >"$server_log" 2>&1 </dev/null &
+  shift 2
+  "$bin" 127.0.0.1:0 "$@" >"$server_log" 2>&1 </dev/null &
   SERVER_PID=$!
   URL=""
   local deadline=$((SECONDS + SERVER_START_TIMEOUT))
   while [[ -z "$URL" ]]; do
-    URL="$(grep -oE 'http://127\.0\.0\.1:[0-9]+/mcp' "$server_log" | head -n 1 || true)"
+    URL="$(grep -oE 'http://127\.0\.0\.1:[0-9]+(/mcp)?' "$server_log" | head -n 1 || true)"
     [[ -n "$URL" ]] && break
     if ! kill -0 "$SERVER_PID" 2>/dev/null; then
       tail -n 40 "$server_log" >&2 || true
@@ -24,4 +26,29 @@ start_server() {
     fi
     sleep 0.2
   done
+}
+
+# stop_server: stops SERVER_PID (when set and running): SIGTERM, up to 5 s
+# to exit, then SIGKILL.
+stop_server() {
+  if [[ -n "${SERVER_PID:-}" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill "$SERVER_PID" 2>/dev/null || true
+    for _ in $(seq 1 50); do
+      kill -0 "$SERVER_PID" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -9 "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+}
+
+# use_work_dir NAME: WORK becomes a fresh temporary folder
+# (mcp-tasks-NAME.XXXXXX); on exit the server is stopped and WORK removed.
+# INT and TERM exit with 130 and 143 (through the exit trap).
+use_work_dir() {
+  WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcp-tasks-$1.XXXXXX")"
+  SERVER_PID=""
+  trap 'stop_server; rm -rf "$WORK"' EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
 }

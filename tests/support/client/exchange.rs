@@ -108,11 +108,7 @@ impl OpenCall {
         let events = self.events.as_mut()?;
         while let Some(event) = events.next().await {
             let Ok(event) = event else { return None };
-            if let Some(message) = event
-                .data
-                .as_deref()
-                .and_then(|data| serde_json::from_str(data).ok())
-            {
+            if let Some(message) = sse_message(&event) {
                 return Some(message);
             }
         }
@@ -133,8 +129,16 @@ impl OpenCall {
     }
 }
 
+/// The JSON-RPC message an SSE event carries: its `data`, when that is JSON.
+pub fn sse_message(event: &Sse) -> Option<Value> {
+    event
+        .data
+        .as_deref()
+        .and_then(|data| serde_json::from_str(data).ok())
+}
+
 /// Parses the SSE body of `response`, copying raw bytes into `raw` when given.
-pub(super) fn sse_events(
+pub fn sse_events(
     response: reqwest::Response,
     raw: Option<Arc<Mutex<Vec<u8>>>>,
 ) -> impl Stream<Item = Result<Sse, sse_stream::Error>> + Send {
@@ -172,11 +176,7 @@ pub(super) async fn read_exchange(id: u64, response: reqwest::Response) -> Excha
     let mut messages = Vec::new();
     while let Some(event) = events.next().await {
         let Ok(event) = event else { break };
-        let Some(message) = event
-            .data
-            .as_deref()
-            .and_then(|data| serde_json::from_str::<Value>(data).ok())
-        else {
+        let Some(message) = sse_message(&event) else {
             continue;
         };
         let done = is_response(&message) && message["id"] == id;

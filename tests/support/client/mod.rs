@@ -45,6 +45,7 @@ mod rmcp;
 pub use self::{
     exchange::Exchange,
     exchange::OpenCall,
+    exchange::{sse_events, sse_message},
     legacy::{ElicitReply, LegacyClient, LegacyWire},
     raw::McpClient,
     rmcp::RmcpClient,

@@ -1,0 +1,185 @@
+//! The HTTP benchmark's server (issue #11): the rmcp fixture bare and behind
+//! `TasksLayer`, in one process, over loopback HTTP, for a load generator.
+//!
+//! Run it through `scripts/http-bench.sh`, which starts it, drives it with
+//! `wrk` and prints the ratios. By hand:
+//!
+//! ```text
+//! cargo bench --bench http_server -- [ADDR] [--workers 1] [--park 10000] [--requests DIR]
+//! ```
+//!
+//! | Path             | Serves                                                      |
+//! |------------------|-------------------------------------------------------------|
+//! | `/bare/json`     | the fixture alone, answering `application/json`             |
+//! | `/bare/sse`      | the fixture alone, answering `text/event-stream`            |
+//! | `/layered/json`  | the JSON fixture behind the layer                           |
+//! | `/layered/sse`   | the SSE fixture behind the layer                            |
+//! | `/layered/park`  | the JSON fixture behind the layer with `greet` and `slow_compute` under `ToolPolicy::Always`; it parks the tasks at startup |
+//!
+//! The fixture runs stateless (2026-07-28 only). All layered routes share
+//! one `MemoryTaskStore` and one unscoped layer configuration (the JSON and
+//! SSE fixtures are the same server in two answer modes), with the live-task
+//! caps lifted, so a task parked on `/layered/park` is read on
+//! `/layered/json`. Before listening, the server parks `--park` tasks
+//! (`support/http_park.rs`), then prints `tasks/get target: ID` and
+//! `listening on http://ADDR`. ADDR defaults to `127.0.0.1:0` (a free port).
+//!
+//! Everything runs on one tokio runtime with `--workers` worker threads
+//! (default 1, as in the issue's measurement), bare and layered routes
+//! alike; the main thread only waits. Serving is `examples/support/http.rs`
+//! (HTTP/1.1 with header and body read timeouts). SIGTERM or Ctrl-C stops it.
+//!
+//! With `--requests DIR` it writes the load generator's requests into DIR,
+//! each as `NAME.body` and `NAME.headers` (`support/http_requests.rs`):
+//! `call` (a fast `greet`), `list` (`tools/list`) and `tasks-get` (of the
+//! parked target).
+
+#[path = "../tests/support/client/mod.rs"]
+mod client;
+#[path = "../tests/support/fixture/mod.rs"]
+mod fixture;
+#[path = "support/http_park.rs"]
+mod http_park;
+#[path = "support/http_requests.rs"]
+mod http_requests;
+#[path = "../examples/support/http.rs"]
+mod serving;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use mcp_tasks::{MemoryTaskStore, TasksLayer, ToolPolicy};
+use tower::Layer;
+
+use fixture::{FixtureMode, FixtureOptions, FixtureService, Probe};
+use http_requests::{FAST_TOOL, Requests, SLOW_TOOL};
+
+/// The route whose layer parks the benchmark's tasks.
+const PARK_PATH: &str = "/layered/park";
+/// The route `tasks/get` is measured on.
+const READ_PATH: &str = "/layered/json";
+const USAGE: &str = "usage: http_server [ADDR] [--workers N] [--park N] [--requests DIR]";
+
+struct Settings {
+    addr: SocketAddr,
+    workers: usize,
+    park: usize,
+    requests: Option<PathBuf>,
+}
+
+fn main() {
+    let settings = match parse_args(std::env::args().skip(1)) {
+        Ok(settings) => settings,
+        Err(message) => {
+            eprintln!("http_server: {message}\n{USAGE}");
+            std::process::exit(2);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(settings.workers)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    // Spawned, so that the server runs on the workers, not on this thread.
+    let outcome = runtime.block_on(async move { tokio::spawn(run(settings)).await });
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(message)) => {
+            eprintln!("http_server: {message}");
+            std::process::exit(1);
+        }
+        Err(panic) => {
+            eprintln!("http_server: {panic}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Settings, String> {
+    let mut settings = Settings {
+        addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+        workers: 1,
+        park: 10_000,
+        requests: None,
+    };
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
+        let number = |name: &str, text: String| {
+            text.parse::<usize>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or(format!("{name}: not a positive number: {text}"))
+        };
+        match arg.as_str() {
+            "--bench" => {} // added by `cargo bench`
+            "--workers" => settings.workers = number(&arg, value(&arg)?)?,
+            "--park" => settings.park = number(&arg, value(&arg)?)?,
+            "--requests" => settings.requests = Some(PathBuf::from(value(&arg)?)),
+            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
+            addr => {
+                settings.addr = addr
+                    .parse()
+                    .map_err(|_| format!("not an address: {addr}"))?
+            }
+        }
+    }
+    Ok(settings)
+}
+
+async fn run(settings: Settings) -> Result<(), String> {
+    let router = router(settings.park);
+    let target = http_park::park(&router, PARK_PATH, READ_PATH, settings.park).await?;
+    println!("parked {} tasks", settings.park);
+    println!("tasks/get target: {target}");
+    if let Some(dir) = &settings.requests {
+        write_requests(dir, &target)
+            .map_err(|error| format!("writing requests to {}: {error}", dir.display()))?;
+    }
+    let listener = tokio::net::TcpListener::bind(settings.addr)
+        .await
+        .map_err(|error| format!("bind {}: {error}", settings.addr))?;
+    let addr = listener.local_addr().map_err(|error| error.to_string())?;
+    println!("listening on http://{addr}");
+    serving::serve(listener, router, serving::stop_signal())
+        .await
+        .map_err(|error| error.to_string())
+}
+
+/// The routes of the table in the module docs.
+fn router(park: usize) -> axum::Router {
+    let layer = layer(park);
+    let parking = layer
+        .clone()
+        .tool_policy(FAST_TOOL, ToolPolicy::Always)
+        .tool_policy(SLOW_TOOL, ToolPolicy::Always);
+    axum::Router::new()
+        .route_service("/bare/json", fixture_service(true))
+        .route_service("/bare/sse", fixture_service(false))
+        .route_service("/layered/json", layer.layer(fixture_service(true)))
+        .route_service("/layered/sse", layer.layer(fixture_service(false)))
+        .route_service(PARK_PATH, parking.layer(fixture_service(true)))
+}
+
+/// The layer with the default threshold (500 ms), room for `park` live
+/// tasks, and no run-time limit (the parked target runs for an hour).
+fn layer(park: usize) -> TasksLayer {
+    TasksLayer::new(MemoryTaskStore::new())
+        .max_tasks(None)
+        .max_tasks_per_principal(None)
+        .max_running(park.max(1_000))
+        .max_runtime(None)
+}
+
+/// The stateless fixture with its own probe; `json` picks JSON answers.
+fn fixture_service(json: bool) -> FixtureService {
+    let options = FixtureOptions::new(FixtureMode::Stateless).json_response(json);
+    fixture::service_with(options, Probe::new())
+}
+
+fn write_requests(dir: &std::path::Path, target: &str) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let requests = Requests::new();
+    requests.fast_call(1).write(dir, "call")?;
+    requests.tools_list(1).write(dir, "list")?;
+    requests.tasks_get(1, target).write(dir, "tasks-get")
+}
