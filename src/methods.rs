@@ -73,7 +73,7 @@ pub(crate) async fn answer(runtime: &Runtime, parts: &Parts, call: TaskCall) -> 
         },
         TaskMethod::Update => {
             let Some(raw) = call.input_responses.as_deref() else {
-                let message = "params.inputResponses must be an object: it is missing";
+                let message = "params.inputResponses must be an object: it is missing or null";
                 return Reply::bad_params(Some(&call.id), message).into();
             };
             let answers: BTreeMap<String, Box<RawValue>> = match serde_json::from_str(raw.get()) {

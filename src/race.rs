@@ -60,10 +60,13 @@ fn raw_params(body: &[u8], range: std::ops::Range<usize>) -> Box<RawValue> {
 
 /// Forwards, races and parks a declaring client's `tools/call`.
 ///
-/// A call that answers in time costs what forwarding costs, plus the
-/// race's timer: its response goes back as the inner service made it,
-/// never buffered, and what only a parked call needs (the flight, the
-/// caller, the params kept for re-issuing) is built only at parking.
+/// A call answers in time when its response head arrives before the
+/// threshold: that response goes back as the inner service made it, never
+/// buffered (a JSON body streams through, however long it then takes; an
+/// SSE one is relayed live, and can still be parked until its answer).
+/// What the request alone holds (the owner, the credentials for
+/// re-issuing) is taken before it is sent; the flight and the params kept
+/// for re-issuing are built only at parking.
 pub(crate) async fn tool_call<S, B, RB>(
     runtime: Arc<Runtime>,
     mut inner: S,
@@ -112,7 +115,10 @@ where
         let flight = parking.flight(erase(future));
         return Ok(parking.park(flight, None).await);
     }
-    let deadline = Instant::now() + threshold;
+    let Some(deadline) = Instant::now().checked_add(threshold) else {
+        // A threshold too large to reach (`Duration::MAX`): never parked.
+        return Ok(future.await?.map(ResponseBody::inner));
+    };
     match timeout_at(deadline, future.as_mut()).await {
         Ok(Ok(response)) if is_sse(&response) => Ok(live(response, deadline, parking)),
         Ok(Ok(response)) => Ok(response.map(ResponseBody::inner)),
@@ -172,7 +178,9 @@ where
     RB: Body<Data = Bytes> + Send + 'static,
     RB::Error: Into<BoxError>,
 {
-    let (head, body) = response.into_parts();
+    let (mut head, body) = response.into_parts();
+    // The stream may end with the layer's own event instead of the rest.
+    head.headers.remove(CONTENT_LENGTH);
     let body = body.map_err(Into::into).boxed_unsync();
     let (mut flight, relay) = Flight::live(parking.id.clone(), body, parking.limit());
     let racing = Box::pin(async move {

@@ -184,6 +184,69 @@ async fn a_call_parked_after_a_request_drops_the_request_and_ends_with_the_handl
     assert_eq!(text(&done["result"]["result"]), "scripted", "{done}");
 }
 
+#[tokio::test]
+async fn a_refused_park_relays_the_held_request_and_the_rest_of_the_stream() {
+    // No task may be created: the threshold passes, the park is refused,
+    // and the call stays with its client as without the layer.
+    let script = Script::start_with(ms(300), "text/event-stream", |layer| {
+        layer.max_tasks(Some(0))
+    })
+    .await;
+    let mut call = script.open().await;
+    let inner = script.inner().await;
+
+    inner.send(progress(1)).await;
+    call.read_until(&progress(1)).await;
+    inner
+        .send(format!("{}{}", roots_request(), progress(2)))
+        .await;
+    // Past the threshold: the refusal lets the held bytes through.
+    call.read_until(&progress(2)).await;
+    let answer = format!("data: {}\n\n", result(&call.id));
+    inner.send(answer.clone()).await;
+    drop(inner);
+    call.read_to_end().await;
+    assert_eq!(
+        call.seen,
+        format!("{}{}{}{answer}", progress(1), roots_request(), progress(2))
+    );
+    assert!(script.store.is_empty(), "a refused park left a task");
+}
+
+#[tokio::test]
+async fn a_json_answer_whose_head_comes_in_time_is_relayed_however_long_its_body_takes() {
+    let script = Script::start_with(ms(200), "application/json", |layer| layer).await;
+    let mut call = script.open().await;
+    let inner = script.inner().await;
+
+    tokio::time::sleep(ms(400)).await;
+    let answer = result(&call.id).to_string();
+    inner.send(answer.clone()).await;
+    drop(inner);
+    call.read_to_end().await;
+    assert_eq!(call.seen, answer);
+    assert!(
+        script.store.is_empty(),
+        "an answer begun in time was parked"
+    );
+}
+
+#[tokio::test]
+async fn a_threshold_too_large_to_reach_never_parks() {
+    let layered = Layered::start(|layer| layer.threshold(Duration::MAX)).await;
+    let client = layered.client().with_timeout(CLIENT_TIMEOUT);
+
+    let response = client
+        .call_tool("slow_compute", json!({"seconds": 0.3}), true)
+        .await;
+    assert_eq!(
+        text(&response["result"]),
+        "slow_compute done after 0.3s",
+        "{response}"
+    );
+    assert!(layered.store.is_empty());
+}
+
 /// The next JSON-RPC message of `call`, within the client timeout.
 async fn next(call: &mut support::client::OpenCall) -> Value {
     tokio::time::timeout(CLIENT_TIMEOUT, call.next_message())
@@ -210,7 +273,8 @@ fn result(id: &Value) -> Value {
         "content": [{"type": "text", "text": "scripted"}]}})
 }
 
-/// A layered inner server whose SSE body the test writes chunk by chunk.
+/// A layered inner server whose body (SSE unless told otherwise) the test
+/// writes chunk by chunk.
 struct Script {
     served: Served,
     store: MemoryTaskStore,
@@ -231,10 +295,18 @@ impl InnerStream {
 
 impl Script {
     async fn start(threshold: Duration) -> Self {
+        Self::start_with(threshold, "text/event-stream", |layer| layer).await
+    }
+
+    async fn start_with(
+        threshold: Duration,
+        content_type: &'static str,
+        configure: impl FnOnce(TasksLayer) -> TasksLayer,
+    ) -> Self {
         let store = MemoryTaskStore::new();
         let (tx, rx) = oneshot::channel();
         let senders = Arc::new(Mutex::new(Some(tx)));
-        let layer = TasksLayer::new(store.clone()).threshold(threshold);
+        let layer = configure(TasksLayer::new(store.clone()).threshold(threshold));
         let shared = senders;
         let service = tower::service_fn(move |request: Request<RequestBody<Body>>| {
             let shared = shared.clone();
@@ -251,7 +323,7 @@ impl Script {
                 });
                 Ok::<_, Infallible>(
                     Response::builder()
-                        .header("content-type", "text/event-stream")
+                        .header("content-type", content_type)
                         .body(Body::from_stream(chunks))
                         .expect("response"),
                 )

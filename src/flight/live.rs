@@ -9,7 +9,11 @@
 //! the one event carrying the task handle.
 //!
 //! Dropping the body (the client hung up) drops the race and with it the
-//! call, as without the layer, unless it was parked already.
+//! call, as without the layer, unless parking has begun (the runtime then
+//! owns the call).
+//!
+//! Released events go out before more is read: a client that reads slowly
+//! slows the reading of the inner stream, as without the layer.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -64,6 +68,11 @@ where
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        // Released events go first, also once the tail is known: they
+        // precede it in the stream.
+        if let Some(bytes) = self.relay.pop() {
+            return Poll::Ready(Some(Ok(Frame::data(bytes))));
+        }
         // Driving the race reads the flight, which releases events.
         if let Some(racing) = self.racing.as_mut()
             && let Poll::Ready(tail) = racing.as_mut().poll(cx)
@@ -71,8 +80,6 @@ where
             self.racing = None;
             self.tail = Some(Box::pin(tail));
         }
-        // Released events go first, also once the tail is known: they
-        // precede it in the stream.
         if let Some(bytes) = self.relay.pop() {
             return Poll::Ready(Some(Ok(Frame::data(bytes))));
         }

@@ -1,6 +1,12 @@
 //! An inner `tools/call` in flight: reading it up to its answer, racing it
 //! against the threshold, and driving it in the background once parked.
 //!
+//! A call whose response head arrives in time needs no flight unless it is
+//! an SSE stream: `race` returns any other response as it is. An SSE answer
+//! is read by a live flight that releases each event to the client as it
+//! goes (`live`); a call that outlives the threshold before its head gets a
+//! flight at parking.
+//!
 //! A flight owns the inner response future and, once the head has arrived,
 //! the body. [`Flight::next_event`] is cancel-safe: the race can give up on it
 //! at the threshold and the background driver picks up exactly where it stopped.
@@ -10,10 +16,13 @@
 //! | a result (also `isError: true`)                | relayed unchanged          | `completed`, result verbatim          |
 //! | a JSON-RPC error                               | relayed unchanged          | `failed`, error verbatim              |
 //! | `input_required` (MRTR)                        | relayed unchanged          | `input_required` (see `driver`)       |
-//! | `notifications/progress`                       | relayed unchanged          | `statusMessage`                       |
+//! | `notifications/progress`                       | relayed as it comes¹       | `statusMessage`                       |
 //! | an HTTP error status                           | relayed unchanged          | `failed`, `-32603`                    |
 //! | nothing: the inner service returns `Err`       | HTTP 502, JSON-RPC `-32603` for the call | `failed`, `-32603`      |
 //! | a body that is not MCP, or ends without answer | relayed unchanged          | `failed`, `-32603`                    |
+//!
+//! ¹ On an SSE stream, each event once the flight has read it whole; after a
+//! request of the inner server, held back with it until the answer.
 
 pub(crate) mod caller;
 mod collect;

@@ -73,14 +73,16 @@ impl Segmenter {
         None
     }
 
-    /// The next piece to hand on from `rest`: up to the first event end, or
-    /// all of it. `None` when `rest` is empty.
-    pub(crate) fn next_piece(&mut self, rest: &mut Bytes) -> Option<Bytes> {
+    /// The next piece to hand on from `rest`, and whether it ends an event:
+    /// up to the first event end, or all of it. `None` when `rest` is empty.
+    pub(crate) fn next_piece(&mut self, rest: &mut Bytes) -> Option<(Bytes, bool)> {
         if rest.is_empty() {
             return None;
         }
-        let end = self.event_end(rest).unwrap_or(rest.len());
-        Some(rest.split_to(end))
+        match self.event_end(rest) {
+            Some(end) => Some((rest.split_to(end), true)),
+            None => Some((std::mem::take(rest), false)),
+        }
     }
 }
 
@@ -94,7 +96,7 @@ mod tests {
         let mut out = Vec::new();
         for chunk in chunks {
             let mut rest = Bytes::copy_from_slice(chunk.as_bytes());
-            while let Some(piece) = segmenter.next_piece(&mut rest) {
+            while let Some((piece, _)) = segmenter.next_piece(&mut rest) {
                 out.push(String::from_utf8(piece.to_vec()).unwrap());
             }
         }
@@ -147,6 +149,16 @@ mod tests {
             pieces(&["data: a\r\n\ndata: b\n\r\ndata: c\r\n\r"]),
             ["data: a\r\n\n", "data: b\n\r\n", "data: c\r\n\r"]
         );
+    }
+
+    #[test]
+    fn a_piece_says_whether_it_ends_an_event() {
+        let mut segmenter = Segmenter::default();
+        let mut rest = Bytes::from_static(b"data: a\n\ndata: b");
+        let ends: Vec<bool> = std::iter::from_fn(|| segmenter.next_piece(&mut rest))
+            .map(|(_, ends)| ends)
+            .collect();
+        assert_eq!(ends, [true, false]);
     }
 
     #[test]

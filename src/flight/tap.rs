@@ -110,8 +110,13 @@ struct Tee {
 }
 
 impl Tee {
-    /// Hands on `piece`, recording it and bounding the event it belongs to.
-    fn hand_on(&mut self, piece: Bytes) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+    /// Hands on `piece`, recording it and bounding the event it belongs to
+    /// (which it ends if `ends`).
+    fn hand_on(
+        &mut self,
+        piece: Bytes,
+        ends: bool,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         let mut recording = lock(&self.recording);
         // The parser holds an event until it is complete: bound it once the
         // call is parked. Before that the bytes are recorded for the client
@@ -120,6 +125,10 @@ impl Tee {
         if recording.pending > recording.limit && !recording.on {
             let limit = recording.limit;
             return Poll::Ready(Some(Err(BodyError(Box::new(EventTooLarge(limit))))));
+        }
+        if ends {
+            // Also after a block the parser yields nothing for (comments).
+            recording.pending = 0;
         }
         if recording.on {
             recording.frames.push_back(piece.clone());
@@ -138,8 +147,8 @@ impl Body for Tee {
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         let this = &mut *self;
         loop {
-            if let Some(piece) = this.segmenter.next_piece(&mut this.rest) {
-                return this.hand_on(piece);
+            if let Some((piece, ends)) = this.segmenter.next_piece(&mut this.rest) {
+                return this.hand_on(piece, ends);
             }
             match Pin::new(&mut this.body).poll_frame(cx) {
                 Poll::Ready(Some(Ok(frame))) => match frame.into_data() {

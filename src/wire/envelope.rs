@@ -80,6 +80,16 @@ impl Spanned<'_> {
     pub(crate) fn span(&self, body: &[u8]) -> Option<Range<usize>> {
         span(body, self.raw?.get())
     }
+
+    /// [`span`](Self::span), reading `body` again if the parse did not keep
+    /// it: only a 2025-11-25 request whose `Mcp-Method` header (which that
+    /// generation ignores) named another method gets here.
+    pub(crate) fn span_or_reread(&self, body: &[u8]) -> Option<Range<usize>> {
+        self.span(body).or_else(|| {
+            let loose: Loose<'_> = serde_json::from_slice(body).ok()?;
+            span(body, loose.params?.get())
+        })
+    }
 }
 
 /// The request with `params` left unread, for bodies [`Envelope`] refuses.
@@ -89,6 +99,8 @@ pub(crate) struct Loose<'a> {
     pub id: Option<&'a RawValue>,
     #[serde(borrow)]
     pub method: Option<Text<'a>>,
+    #[serde(borrow)]
+    pub params: Option<&'a RawValue>,
 }
 
 /// A string, borrowed from the buffer unless it holds escapes.
