@@ -107,7 +107,13 @@ pub(crate) fn classify(
             "Batch requests are not supported: send one JSON-RPC message per POST",
         ));
     }
-    let envelope = match Envelope::parse(headers, body) {
+    // A 2026-07-28 request names its method in `Mcp-Method` (checked against
+    // the body below): one the layer does not own never needs the span of
+    // `params`. Older generations keep it (their `tools/call` may carry
+    // `params.task`).
+    let passes_through =
+        modern_header && header(headers, "mcp-method").is_some_and(|m| !is_owned(m));
+    let envelope = match Envelope::parse(body, !passes_through) {
         Ok(envelope) => envelope,
         Err(_) if !modern_header => return Route::Forward,
         Err(error) => return unusual(body, error),

@@ -255,7 +255,7 @@ fn tool_call(
             ));
         }
     };
-    match spanned.span_or_reread(body) {
+    match spanned.span(body) {
         Some(params) if span(body, task.get()).is_some() => {
             Decision::Take(LegacyRoute::Call(LegacyCall {
                 id: id.to_owned(),

@@ -22,22 +22,15 @@ pub(crate) struct Envelope<'a, P> {
     pub id: Option<&'a RawValue>,
     #[serde(borrow)]
     pub method: Option<Text<'a>>,
-    #[serde(default = "Option::default")]
     pub params: Option<P>,
 }
 
 impl<'a> Envelope<'a, Spanned<'a>> {
-    /// Parses `body`. Where `params` lies in the buffer is kept when the
-    /// `Mcp-Method` header says the request may need it (`tools/call`, the
-    /// task methods) or is missing (an older client, or a request that
-    /// fails the header checks anyway); a pass-through method reads its
-    /// fields only, with no more allocation than before.
-    pub(crate) fn parse(headers: &HeaderMap, body: &'a [u8]) -> serde_json::Result<Self> {
-        let spans = match header(headers, "mcp-method") {
-            Some(method) => method == "tools/call" || method.starts_with("tasks/"),
-            None => true,
-        };
-        if spans {
+    /// Parses `body`, keeping where `params` lies in it if `keep_span`.
+    /// Keeping it costs serde_json two scratch allocations, so a request
+    /// that passes through goes without.
+    pub(crate) fn parse(body: &'a [u8], keep_span: bool) -> serde_json::Result<Self> {
+        if keep_span {
             return serde_json::from_slice(body);
         }
         let plain: Envelope<'a, Params<'a>> = serde_json::from_slice(body)?;
@@ -53,7 +46,7 @@ impl<'a> Envelope<'a, Spanned<'a>> {
 /// `tools/call` (re-issued byte for byte).
 #[derive(Default)]
 pub(crate) struct Spanned<'a> {
-    /// The `params` value as sent; `None` when absent, `null`, or not kept.
+    /// The `params` value as sent; `None` when not kept.
     pub raw: Option<&'a RawValue>,
     /// What the layer reads of it.
     pub fields: Params<'a>,
@@ -63,10 +56,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Spanned<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // The raw value only marks where `params` starts and ends; its fields
         // are then read from that slice.
+        // (`null` never gets here: the envelope reads it as no params.)
         let raw = <&'a RawValue>::deserialize(deserializer)?;
-        if raw.get() == "null" {
-            return Ok(Self::default());
-        }
         let fields = serde_json::from_str(raw.get()).map_err(serde::de::Error::custom)?;
         Ok(Self {
             raw: Some(raw),
@@ -80,16 +71,6 @@ impl Spanned<'_> {
     pub(crate) fn span(&self, body: &[u8]) -> Option<Range<usize>> {
         span(body, self.raw?.get())
     }
-
-    /// [`span`](Self::span), reading `body` again if the parse did not keep
-    /// it: only a 2025-11-25 request whose `Mcp-Method` header (which that
-    /// generation ignores) named another method gets here.
-    pub(crate) fn span_or_reread(&self, body: &[u8]) -> Option<Range<usize>> {
-        self.span(body).or_else(|| {
-            let loose: Loose<'_> = serde_json::from_slice(body).ok()?;
-            span(body, loose.params?.get())
-        })
-    }
 }
 
 /// The request with `params` left unread, for bodies [`Envelope`] refuses.
@@ -99,8 +80,6 @@ pub(crate) struct Loose<'a> {
     pub id: Option<&'a RawValue>,
     #[serde(borrow)]
     pub method: Option<Text<'a>>,
-    #[serde(borrow)]
-    pub params: Option<&'a RawValue>,
 }
 
 /// A string, borrowed from the buffer unless it holds escapes.
