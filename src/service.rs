@@ -39,6 +39,7 @@ use crate::race;
 use crate::rewrite;
 use crate::runtime::Runtime;
 use crate::wire::envelope::header;
+use crate::wire::is_content_type;
 use crate::wire::jsonrpc::Reply;
 
 /// The middleware built by [`TasksLayer`](crate::TasksLayer).
@@ -109,11 +110,7 @@ pin_project! {
 /// Whether a POST may carry a JSON-RPC message: JSON, or no content type
 /// at all. Other bodies (forms, uploads) pass through without buffering.
 fn is_json(headers: &http::HeaderMap) -> bool {
-    const JSON: &[u8] = b"application/json";
-    headers.get(CONTENT_TYPE).is_none_or(|value| {
-        let value = value.as_bytes().trim_ascii_start();
-        value.len() >= JSON.len() && value[..JSON.len()].eq_ignore_ascii_case(JSON)
-    })
+    headers.get(CONTENT_TYPE).is_none() || is_content_type(headers, "application/json")
 }
 
 impl<S, B, RB> Service<Request<B>> for TasksService<S>

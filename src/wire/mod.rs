@@ -20,11 +20,11 @@ pub const MODERN_VERSION: &str = "2026-07-28";
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
 /// Whether the `Content-Type` of `headers` starts with `prefix` (lower
-/// case), compared without allocating.
+/// case; leading blanks and letter case ignored), without allocating.
 pub(crate) fn is_content_type(headers: &http::HeaderMap, prefix: &str) -> bool {
     headers
         .get(http::header::CONTENT_TYPE)
-        .and_then(|value| value.as_bytes().get(..prefix.len()))
+        .and_then(|value| value.as_bytes().trim_ascii_start().get(..prefix.len()))
         .is_some_and(|start| start.eq_ignore_ascii_case(prefix.as_bytes()))
 }
 
