@@ -31,8 +31,14 @@ pub(crate) type Racing<B> = Pin<Box<dyn Future<Output = ResponseBody<B>> + Send>
 /// The body of a live SSE answer: the released events, then the tail.
 pub(crate) struct Live<B> {
     relay: Relay,
-    racing: Option<Racing<B>>,
-    tail: Option<Pin<Box<ResponseBody<B>>>>,
+    stage: Stage<B>,
+}
+
+enum Stage<B> {
+    /// The call races the threshold.
+    Racing(Racing<B>),
+    /// The race is over: the rest of the stream.
+    Tail(Pin<Box<ResponseBody<B>>>),
 }
 
 impl<B> Live<B> {
@@ -41,8 +47,7 @@ impl<B> Live<B> {
     pub(crate) fn new(relay: Relay, racing: Racing<B>) -> Self {
         Self {
             relay,
-            racing: Some(racing),
-            tail: None,
+            stage: Stage::Racing(racing),
         }
     }
 }
@@ -68,24 +73,21 @@ where
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        // Released events go first, also once the tail is known: they
-        // precede it in the stream.
-        if let Some(bytes) = self.relay.pop() {
-            return Poll::Ready(Some(Ok(Frame::data(bytes))));
-        }
-        // Driving the race reads the flight, which releases events.
-        if let Some(racing) = self.racing.as_mut()
-            && let Poll::Ready(tail) = racing.as_mut().poll(cx)
-        {
-            self.racing = None;
-            self.tail = Some(Box::pin(tail));
-        }
-        if let Some(bytes) = self.relay.pop() {
-            return Poll::Ready(Some(Ok(Frame::data(bytes))));
-        }
-        match self.tail.as_mut() {
-            Some(tail) => tail.as_mut().poll_frame(cx),
-            None => Poll::Pending,
+        loop {
+            // Released events go first, also once the tail is known: they
+            // precede it in the stream.
+            if let Some(bytes) = self.relay.pop() {
+                return Poll::Ready(Some(Ok(Frame::data(bytes))));
+            }
+            match &mut self.stage {
+                Stage::Tail(tail) => return tail.as_mut().poll_frame(cx),
+                // Driving the race reads the flight, which releases events.
+                Stage::Racing(racing) => match racing.as_mut().poll(cx) {
+                    Poll::Ready(tail) => self.stage = Stage::Tail(Box::pin(tail)),
+                    Poll::Pending if self.relay.is_empty() => return Poll::Pending,
+                    Poll::Pending => {}
+                },
+            }
         }
     }
 }

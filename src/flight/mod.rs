@@ -175,15 +175,12 @@ impl Flight {
                 Stage::Head(future) => match future.await {
                     Ok(response) => match self.read_head(response) {
                         Ok(stage) => self.stage = stage,
-                        Err(answer) => {
-                            self.stage = Stage::Finished;
-                            return done(*answer);
-                        }
+                        Err(answer) => return self.finish(*answer),
                     },
                     Err(error) => {
                         tracing::warn!(%error, "the inner service failed");
-                        self.stage = Stage::Finished;
-                        return done(self.failed("the inner service failed".to_owned()));
+                        let answer = self.failed("the inner service failed".to_owned());
+                        return self.finish(answer);
                     }
                 },
                 Stage::Json(_, collecting) => {
@@ -260,6 +257,11 @@ impl Flight {
                 answer.into_response()
             }
         }
+    }
+
+    fn finish(&mut self, answer: Answer) -> Event {
+        self.stage = Stage::Finished;
+        done(answer)
     }
 
     fn read_head(&self, response: Response<BoxBody>) -> Result<Stage, Box<Answer>> {

@@ -283,4 +283,9 @@ impl Relay {
     pub(crate) fn pop(&self) -> Option<Bytes> {
         lock(&self.0).pop_released()
     }
+
+    /// Whether no released frame is waiting.
+    pub(crate) fn is_empty(&self) -> bool {
+        lock(&self.0).released == 0
+    }
 }
