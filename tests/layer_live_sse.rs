@@ -18,7 +18,7 @@ use bytes::Bytes;
 use http::{Request, Response};
 use mcp_tasks::{MemoryTaskStore, RequestBody, TasksLayer};
 use serde_json::{Value, json};
-use support::client::McpClient;
+use support::client::{McpClient, OpenCall};
 use support::fixture::{Served, serve};
 use support::in_process::read_message;
 use support::layered::{CLIENT_TIMEOUT, Layered, ms, task_id, text};
@@ -27,12 +27,7 @@ use tower::ServiceBuilder;
 
 #[tokio::test]
 async fn progress_reaches_the_client_while_the_call_is_still_running() {
-    let layered = Layered::start(|layer| layer.threshold(ms(3000))).await;
-    let client = layered.client().with_timeout(CLIENT_TIMEOUT);
-
-    let mut call = client
-        .open_call("slow_compute", json!({"seconds": 0.9}), Some("live"), true)
-        .await;
+    let (layered, mut call) = open_slow_compute(ms(3000), 0.9).await;
     let first = next(&mut call).await;
     assert_eq!(first["method"], "notifications/progress", "{first}");
     // Without a live relay the first event would come with the result.
@@ -63,12 +58,7 @@ async fn progress_reaches_the_client_while_the_call_is_still_running() {
 
 #[tokio::test]
 async fn a_call_parked_mid_stream_ends_that_stream_with_its_task_handle() {
-    let layered = Layered::start(|layer| layer.threshold(ms(500))).await;
-    let client = layered.client().with_timeout(CLIENT_TIMEOUT);
-
-    let mut call = client
-        .open_call("slow_compute", json!({"seconds": 1.5}), Some("p"), true)
-        .await;
+    let (layered, mut call) = open_slow_compute(ms(500), 1.5).await;
     let kind = call.headers.get("content-type").expect("content type");
     assert_eq!(kind, "text/event-stream", "{:?}", call.headers);
     let first = next(&mut call).await;
@@ -100,7 +90,8 @@ async fn a_call_parked_mid_stream_ends_that_stream_with_its_task_handle() {
     );
 
     let id = task_id(&created);
-    let done = client
+    let done = layered
+        .client()
         .wait_task_status(&id, &["completed", "failed", "cancelled"], ms(5000))
         .await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
@@ -247,8 +238,20 @@ async fn a_threshold_too_large_to_reach_never_parks() {
     assert!(layered.store.is_empty());
 }
 
+/// A declaring `tools/call` of `slow_compute` for `seconds`, with a
+/// progress token, behind a layer with `threshold`, open once its head came.
+async fn open_slow_compute(threshold: Duration, seconds: f64) -> (Layered, OpenCall) {
+    let layered = Layered::start(|layer| layer.threshold(threshold)).await;
+    let call = layered
+        .client()
+        .with_timeout(CLIENT_TIMEOUT)
+        .open_call("slow_compute", json!({"seconds": seconds}), Some("p"), true)
+        .await;
+    (layered, call)
+}
+
 /// The next JSON-RPC message of `call`, within the client timeout.
-async fn next(call: &mut support::client::OpenCall) -> Value {
+async fn next(call: &mut OpenCall) -> Value {
     tokio::time::timeout(CLIENT_TIMEOUT, call.next_message())
         .await
         .expect("no message in time")
