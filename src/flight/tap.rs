@@ -45,7 +45,8 @@ struct Recording {
     /// Nothing more is released: the flight saw a request of the inner server.
     held: bool,
     on: bool,
-    /// Bytes read since the last complete event.
+    /// Bytes handed on since the last event end (`Tee::hand_on` counts and
+    /// restarts it).
     pending: usize,
     /// The most bytes one event may take.
     limit: usize,
@@ -127,7 +128,7 @@ impl Tee {
             return Poll::Ready(Some(Err(BodyError(Box::new(EventTooLarge(limit))))));
         }
         if ends {
-            // Also after a block the parser yields nothing for (comments).
+            // The next event starts here (this one may have been a comment).
             recording.pending = 0;
         }
         if recording.on {
@@ -196,11 +197,7 @@ impl Tap {
     /// first, unless [held](Self::hold).
     pub(crate) async fn next(&mut self) -> Option<Result<Sse, sse_stream::Error>> {
         lock(&self.recording).release();
-        let next = self.events.next().await;
-        // Frames end at event ends, so what was read up to this event is the
-        // event itself, with what preceded it since the last one.
-        lock(&self.recording).pending = 0;
-        next
+        self.events.next().await
     }
 
     /// Releases nothing more: the last event read, and all after it, reach
@@ -255,10 +252,7 @@ impl Body for Replay {
             }
             // Reading one more event pulls more frames into the recording.
             match Pin::new(&mut self.tap.events).poll_next(cx) {
-                Poll::Ready(Some(Ok(_))) => {
-                    lock(&self.tap.recording).pending = 0;
-                    continue;
-                }
+                Poll::Ready(Some(Ok(_))) => continue,
                 Poll::Ready(Some(Err(error))) => {
                     self.done = true;
                     return Poll::Ready(Some(Err(error.to_string().into())));
