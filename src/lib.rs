@@ -74,6 +74,8 @@ mod methods;
 mod mrtr;
 pub mod owner;
 mod policy;
+#[cfg(feature = "gateway")]
+pub mod proxy;
 mod race;
 mod rewrite;
 mod runtime;

@@ -14,17 +14,24 @@
 //!
 //! On shutdown it stops accepting, lets open requests finish, and closes
 //! idle connections (hyper-util's graceful shutdown).
+//!
+//! Each request carries the client's address as axum's `ConnectInfo`.
+//!
+//! `mcp-tasks-gateway` serves with this same file, its limits set from its
+//! command line (`serve_with`).
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::extract::ConnectInfo;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tower::ServiceBuilder;
+use tower::{ServiceBuilder, ServiceExt};
 use tower_http::timeout::RequestBodyTimeoutLayer;
 
 /// How long a client may take to send its request headers.
@@ -38,6 +45,28 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// How long shutdown waits for open requests.
 const CLOSE_WAIT: Duration = Duration::from_secs(10);
 
+/// What a client may hold of the server; the defaults are the constants
+/// above.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// How long a client may take to send its request headers.
+    pub header_read_timeout: Duration,
+    /// How long a request body may go without sending anything.
+    pub body_read_timeout: Duration,
+    /// Connections served at once.
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            body_read_timeout: BODY_READ_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
+        }
+    }
+}
+
 /// Serves `router` on `listener` until `shutdown` resolves, then shuts down
 /// gracefully.
 pub async fn serve(
@@ -45,14 +74,24 @@ pub async fn serve(
     router: axum::Router,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    serve_with(listener, router, Limits::default(), shutdown).await
+}
+
+/// [`serve`] with other limits.
+pub async fn serve_with(
+    listener: TcpListener,
+    router: axum::Router,
+    limits: Limits,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
     let service = ServiceBuilder::new()
-        .layer(RequestBodyTimeoutLayer::new(BODY_READ_TIMEOUT))
+        .layer(RequestBodyTimeoutLayer::new(limits.body_read_timeout))
         .service(router);
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+        .header_read_timeout(limits.header_read_timeout);
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
@@ -60,7 +99,7 @@ pub async fn serve(
             _ = &mut shutdown => break,
             permit = slots.clone().acquire_owned() => permit.expect("never closed"),
         };
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -74,10 +113,16 @@ pub async fn serve(
         };
         // Best effort: without it the answer is only late, not wrong.
         let _ = stream.set_nodelay(true);
-        let connection = builder.serve_connection(
-            TokioIo::new(stream),
-            TowerToHyperService::new(service.clone()),
-        );
+        let service = service
+            .clone()
+            .map_request(move |mut request: http::Request<_>| {
+                request
+                    .extensions_mut()
+                    .insert(ConnectInfo::<SocketAddr>(peer));
+                request
+            });
+        let connection =
+            builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             let _ = connection.await;

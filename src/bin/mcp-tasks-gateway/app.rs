@@ -1,0 +1,148 @@
+//! The gateway's service: the Host/Origin guard, `TasksLayer`, and the
+//! reverse proxy to the upstream, built from the settings.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use mcp_tasks::proxy::Proxy;
+use mcp_tasks::{Drain, MemoryTaskStore, RedisTaskStore, TasksLayer};
+use tower::ServiceBuilder;
+
+use crate::guard::{self, Guard};
+use crate::serving::Limits;
+use crate::settings::{Args, Human};
+
+/// Everything `main` needs to serve.
+pub struct App {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// The path the MCP endpoint is served at.
+    pub path: String,
+    /// The routes.
+    pub router: Router,
+    /// Drains the layer's tasks on shutdown.
+    pub drain: Drain,
+    /// What a client may hold of the server.
+    pub limits: Limits,
+    /// How long running tasks get to finish on shutdown.
+    pub shutdown_grace: Duration,
+}
+
+/// A setting's value, or its default when unset; `none` is refused.
+fn required(value: Option<Human>, default: Duration, name: &str) -> Result<Duration, String> {
+    match value {
+        None => Ok(default),
+        Some(Human(Some(duration))) => Ok(duration),
+        Some(Human(None)) => Err(format!("--{name} cannot be none")),
+    }
+}
+
+/// A setting that `none` lifts, or its default when unset.
+fn optional(value: Option<Human>, default: Option<Duration>) -> Option<Duration> {
+    value.map_or(default, |Human(duration)| duration)
+}
+
+impl App {
+    /// Checks the settings and builds the gateway; connects to Redis when
+    /// asked.
+    pub async fn build(args: Args) -> Result<Self, String> {
+        let upstream = args
+            .upstream
+            .as_deref()
+            .ok_or("--upstream URL is required (or MCP_TASKS_UPSTREAM, or upstream in --config)")?;
+        let listen = args
+            .listen
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));
+        let path = args.path.clone().unwrap_or_else(|| "/mcp".to_owned());
+        if !path.starts_with('/') {
+            return Err(format!("--path {path:?} must start with /"));
+        }
+        let proxy = Proxy::builder(upstream)
+            .map_err(|e| e.to_string())?
+            .connect_timeout(optional(
+                args.upstream_connect_timeout,
+                Some(Duration::from_secs(5)),
+            ))
+            .header_timeout(optional(
+                args.upstream_header_timeout,
+                Some(Duration::from_secs(30 * 60)),
+            ))
+            .build();
+        let tasks = layer(&args).await?;
+        let drain = tasks.drain();
+        let guard = Arc::new(Guard::new(listen, &args.allowed_host, &args.allowed_origin));
+        let service = ServiceBuilder::new().layer(tasks).service(proxy);
+        let router = Router::new()
+            .route_service(&path, service)
+            .layer(axum::middleware::from_fn_with_state(guard, guard::check));
+        let defaults = Limits::default();
+        let limits = Limits {
+            header_read_timeout: required(
+                args.header_timeout,
+                defaults.header_read_timeout,
+                "header-timeout",
+            )?,
+            body_read_timeout: required(
+                args.body_timeout,
+                defaults.body_read_timeout,
+                "body-timeout",
+            )?,
+            max_connections: args.max_connections.unwrap_or(defaults.max_connections),
+        };
+        Ok(Self {
+            listen,
+            path,
+            router,
+            drain,
+            limits,
+            shutdown_grace: required(
+                args.shutdown_grace,
+                Duration::from_secs(10),
+                "shutdown-grace",
+            )?,
+        })
+    }
+}
+
+/// `TasksLayer` with the store and the task settings.
+async fn layer(args: &Args) -> Result<TasksLayer, String> {
+    let mut layer = match &args.redis {
+        Some(url) => {
+            let store = RedisTaskStore::connect(url)
+                .await
+                .map_err(|e| format!("--redis {url}: {e}"))?;
+            TasksLayer::new(store)
+        }
+        None => TasksLayer::new(MemoryTaskStore::new()),
+    };
+    if let Some(threshold) = args.threshold {
+        layer = layer.threshold(required(Some(threshold), Duration::ZERO, "threshold")?);
+    }
+    if let Some(Human(ttl)) = args.ttl {
+        layer = layer.ttl(ttl);
+    }
+    if let Some(Human(max_ttl)) = args.max_ttl {
+        layer = layer.max_ttl(max_ttl);
+    }
+    if let Some(Human(interval)) = args.poll_interval {
+        layer = layer.poll_interval(interval);
+    }
+    if let Some(Human(max_runtime)) = args.max_runtime {
+        layer = layer.max_runtime(max_runtime);
+    }
+    if let Some(max) = args.max_tasks {
+        layer = layer.max_tasks(Some(max));
+    }
+    if let Some(max) = args.max_tasks_per_principal {
+        layer = layer.max_tasks_per_principal(Some(max));
+    }
+    if let Some(max) = args.max_running {
+        layer = layer.max_running(max);
+    }
+    for rule in &args.policy {
+        layer = layer.tool_policy(rule.tool.clone(), rule.policy);
+    }
+    Ok(layer)
+}

@@ -1,0 +1,67 @@
+//! `mcp-tasks-gateway`: MCP Tasks for any Streamable-HTTP MCP server, in any
+//! language, by putting [`TasksLayer`](mcp_tasks::TasksLayer) in front of it
+//! as a reverse proxy.
+//!
+//! ```text
+//! cargo run --release --features gateway --bin mcp-tasks-gateway -- \
+//!     --upstream http://127.0.0.1:8000/mcp
+//! ```
+//!
+//! Prints `listening on http://ADDR/PATH` once it accepts connections, logs
+//! to stderr (`RUST_LOG`, default `info`), and on SIGTERM or Ctrl-C stops
+//! accepting, gives running tasks `--shutdown-grace` to finish, and exits 0.
+//! `--help` lists every setting.
+
+mod app;
+mod guard;
+// The examples' HTTP server, with its limits from the command line.
+#[allow(dead_code)]
+#[path = "../../../examples/support/http.rs"]
+mod serving;
+mod settings;
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use tracing_subscriber::EnvFilter;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("mcp-tasks-gateway: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run() -> Result<(), String> {
+    let args = settings::Args::load()?;
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    let app = app::App::build(args).await?;
+    let listener = tokio::net::TcpListener::bind(app.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", app.listen))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    println!("listening on http://{local}{}", app.path);
+    let _ = std::io::stdout().flush();
+    tracing::info!(%local, path = %app.path, "gateway started");
+    let drain = app.drain;
+    let grace = app.shutdown_grace;
+    let shutdown = async move {
+        serving::stop_signal().await;
+        tracing::info!(?grace, "shutting down: draining tasks");
+        let report = drain.shutdown(grace).await;
+        tracing::info!(?report, "drained");
+    };
+    serving::serve_with(listener, app.router, app.limits, shutdown)
+        .await
+        .map_err(|e| e.to_string())
+}

@@ -1,0 +1,292 @@
+//! The gateway's settings: command line, `MCP_TASKS_*` environment
+//! variables and an optional TOML file with the same keys.
+//!
+//! Precedence: the command line, then the environment, then the file, then
+//! the defaults. The file's keys are the long option names (`max-ttl`,
+//! `policy = ["slow_tool=always"]`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use clap::Parser;
+use mcp_tasks::ToolPolicy;
+use serde::{Deserialize, Deserializer};
+
+/// `mcp-tasks-gateway`: MCP Tasks for any Streamable-HTTP MCP server, by
+/// putting `TasksLayer` in front of it as a reverse proxy.
+///
+/// Durations are written as `500ms`, `30s`, `1h`; `none` means no limit
+/// where a limit may be lifted.
+#[derive(Parser, Deserialize, Debug, Default)]
+#[command(name = "mcp-tasks-gateway", version)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct Args {
+    /// A TOML file with the same keys as the long options.
+    #[arg(long, env = "MCP_TASKS_CONFIG", value_name = "FILE")]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+
+    /// The MCP server to put tasks in front of: http://HOST:PORT/PATH
+    /// (required).
+    #[arg(long, env = "MCP_TASKS_UPSTREAM", value_name = "URL")]
+    pub upstream: Option<String>,
+    /// Where to listen [default: 127.0.0.1:8080]; port 0 picks a free port.
+    #[arg(long, env = "MCP_TASKS_LISTEN", value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// The path clients use [default: /mcp].
+    #[arg(long, env = "MCP_TASKS_PATH")]
+    pub path: Option<String>,
+
+    /// How long a call runs before it becomes a task [default: 500ms].
+    #[arg(long, env = "MCP_TASKS_THRESHOLD", value_name = "DURATION")]
+    pub threshold: Option<Human>,
+    /// How long a task is kept after it is created [default: 1h].
+    #[arg(long, env = "MCP_TASKS_TTL", value_name = "DURATION")]
+    pub ttl: Option<Human>,
+    /// The longest TTL a client may ask for [default: the TTL].
+    #[arg(long, env = "MCP_TASKS_MAX_TTL", value_name = "DURATION")]
+    pub max_ttl: Option<Human>,
+    /// The polling interval suggested to clients [default: 1s].
+    #[arg(long, env = "MCP_TASKS_POLL_INTERVAL", value_name = "DURATION")]
+    pub poll_interval: Option<Human>,
+    /// A tool's policy: threshold, always, never or required; repeatable.
+    #[arg(
+        long,
+        env = "MCP_TASKS_POLICY",
+        value_name = "TOOL=POLICY",
+        value_delimiter = ','
+    )]
+    pub policy: Vec<PolicyRule>,
+    /// Keep tasks in Redis (redis://HOST:PORT), shared by every gateway
+    /// using the same server; in memory otherwise.
+    #[arg(long, env = "MCP_TASKS_REDIS", value_name = "URL")]
+    pub redis: Option<String>,
+
+    /// Live tasks, every owner together [default: 10000].
+    #[arg(long, env = "MCP_TASKS_MAX_TASKS", value_name = "N")]
+    pub max_tasks: Option<u32>,
+    /// Live tasks per principal [default: 100].
+    #[arg(long, env = "MCP_TASKS_MAX_TASKS_PER_PRINCIPAL", value_name = "N")]
+    pub max_tasks_per_principal: Option<u32>,
+    /// Calls running in the background at once [default: 1000].
+    #[arg(long, env = "MCP_TASKS_MAX_RUNNING", value_name = "N")]
+    pub max_running: Option<usize>,
+    /// How long a task's call may run before it is cancelled [default: 30m].
+    #[arg(long, env = "MCP_TASKS_MAX_RUNTIME", value_name = "DURATION")]
+    pub max_runtime: Option<Human>,
+
+    /// Host header values accepted (DNS-rebinding protection), repeatable;
+    /// `*` accepts any [default: localhost and the loopback addresses when
+    /// listening on loopback, any otherwise].
+    #[arg(
+        long,
+        env = "MCP_TASKS_ALLOWED_HOSTS",
+        value_name = "HOST",
+        value_delimiter = ','
+    )]
+    pub allowed_host: Vec<String>,
+    /// Origin header values accepted, repeatable; `*` accepts any. A
+    /// request without Origin (not from a browser) is always accepted
+    /// [default: loopback origins when listening on loopback, none otherwise].
+    #[arg(
+        long,
+        env = "MCP_TASKS_ALLOWED_ORIGINS",
+        value_name = "ORIGIN",
+        value_delimiter = ','
+    )]
+    pub allowed_origin: Vec<String>,
+
+    /// How long a client may take to send its request headers [default: 10s].
+    #[arg(long, env = "MCP_TASKS_HEADER_TIMEOUT", value_name = "DURATION")]
+    pub header_timeout: Option<Human>,
+    /// How long a request body may pause [default: 10s].
+    #[arg(long, env = "MCP_TASKS_BODY_TIMEOUT", value_name = "DURATION")]
+    pub body_timeout: Option<Human>,
+    /// Client connections served at once [default: 512].
+    #[arg(long, env = "MCP_TASKS_MAX_CONNECTIONS", value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// How long connecting to the upstream may take [default: 5s].
+    #[arg(
+        long,
+        env = "MCP_TASKS_UPSTREAM_CONNECT_TIMEOUT",
+        value_name = "DURATION"
+    )]
+    pub upstream_connect_timeout: Option<Human>,
+    /// How long the upstream may take to send a response head [default: 30m].
+    #[arg(
+        long,
+        env = "MCP_TASKS_UPSTREAM_HEADER_TIMEOUT",
+        value_name = "DURATION"
+    )]
+    pub upstream_header_timeout: Option<Human>,
+    /// How long running tasks get to finish on SIGTERM or Ctrl-C [default: 10s].
+    #[arg(long, env = "MCP_TASKS_SHUTDOWN_GRACE", value_name = "DURATION")]
+    pub shutdown_grace: Option<Human>,
+}
+
+/// A duration as people write it (`500ms`, `1h`), or `none`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Human(pub Option<Duration>);
+
+impl FromStr for Human {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "none" | "off" => Ok(Self(None)),
+            text => humantime::parse_duration(text)
+                .map(|duration| Self(Some(duration)))
+                .map_err(|e| format!("{text:?} is not a duration such as 500ms or 1h: {e}")),
+        }
+    }
+}
+
+/// `TOOL=POLICY`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicyRule {
+    /// The tool's name.
+    pub tool: String,
+    /// What happens to its calls.
+    pub policy: ToolPolicy,
+}
+
+impl FromStr for PolicyRule {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (tool, policy) = text
+            .split_once('=')
+            .ok_or_else(|| format!("{text:?}: expected TOOL=POLICY"))?;
+        let policy = match policy.trim() {
+            "threshold" => ToolPolicy::Threshold,
+            "always" => ToolPolicy::Always,
+            "never" => ToolPolicy::Never,
+            "required" => ToolPolicy::Required,
+            other => {
+                return Err(format!(
+                    "{other:?}: a policy is threshold, always, never or required"
+                ));
+            }
+        };
+        let tool = tool.trim();
+        if tool.is_empty() {
+            return Err(format!("{text:?}: the tool name is empty"));
+        }
+        Ok(Self {
+            tool: tool.to_owned(),
+            policy,
+        })
+    }
+}
+
+/// Reads a value written as a string in TOML with its `FromStr`.
+fn from_text<'de, D: Deserializer<'de>, T: FromStr<Err = String>>(
+    deserializer: D,
+) -> Result<T, D::Error> {
+    String::deserialize(deserializer)?
+        .parse()
+        .map_err(serde::de::Error::custom)
+}
+
+impl<'de> Deserialize<'de> for Human {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        from_text(deserializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for PolicyRule {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        from_text(deserializer)
+    }
+}
+
+impl Args {
+    /// The command line and environment, with the `--config` file under
+    /// them.
+    pub fn load() -> Result<Self, String> {
+        let args = Self::parse();
+        match &args.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                let file: Args =
+                    toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+                Ok(args.over(file))
+            }
+            None => Ok(args),
+        }
+    }
+
+    /// Every setting of `self`, and those it lacks from `file`.
+    fn over(self, file: Args) -> Args {
+        macro_rules! pick {
+            ($($field:ident),* ; $($list:ident),*) => {
+                Args {
+                    config: self.config,
+                    $($field: self.$field.or(file.$field),)*
+                    $($list: if self.$list.is_empty() { file.$list } else { self.$list },)*
+                }
+            };
+        }
+        pick!(
+            upstream, listen, path, threshold, ttl, max_ttl, poll_interval, redis,
+            max_tasks, max_tasks_per_principal, max_running, max_runtime,
+            header_timeout, body_timeout, max_connections,
+            upstream_connect_timeout, upstream_header_timeout, shutdown_grace;
+            policy, allowed_host, allowed_origin
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        assert_eq!("500ms".parse(), Ok(Human(Some(Duration::from_millis(500)))));
+        assert_eq!("1h".parse(), Ok(Human(Some(Duration::from_secs(3600)))));
+        assert_eq!("none".parse(), Ok(Human(None)));
+        assert!("soon".parse::<Human>().is_err());
+    }
+
+    #[test]
+    fn policies_read_tool_equals_mode() {
+        let rule: PolicyRule = "slow = always".parse().unwrap();
+        assert_eq!(rule.tool, "slow");
+        assert_eq!(rule.policy, ToolPolicy::Always);
+        assert!("slow".parse::<PolicyRule>().is_err());
+        assert!("slow=sometimes".parse::<PolicyRule>().is_err());
+        assert!("=always".parse::<PolicyRule>().is_err());
+    }
+
+    #[test]
+    fn the_command_line_wins_over_the_file_and_fills_from_it() {
+        let command_line = Args::parse_from(["gw", "--threshold", "250ms", "--policy", "a=never"]);
+        let file: Args = toml::from_str(
+            r#"
+            upstream = "http://127.0.0.1:9/mcp"
+            threshold = "2s"
+            max-ttl = "2h"
+            policy = ["b=always"]
+            "#,
+        )
+        .unwrap();
+        let merged = command_line.over(file);
+        assert_eq!(merged.upstream.as_deref(), Some("http://127.0.0.1:9/mcp"));
+        assert_eq!(
+            merged.threshold,
+            Some(Human(Some(Duration::from_millis(250))))
+        );
+        assert_eq!(merged.max_ttl, Some(Human(Some(Duration::from_secs(7200)))));
+        assert_eq!(merged.policy, vec!["a=never".parse().unwrap()]);
+    }
+
+    #[test]
+    fn an_unknown_file_key_is_an_error() {
+        let result: Result<Args, _> = toml::from_str("treshold = \"1s\"");
+        assert!(result.is_err());
+    }
+}

@@ -1,0 +1,67 @@
+//! The answers the proxy gives itself when the upstream does not answer.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::{Either, Full};
+
+use super::ProxyBody;
+
+/// JSON-RPC's "internal error": the request may have been valid, the server
+/// behind could not answer it.
+const INTERNAL_ERROR: i32 = -32603;
+
+/// `502`: the upstream could not be reached or broke the connection. The
+/// cause goes to the log; the client learns only that the upstream failed.
+pub(super) fn bad_gateway(error: &hyper_util::client::legacy::Error) -> Response<ProxyBody> {
+    if error.is_connect() {
+        tracing::warn!(error = %error_chain(error), "upstream unreachable");
+        answer(
+            StatusCode::BAD_GATEWAY,
+            "the upstream MCP server is unreachable",
+        )
+    } else {
+        tracing::warn!(error = %error_chain(error), "upstream request failed");
+        answer(
+            StatusCode::BAD_GATEWAY,
+            "the upstream MCP server failed to answer",
+        )
+    }
+}
+
+/// `504`: no response head within the header timeout.
+pub(super) fn gateway_timeout() -> Response<ProxyBody> {
+    answer(
+        StatusCode::GATEWAY_TIMEOUT,
+        "the upstream MCP server did not answer in time",
+    )
+}
+
+/// A JSON-RPC error response with `id: null`: the proxy does not read the
+/// request body, so it cannot know the id.
+fn answer(status: StatusCode, message: &str) -> Response<ProxyBody> {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": INTERNAL_ERROR, "message": message},
+    });
+    let mut response = Response::new(Either::Right(Full::new(Bytes::from(body.to_string()))));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// The error and its sources, `: `-separated (hyper's own message is only
+/// the outermost, e.g. "client error (Connect)").
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
