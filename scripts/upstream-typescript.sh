@@ -65,7 +65,9 @@ if [[ -z "$major" ]] || ((major < NODE_MIN_MAJOR)); then
       --no-audit --no-fund --no-update-notifier --loglevel=error >&2 \
       || die "npm install $NODE_PACKAGE failed"
     major="$(node_major "$NODE")"
-    [[ -n "$major" ]] && ((major >= NODE_MIN_MAJOR)) || die "$NODE_PACKAGE did not install a usable node"
+    if [[ -z "$major" ]] || ((major < NODE_MIN_MAJOR)); then
+      die "$NODE_PACKAGE did not install a usable node"
+    fi
   fi
 fi
 
