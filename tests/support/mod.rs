@@ -10,4 +10,5 @@ pub mod client;
 pub mod fixture;
 pub mod in_process;
 pub mod layered;
+pub mod process;
 pub mod session;

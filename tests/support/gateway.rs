@@ -1,0 +1,49 @@
+//! `mcp-tasks-gateway` and the upstreams of the gateway tests, as child
+//! processes. Only for test targets with the `gateway` feature (the binary's
+//! path comes from Cargo): include it with
+//! `#[path = "support/gateway.rs"] mod gateway;`.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::process::Command;
+
+use crate::support::process::Process;
+
+/// How long an upstream script may take to install its SDK and start.
+const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The tool policies the conformance tools need (see
+/// `examples/conformance_server.rs`).
+pub const FIXTURE_POLICIES: &str = "confirm_delete=always,multi_input=always,protocol_error_job=always,failing_job=required,test_tool_with_task=required";
+
+/// Starts the gateway in front of `upstream` on a free loopback port, with a
+/// 300 ms threshold and `extra` options.
+pub async fn start(upstream: &str, extra: &[&str]) -> Process {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-tasks-gateway"));
+    command
+        .args(["--listen", "127.0.0.1:0", "--upstream", upstream])
+        .args(["--threshold", "300ms"])
+        .args(extra)
+        .env("RUST_LOG", "info,mcp_tasks=debug");
+    Process::start("mcp-tasks-gateway", command, Duration::from_secs(30)).await
+}
+
+/// The repository's root.
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// An upstream started by one of the repository's scripts
+/// (`scripts/upstream-python.sh`, `scripts/upstream-typescript.sh`), which
+/// install their SDK into the git-ignored cache first.
+pub async fn upstream_script(script: &str) -> Process {
+    let mut command = Command::new("bash");
+    command
+        .arg(repo().join("scripts").join(script))
+        .arg("127.0.0.1:0")
+        .current_dir(repo());
+    Process::start(script, command, INSTALL_TIMEOUT).await
+}
