@@ -81,8 +81,13 @@ installed() {
     && cmp -s "$SRC/package-lock.json" "$DIR/package-lock.json"
 }
 
+# One install at a time: tests start several upstreams at once, and a second
+# install would replace the folder under a running fixture.
+mkdir -p "$CACHE"
+exec 9>"$CACHE/typescript-upstream.lock"
+flock 9
+
 if ! installed; then
-  mkdir -p "$CACHE"
   # Install into a fresh folder, then move it into place, so an interrupted
   # install never leaves a folder that looks installed.
   stage="$(mktemp -d "$DIR.install.XXXXXX")"
@@ -107,4 +112,5 @@ if [[ ! -f "$fixture" ]]; then
   cp "$SRC/fixture.mjs" "$fixture.tmp.$$"
   mv "$fixture.tmp.$$" "$fixture"
 fi
+exec 9>&-
 exec "$NODE" "$fixture" "$@"
