@@ -28,6 +28,7 @@ pub struct McpClient {
     capabilities: Value,
     client_info: Value,
     timeout: Duration,
+    bearer: Option<String>,
 }
 
 impl McpClient {
@@ -40,7 +41,15 @@ impl McpClient {
             capabilities: json!({}),
             client_info: json!({"name": "mcp-tasks-test-client", "version": "0.1.0"}),
             timeout: Duration::from_secs(20),
+            bearer: None,
         }
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every request but
+    /// [`Self::raw_post`], which sends exactly the headers it is given.
+    pub fn with_bearer(mut self, token: impl Into<String>) -> Self {
+        self.bearer = Some(token.into());
+        self
     }
 
     /// Base `clientCapabilities` sent on every request (e.g.
@@ -155,6 +164,9 @@ impl McpClient {
 
     async fn post(&self, headers: &[(String, String)], body: String) -> reqwest::Response {
         let mut request = self.http.post(&self.url).body(body);
+        if let Some(token) = &self.bearer {
+            request = request.bearer_auth(token);
+        }
         for (name, value) in headers {
             request = request.header(name.as_str(), value.as_str());
         }
