@@ -9,9 +9,9 @@
 //! own log says so), and an upstream killed mid-task fails the task with a
 //! clear message instead of leaving it `working`.
 
-mod support;
 #[path = "support/gateway.rs"]
 mod gateway;
+mod support;
 
 use std::time::Duration;
 

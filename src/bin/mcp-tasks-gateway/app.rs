@@ -6,18 +6,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::Body;
+use axum::response::Response;
+use http::{HeaderValue, header};
 use mcp_tasks::proxy::Proxy;
 use mcp_tasks::{Drain, MemoryTaskStore, RedisTaskStore, TasksLayer};
 use tower::ServiceBuilder;
 
 use crate::guard::{self, Guard};
+use crate::oauth;
 use crate::serving::Limits;
 use crate::settings::{Args, Human};
 
 /// Everything `main` needs to serve.
 pub struct App {
-    /// Where to listen.
-    pub listen: SocketAddr,
     /// The path the MCP endpoint is served at.
     pub path: String,
     /// The routes.
@@ -45,16 +47,13 @@ fn optional(value: Option<Human>, default: Option<Duration>) -> Option<Duration>
 }
 
 impl App {
-    /// Checks the settings and builds the gateway; connects to Redis when
-    /// asked.
-    pub async fn build(args: Args) -> Result<Self, String> {
+    /// Checks the settings and builds the gateway listening on `local`;
+    /// connects to Redis and fetches the OAuth keys when asked.
+    pub async fn build(args: Args, local: SocketAddr) -> Result<Self, String> {
         let upstream = args
             .upstream
             .as_deref()
             .ok_or("--upstream URL is required (or MCP_TASKS_UPSTREAM, or upstream in --config)")?;
-        let listen = args
-            .listen
-            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));
         let path = args.path.clone().unwrap_or_else(|| "/mcp".to_owned());
         if !path.starts_with('/') {
             return Err(format!("--path {path:?} must start with /"));
@@ -69,14 +68,30 @@ impl App {
                 args.upstream_header_timeout,
                 Some(Duration::from_secs(30 * 60)),
             ))
+            .forward_authorization(args.forward_authorization.unwrap_or(true))
             .build();
         let tasks = layer(&args).await?;
         let drain = tasks.drain();
-        let guard = Arc::new(Guard::new(listen, &args.allowed_host, &args.allowed_origin));
+        let guard = Arc::new(Guard::new(local, &args.allowed_host, &args.allowed_origin));
         let service = ServiceBuilder::new().layer(tasks).service(proxy);
-        let router = Router::new()
-            .route_service(&path, service)
-            .layer(axum::middleware::from_fn_with_state(guard, guard::check));
+        let router = match oauth::from_args(&args, &format!("http://{local}{path}")).await? {
+            None => Router::new().route_service(&path, service),
+            Some(oauth) => {
+                // OAuthLayer outside TasksLayer: tasks belong to the token's
+                // subject. It wants axum's body back from inside.
+                let service = ServiceBuilder::new()
+                    .layer(oauth.layer)
+                    .map_response(|response: http::Response<_>| response.map(Body::new))
+                    .service(service);
+                let metadata = serde_json::to_vec(&oauth.metadata).map_err(|e| e.to_string())?;
+                let metadata = bytes::Bytes::from(metadata);
+                Router::new().route_service(&path, service).route(
+                    &oauth.path,
+                    axum::routing::get(move || std::future::ready(json(metadata.clone()))),
+                )
+            }
+        };
+        let router = router.layer(axum::middleware::from_fn_with_state(guard, guard::check));
         let defaults = Limits::default();
         let limits = Limits {
             header_read_timeout: required(
@@ -92,7 +107,6 @@ impl App {
             max_connections: args.max_connections.unwrap_or(defaults.max_connections),
         };
         Ok(Self {
-            listen,
             path,
             router,
             drain,
@@ -104,6 +118,16 @@ impl App {
             )?,
         })
     }
+}
+
+/// A `200` JSON response.
+fn json(body: bytes::Bytes) -> Response {
+    let mut response = Response::new(Body::from(body));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// `TasksLayer` with the store and the task settings.

@@ -14,6 +14,7 @@
 
 mod app;
 mod guard;
+mod oauth;
 // The examples' HTTP server, with its limits from the command line.
 #[allow(dead_code)]
 #[path = "../../../examples/support/http.rs"]
@@ -45,11 +46,12 @@ async fn run() -> Result<(), String> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    let app = app::App::build(args).await?;
-    let listener = tokio::net::TcpListener::bind(app.listen)
+    let listen = args.listen();
+    let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .map_err(|e| format!("cannot listen on {}: {e}", app.listen))?;
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let app = app::App::build(args, local).await?;
     println!("listening on http://{local}{}", app.path);
     let _ = std::io::stdout().flush();
     tracing::info!(%local, path = %app.path, "gateway started");

@@ -121,6 +121,38 @@ pub struct Args {
         value_name = "DURATION"
     )]
     pub upstream_header_timeout: Option<Human>,
+    /// Whether the client's Authorization header goes upstream (true or
+    /// false) [default: true].
+    #[arg(long, env = "MCP_TASKS_FORWARD_AUTHORIZATION", value_name = "BOOL")]
+    pub forward_authorization: Option<bool>,
+
+    /// Require OAuth bearer tokens from this issuer (tower-mcp's
+    /// OAuthLayer); each task then belongs to the token's subject.
+    #[arg(long, env = "MCP_TASKS_OAUTH_ISSUER", value_name = "URL")]
+    pub oauth_issuer: Option<String>,
+    /// The resource tokens must be issued for (their `aud`) and the
+    /// metadata's `resource` [default: this gateway's URL].
+    #[arg(long, env = "MCP_TASKS_OAUTH_AUDIENCE", value_name = "URL")]
+    pub oauth_audience: Option<String>,
+    /// The issuer's keys: an http(s) JWKS URL (fetched and cached) or a
+    /// JWKS file.
+    #[arg(long, env = "MCP_TASKS_OAUTH_JWKS", value_name = "URL-OR-FILE")]
+    pub oauth_jwks: Option<String>,
+    /// A file holding an HS256 secret, instead of --oauth-jwks.
+    #[arg(long, env = "MCP_TASKS_OAUTH_HS256_SECRET_FILE", value_name = "FILE")]
+    pub oauth_hs256_secret_file: Option<PathBuf>,
+    /// Scopes every request's token must carry, repeatable.
+    #[arg(
+        long,
+        env = "MCP_TASKS_OAUTH_SCOPES",
+        value_name = "SCOPE",
+        value_delimiter = ','
+    )]
+    pub oauth_scopes: Vec<String>,
+    /// The authorization server named in the metadata [default: the issuer].
+    #[arg(long, env = "MCP_TASKS_OAUTH_AUTHORIZATION_SERVER", value_name = "URL")]
+    pub oauth_authorization_server: Option<String>,
+
     /// How long running tasks get to finish on SIGTERM or Ctrl-C [default: 10s].
     #[arg(long, env = "MCP_TASKS_SHUTDOWN_GRACE", value_name = "DURATION")]
     pub shutdown_grace: Option<Human>,
@@ -203,6 +235,12 @@ impl<'de> Deserialize<'de> for PolicyRule {
 }
 
 impl Args {
+    /// Where to listen.
+    pub fn listen(&self) -> SocketAddr {
+        self.listen
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)))
+    }
+
     /// The command line and environment, with the `--config` file under
     /// them.
     pub fn load() -> Result<Self, String> {
@@ -234,8 +272,10 @@ impl Args {
             upstream, listen, path, threshold, ttl, max_ttl, poll_interval, redis,
             max_tasks, max_tasks_per_principal, max_running, max_runtime,
             header_timeout, body_timeout, max_connections,
-            upstream_connect_timeout, upstream_header_timeout, shutdown_grace;
-            policy, allowed_host, allowed_origin
+            upstream_connect_timeout, upstream_header_timeout, shutdown_grace,
+            forward_authorization, oauth_issuer, oauth_audience, oauth_jwks,
+            oauth_hs256_secret_file, oauth_authorization_server;
+            policy, allowed_host, allowed_origin, oauth_scopes
         )
     }
 }
