@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Start the Python upstream fixture: an ordinary MCP server built with
+# FastMCP (PyPI `fastmcp`, 4.2.3, on the official SDK `mcp` 2.3.0) that
+# knows nothing about tasks, for the gateway to put `TasksLayer` in front of.
+# It serves the conformance suite's tools (greet, slow_compute, failing_job,
+# protocol_error_job, confirm_delete, multi_input, test_tool_with_task) on
+# protocol 2026-07-28 (stateless) and 2025-11-25 (sessions) at one URL.
+#
+# Usage:
+#   scripts/upstream-python.sh HOST:PORT     # port 0 picks a free port
+#
+# Prints `listening on http://HOST:PORT/mcp` (the real port) on stdout once
+# it accepts connections; logs go to stderr, among them `slow_compute
+# started|finished|cancelled label=...`. The fixture is exec'd, so the
+# script's PID is the server's: SIGTERM or Ctrl-C stops it.
+# Source: tests/upstreams/python/fixture.py; a raw-wire check of every tool
+# on both generations: tests/upstreams/python/check_wire.py.
+#
+# Environment:
+#   MCP_TASKS_CACHE       cache folder (default: <repo>/.cache, git-ignored);
+#                         the packages are installed into a venv there,
+#                         python-upstream-<fastmcp version>, the first time
+#
+# Needs python3 (3.11) with venv, and PyPI the first time (the install
+# takes 20-50 s; later starts about 2 s).
+# Exits 2 on a setup error.
+set -euo pipefail
+
+FASTMCP_VERSION="4.2.3"
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${MCP_TASKS_CACHE:-$REPO/.cache}"
+VENV="$CACHE/python-upstream-$FASTMCP_VERSION"
+FIXTURE_DIR="$REPO/tests/upstreams/python"
+
+# shellcheck source=lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+help_if_asked "${1:-}"
+(($# == 1)) || die "usage: $(basename "$0") HOST:PORT (see --help)"
+
+# One install at a time: tests start several upstreams at once.
+mkdir -p "$CACHE"
+exec 9>"$CACHE/python-upstream.lock"
+flock 9
+
+# The marker is written last, so an install that broke off is redone.
+if [[ ! -f "$VENV/.installed" ]]; then
+  command -v python3 >/dev/null || die "python3 not found"
+  log "installing fastmcp==$FASTMCP_VERSION into $VENV"
+  rm -rf "$VENV"
+  python3 -m venv "$VENV" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check \
+    -c "$FIXTURE_DIR/constraints.txt" "fastmcp==$FASTMCP_VERSION" ||
+    die "pip install fastmcp==$FASTMCP_VERSION failed"
+  touch "$VENV/.installed"
+fi
+
+exec 9>&-
+exec "$VENV/bin/python" "$FIXTURE_DIR/fixture.py" "$1"
