@@ -145,3 +145,22 @@ mod typescript {
         super::a_killed_upstream_fails_the_task(SCRIPT).await;
     }
 }
+
+mod python {
+    const SCRIPT: &str = "upstream-python.sh";
+
+    #[tokio::test]
+    async fn progress_becomes_the_status_message() {
+        super::progress_becomes_the_status_message(SCRIPT).await;
+    }
+
+    #[tokio::test]
+    async fn cancel_stops_the_tool() {
+        super::cancel_stops_the_tool(SCRIPT).await;
+    }
+
+    #[tokio::test]
+    async fn a_killed_upstream_fails_the_task() {
+        super::a_killed_upstream_fails_the_task(SCRIPT).await;
+    }
+}

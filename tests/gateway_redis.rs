@@ -1,0 +1,113 @@
+//! Two `mcp-tasks-gateway` replicas over one real `redis-server`, each in
+//! front of its own rmcp fixture replica: a task created through one is
+//! read, answered and cancelled through the other, as a load balancer
+//! without affinity would send the requests.
+
+#[path = "support/gateway.rs"]
+mod gateway;
+#[allow(dead_code)] // restarting is for the outage tests
+#[path = "support/redis_server.rs"]
+mod redis_server;
+mod support;
+
+use std::time::Duration;
+
+use redis_server::RedisServer;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use support::client::McpClient;
+use support::fixture::{FixtureMode, Probe, Served, serve_fixture};
+use support::process::Process;
+
+/// One replica: a fixture and a gateway in front of it, on the shared Redis.
+struct Replica {
+    _upstream: Served,
+    probe: Arc<Probe>,
+    _gateway: Process,
+    client: McpClient,
+}
+
+async fn replica(redis: &RedisServer) -> Replica {
+    let (upstream, probe) = serve_fixture(FixtureMode::Stateless).await;
+    let gateway = gateway::start(
+        &upstream.url,
+        &["--redis", &redis.url(), "--policy", "confirm_delete=always"],
+    )
+    .await;
+    let client = McpClient::new(&gateway.url);
+    Replica {
+        _upstream: upstream,
+        probe,
+        _gateway: gateway,
+        client,
+    }
+}
+
+fn task_id(created: &Value) -> String {
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    created["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_task_made_through_one_gateway_is_read_answered_and_cancelled_through_another() {
+    let Some(redis) = RedisServer::start() else {
+        panic!("redis-server is needed for this test (.ci/run installs it)");
+    };
+    let a = replica(&redis).await;
+    let b = replica(&redis).await;
+
+    // Created through A, waiting for input: B sees it and answers it.
+    let created = a
+        .client
+        .call_tool("confirm_delete", json!({"filename": "shared.txt"}), true)
+        .await;
+    let task = task_id(&created);
+    let waiting = b
+        .client
+        .wait_task_status(&task, &["input_required"], Duration::from_secs(10))
+        .await;
+    let keys: Vec<&String> = waiting["result"]["inputRequests"]
+        .as_object()
+        .expect("inputRequests")
+        .keys()
+        .collect();
+    assert_eq!(keys, ["1.confirm"], "{waiting}");
+    let answer = json!({"1.confirm": {"action": "accept", "content": {"confirm": true}}});
+    let ack = b.client.tasks_update(&task, answer).await;
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    let done = a
+        .client
+        .wait_task_status(&task, &["completed"], Duration::from_secs(10))
+        .await;
+    let text = done["result"]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.starts_with("Deleted shared.txt"), "{done}");
+    // The answer resumed the call on B's own server.
+    assert_eq!(b.probe.started("confirm_delete"), 1);
+
+    // Running on A, cancelled through B: A's tool stops.
+    let created = a
+        .client
+        .call_tool("slow_compute", json!({"seconds": 60}), true)
+        .await;
+    let task = task_id(&created);
+    let ack = b.client.tasks_cancel(&task).await;
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    let cancelled = a
+        .client
+        .wait_task_status(&task, &["cancelled"], Duration::from_secs(5))
+        .await;
+    assert_eq!(cancelled["result"]["status"], "cancelled");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while a.probe.cancelled("slow_compute") == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the tool on A kept running"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
