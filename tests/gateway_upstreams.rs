@@ -6,8 +6,9 @@
 //!
 //! Each check runs against each upstream: progress sent by the tool becomes
 //! the task's `statusMessage`, `tasks/cancel` really stops the tool (its
-//! own log says so), and an upstream killed mid-task fails the task with a
-//! clear message instead of leaving it `working`.
+//! own log says so), an upstream killed mid-task fails the task with a
+//! clear message instead of leaving it `working`, and a 2025-11-25 client
+//! (rmcp 2.2) runs tasks in a session, input relayed on `tasks/result`.
 
 #[path = "support/gateway.rs"]
 mod gateway;
@@ -16,7 +17,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::client::McpClient;
+use support::client::{ElicitReply, LegacyClient, McpClient};
 use support::process::Process;
 
 /// The upstream behind `script`, and the gateway in front of it.
@@ -127,6 +128,47 @@ async fn a_killed_upstream_fails_the_task(script: &str) {
     eprintln!("{script}: killed upstream -> {message}");
 }
 
+async fn a_2025_11_25_session_runs_tasks(script: &str) {
+    let (_upstream, gateway, _) = start(script).await;
+    let client =
+        LegacyClient::connect_with(&gateway.url, ElicitReply::Accept(json!({"confirm": true})))
+            .await;
+    let tasks = &client.server_capabilities()["tasks"];
+    assert_eq!(tasks["requests"]["tools"]["call"], json!({}), "{tasks}");
+    for (tool, arguments, expected) in [
+        (
+            "slow_compute",
+            json!({"seconds": 1, "label": "l"}),
+            "l done after 1s",
+        ),
+        (
+            "confirm_delete",
+            json!({"filename": "x.txt"}),
+            "Deleted x.txt",
+        ),
+    ] {
+        let created = client
+            .request(
+                "tools/call",
+                json!({"name": tool, "arguments": arguments, "task": {"ttl": 60_000}}),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{tool} as a task: {e:?}"));
+        let task = created["task"]["taskId"]
+            .as_str()
+            .expect("taskId")
+            .to_owned();
+        let result = client
+            .request("tasks/result", json!({"taskId": task}))
+            .await
+            .unwrap_or_else(|e| panic!("tasks/result of {tool}: {e:?}"));
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains(expected), "{tool}: {result}");
+    }
+    assert_eq!(client.received().len(), 1, "one elicitation relayed");
+    client.close().await;
+}
+
 mod typescript {
     const SCRIPT: &str = "upstream-typescript.sh";
 
@@ -143,6 +185,11 @@ mod typescript {
     #[tokio::test]
     async fn a_killed_upstream_fails_the_task() {
         super::a_killed_upstream_fails_the_task(SCRIPT).await;
+    }
+
+    #[tokio::test]
+    async fn a_2025_11_25_session_runs_tasks() {
+        super::a_2025_11_25_session_runs_tasks(SCRIPT).await;
     }
 }
 
@@ -162,5 +209,10 @@ mod python {
     #[tokio::test]
     async fn a_killed_upstream_fails_the_task() {
         super::a_killed_upstream_fails_the_task(SCRIPT).await;
+    }
+
+    #[tokio::test]
+    async fn a_2025_11_25_session_runs_tasks() {
+        super::a_2025_11_25_session_runs_tasks(SCRIPT).await;
     }
 }
