@@ -113,21 +113,8 @@ async fn a_2025_11_25_session_runs_a_task_through_the_gateway() {
         client.server_capabilities()["tasks"]["requests"]["tools"]["call"],
         json!({})
     );
-    let created = client
-        .request(
-            "tools/call",
-            json!({"name": "slow_compute", "arguments": {"seconds": 0.5}, "task": {"ttl": 60_000}}),
-        )
-        .await
-        .expect("task-augmented call");
-    let task = created["task"]["taskId"]
-        .as_str()
-        .expect("taskId")
-        .to_owned();
-    let result = client
-        .request("tasks/result", json!({"taskId": task}))
-        .await
-        .expect("tasks/result");
+    let result =
+        gateway::legacy_task_result(&client, "slow_compute", json!({"seconds": 0.5})).await;
     assert_eq!(text(&result), "slow_compute done after 0.5s", "{result}");
     client.close().await;
 }

@@ -147,21 +147,7 @@ async fn a_2025_11_25_session_runs_tasks(script: &str) {
             "Deleted x.txt",
         ),
     ] {
-        let created = client
-            .request(
-                "tools/call",
-                json!({"name": tool, "arguments": arguments, "task": {"ttl": 60_000}}),
-            )
-            .await
-            .unwrap_or_else(|e| panic!("{tool} as a task: {e:?}"));
-        let task = created["task"]["taskId"]
-            .as_str()
-            .expect("taskId")
-            .to_owned();
-        let result = client
-            .request("tasks/result", json!({"taskId": task}))
-            .await
-            .unwrap_or_else(|e| panic!("tasks/result of {tool}: {e:?}"));
+        let result = gateway::legacy_task_result(&client, tool, arguments).await;
         let text = result["content"][0]["text"].as_str().unwrap_or_default();
         assert!(text.contains(expected), "{tool}: {result}");
     }

@@ -47,3 +47,25 @@ pub async fn upstream_script(script: &str) -> Process {
         .current_dir(repo());
     Process::start(script, command, INSTALL_TIMEOUT).await
 }
+
+/// Calls `tool` as a 2025-11-25 task (`params.task`) and returns its
+/// `tasks/result`.
+pub async fn legacy_task_result(
+    client: &crate::support::client::LegacyClient,
+    tool: &str,
+    arguments: serde_json::Value,
+) -> serde_json::Value {
+    let params = serde_json::json!({"name": tool, "arguments": arguments, "task": {"ttl": 60_000}});
+    let created = client
+        .request("tools/call", params)
+        .await
+        .unwrap_or_else(|e| panic!("{tool} as a task: {e:?}"));
+    let task = created["task"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned();
+    client
+        .request("tasks/result", serde_json::json!({"taskId": task}))
+        .await
+        .unwrap_or_else(|e| panic!("tasks/result of {tool}: {e:?}"))
+}
