@@ -120,6 +120,75 @@ async fn a_2025_11_25_session_runs_a_task_through_the_gateway() {
 }
 
 #[tokio::test]
+async fn sse_events_cross_as_they_come_not_when_the_call_ends() {
+    let (upstream, probe) = serve_fixture(FixtureMode::Stateless).await;
+    let gateway = gateway::start(&upstream.url, &[]).await;
+    let client = McpClient::new(&gateway.url);
+    // A call that answers in time (0.25 s < 300 ms) with progress.
+    let mut call = client
+        .open_call("slow_compute", json!({"seconds": 0.25}), Some("p"), true)
+        .await;
+    let first = call.next_message().await.expect("a first event");
+    assert_eq!(first["method"], "notifications/progress", "{first}");
+    assert_eq!(
+        probe.finished("slow_compute"),
+        0,
+        "the first progress arrived only after the tool had finished"
+    );
+    let rest = call.finish().await;
+    let last = rest.last().expect("the answer");
+    assert_eq!(
+        text(&last["result"]),
+        "slow_compute done after 0.25s",
+        "{last}"
+    );
+}
+
+#[tokio::test]
+async fn a_session_opens_its_get_stream_and_ends_with_delete_through_the_gateway() {
+    let (upstream, _) = serve_fixture(FixtureMode::Session).await;
+    let gateway = gateway::start(&upstream.url, &[]).await;
+    let client = McpClient::new(&gateway.url);
+    let session = client.legacy_initialize("2025-11-25", json!({})).await;
+    let http = reqwest::Client::new();
+    let stream = http
+        .get(&gateway.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(stream.status(), 200);
+    assert!(
+        stream.headers()["content-type"]
+            .to_str()
+            .unwrap_or_default()
+            .starts_with("text/event-stream")
+    );
+    drop(stream);
+    let closed = http
+        .delete(&gateway.url)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .expect("DELETE");
+    assert!(closed.status().is_success(), "{}", closed.status());
+    // The session is gone upstream.
+    let after = http
+        .get(&gateway.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .expect("GET after DELETE");
+    assert_eq!(after.status(), 404);
+}
+
+#[tokio::test]
 async fn an_unreachable_upstream_answers_502_with_a_json_rpc_error() {
     // A port that was free a moment ago: nothing listens there.
     let port = TcpListener::bind("127.0.0.1:0")
