@@ -14,6 +14,7 @@ use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 /// Tracked background work and the signals that stop it.
 #[derive(Debug)]
@@ -36,13 +37,14 @@ impl Background {
         }
     }
 
-    /// Runs `future` on a tokio task of its own, tracked.
+    /// Runs `future` on a tokio task of its own, tracked, in the current
+    /// span.
     pub(crate) fn spawn<F>(&self, future: F) -> tokio::task::JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.tracker.spawn(future)
+        self.tracker.spawn(future.in_current_span())
     }
 
     /// The tracker, for work that spawns more tracked work.

@@ -47,6 +47,7 @@ fn common(config: &TasksConfig) -> Arc<Common> {
             idle: config.session_idle,
         })),
         waiters: Waiters::new(config.waiters),
+        waiting: Default::default(),
     })
 }
 
@@ -64,7 +65,8 @@ impl TasksLayer {
             common: common(&config),
             background: Arc::new(Background::new(config.max_running)),
             config,
-            store,
+            // Each operation timed, for the store metrics.
+            store: Arc::new(crate::observe::store::Measured(store)),
             owner: Arc::new(DefaultOwner),
             scope: None,
         }

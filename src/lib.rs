@@ -72,6 +72,7 @@ mod layer;
 mod legacy;
 mod methods;
 mod mrtr;
+pub mod observe;
 pub mod owner;
 mod policy;
 #[cfg(feature = "gateway")]

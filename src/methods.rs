@@ -17,8 +17,9 @@ use http::request::Parts;
 use serde_json::value::RawValue;
 
 use crate::classify::{TaskCall, TaskMethod};
+use crate::observe::{self, events, events::End};
 use crate::runtime::{Runtime, store_failed};
-use crate::store::{InputProgress, StoreError};
+use crate::store::{CancelOutcome, InputProgress, StoreError};
 use crate::task::TaskId;
 use crate::wire::jsonrpc::Reply;
 use crate::wire::view::{TaskView, render};
@@ -59,15 +60,25 @@ pub(crate) async fn answer(runtime: &Runtime, parts: &Parts, call: TaskCall) -> 
     };
     let failed = |error: StoreError| -> Answered { store_failed(Some(&call.id), &error).into() };
     match call.method {
-        TaskMethod::Get => match runtime.store.get(task, owner).await {
-            Ok(Some(snapshot)) => {
-                Reply::result(&call.id, render(&snapshot, TaskView::Detailed)).into()
-            }
-            Ok(None) => Reply::task_not_found(&call.id).into(),
-            Err(error) => failed(error),
-        },
+        TaskMethod::Get => {
+            let started = std::time::Instant::now();
+            let answered = match runtime.store.get(task, owner).await {
+                Ok(Some(snapshot)) => {
+                    Reply::result(&call.id, render(&snapshot, TaskView::Detailed)).into()
+                }
+                Ok(None) => Reply::task_not_found(&call.id).into(),
+                Err(error) => failed(error),
+            };
+            metrics::histogram!(observe::metrics::GET).record(started.elapsed().as_secs_f64());
+            answered
+        }
         TaskMethod::Cancel => match runtime.store.cancel(task, owner).await {
-            Ok(Some(_)) => Reply::result(&call.id, ACK).into(),
+            Ok(Some(outcome)) => {
+                if let CancelOutcome::Cancelled(_) = outcome {
+                    events::ended(task, End::Cancelled, None);
+                }
+                Reply::result(&call.id, ACK).into()
+            }
             Ok(None) => Reply::task_not_found(&call.id).into(),
             Err(error) => failed(error),
         },

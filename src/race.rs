@@ -35,6 +35,7 @@ use http_body_util::BodyExt;
 use serde_json::value::RawValue;
 use tokio::time::{Instant, timeout_at};
 use tower_service::Service;
+use tracing::Instrument;
 
 use crate::body::{BoxError, RequestBody, ResponseBody, reply_response};
 use crate::classify::ToolCall;
@@ -100,6 +101,8 @@ where
     let request = Request::from_parts(parts, RequestBody::buffered(body.clone()));
     let mut future = Box::pin(inner.call(request));
     let parking = Parking {
+        arrived: Instant::now(),
+        span: tracing::Span::current(),
         runtime,
         id: call.id,
         owner,
@@ -202,6 +205,11 @@ where
 
 /// What parking a call takes besides the flight.
 struct Parking {
+    /// When the call was sent on.
+    arrived: Instant,
+    /// The request's span: parking may happen while the client reads the
+    /// live body, outside the request's future.
+    span: tracing::Span,
     runtime: Arc<Runtime>,
     id: Box<RawValue>,
     /// The store's owner key.
@@ -237,7 +245,14 @@ impl Parking {
     /// Asks the runtime for a task that drives `flight`; `progress` is the
     /// last progress line, the task's first status message.
     async fn start(self, flight: Flight, progress: Option<String>) -> Parked {
+        let span = self.span.clone();
+        self.start_in_span(flight, progress).instrument(span).await
+    }
+
+    async fn start_in_span(self, flight: Flight, progress: Option<String>) -> Parked {
         let Self {
+            arrived,
+            span,
             runtime,
             id,
             owner,
@@ -254,9 +269,13 @@ impl Parking {
             template,
             params: raw_params(&body, params),
             dialect: Box::new(Plain),
+            waited: arrived.elapsed(),
         };
         match runtime.start(start, First::Running(flight)).await {
-            Ok(snapshot) => Parked::Task(Reply::result(&id, render(&snapshot, TaskView::Created))),
+            Ok(snapshot) => {
+                span.record("mcp.task.id", tracing::field::display(&snapshot.id));
+                Parked::Task(Reply::result(&id, render(&snapshot, TaskView::Created)))
+            }
             Err(NotStarted { why, first }) => {
                 let message = why.message(&runtime);
                 if why.is_limit() {

@@ -27,14 +27,16 @@ use http_body_util::combinators::Collect;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use pin_project_lite::pin_project;
 use tower_service::Service;
+use tracing::Instrument;
 
 use crate::body::{BoxError, RequestBody, ResponseBody, reply_response};
-use crate::classify::{Route, TaskMethod, classify};
+use crate::classify::{Route, TaskCall, TaskMethod, classify};
 use crate::config::TasksConfig;
 use crate::flight::caller::Caller;
 use crate::legacy::route::{LegacyMethod, LegacyRoute};
 use crate::legacy::{self, advertise};
 use crate::methods;
+use crate::observe;
 use crate::race;
 use crate::rewrite;
 use crate::runtime::Runtime;
@@ -219,6 +221,7 @@ where
 
 fn unreadable_body(error: BoxError, limit: usize) -> Reply {
     if error.is::<LengthLimitError>() {
+        observe::events::refused("body_size", "request body over max_body_bytes");
         Reply::too_large(limit)
     } else {
         Reply::invalid_request(None, format!("The request body could not be read: {error}"))
@@ -248,39 +251,93 @@ where
         },
         Route::Reply(reply) => reply_state(reply),
         Route::Discover => {
+            let span = observe::request_span("server/discover");
             let future = inner.call(Request::from_parts(parts, RequestBody::buffered(bytes)));
-            owned(Box::pin(async move {
+            owned(traced(span, async move {
                 Ok(rewrite::advertise(future.await?).await)
             }))
         }
-        Route::ToolCall(call) => owned(Box::pin(race::tool_call(
-            runtime, inner, parts, bytes, call,
-        ))),
+        Route::ToolCall(call) => {
+            let span = observe::request_span("tools/call");
+            observe::record_tool(&span, bytes.get(call.params.clone()).unwrap_or_default());
+            owned(traced(
+                span,
+                race::tool_call(runtime, inner, parts, bytes, call),
+            ))
+        }
         Route::Task(call) if call.method == TaskMethod::Update => {
+            let span = task_method_span(&call);
             let caller = Caller::<S, B>::boxed(inner);
             // Detached: once an answer completes a round, the re-issue must
             // happen even if this client hangs up.
             let background = runtime.background.clone();
-            let detached = background.spawn(async move {
-                let answered = methods::answer(&runtime, &parts, call).await;
-                if let Some((task, round)) = answered.resume {
-                    runtime.resume(caller, &parts, task, round);
+            let detached = background.spawn(
+                async move {
+                    let answered = methods::answer(&runtime, &parts, call).await;
+                    if let Some((task, round)) = answered.resume {
+                        runtime.resume(caller, &parts, task, round);
+                    }
+                    answered.reply
                 }
-                answered.reply
-            });
-            owned(Box::pin(async move {
+                .instrument(span.clone()),
+            );
+            owned(traced(span, async move {
                 let reply = detached
                     .await
                     .unwrap_or_else(|_| Reply::internal(None, "tasks/update failed"));
                 Ok(reply_response(reply))
             }))
         }
-        Route::Task(call) => owned(Box::pin(async move {
+        Route::Task(call) => owned(traced(task_method_span(&call), async move {
             let answered = methods::answer(&runtime, &parts, call).await;
             Ok(reply_response(answered.reply))
         })),
-        Route::Legacy(route) => owned(Box::pin(legacy_route(runtime, inner, parts, bytes, route))),
+        Route::Legacy(route) => {
+            let span = observe::request_span(route.method_name());
+            owned(traced(
+                span,
+                legacy_route(runtime, inner, parts, bytes, route),
+            ))
+        }
     }
+}
+
+/// The span of a task method request.
+fn task_method_span(call: &TaskCall) -> tracing::Span {
+    let span = observe::request_span(match call.method {
+        TaskMethod::Get => "tasks/get",
+        TaskMethod::Update => "tasks/update",
+        TaskMethod::Cancel => "tasks/cancel",
+    });
+    if let Some(task) = call.task {
+        span.record("mcp.task.id", tracing::field::display(task));
+    }
+    span
+}
+
+/// `future` in `span`, with `error.type` recorded for an HTTP error status
+/// or an inner service failure.
+fn traced<RB, E>(
+    span: tracing::Span,
+    future: impl Future<Output = Result<Response<ResponseBody<RB>>, E>> + Send + 'static,
+) -> OwnedFuture<RB, E> {
+    let outer = span.clone();
+    Box::pin(
+        async move {
+            let result = future.await;
+            match &result {
+                Ok(response) if response.status().as_u16() >= 400 => {
+                    span.record("error.type", response.status().as_str());
+                }
+                Err(_) => {
+                    span.record("error.type", "inner_service");
+                }
+                Ok(_) => {}
+            }
+            result
+        }
+        .instrument(outer),
+    )
 }
 
 /// `202 Accepted` with no body, the answer to a notification or a response.

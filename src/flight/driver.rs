@@ -30,11 +30,14 @@ use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use super::caller::CallInner;
 use super::{Answer, Event, Flight};
 use crate::deadline::Deadline;
 use crate::mrtr::{self, Next, Template};
+use crate::observe::events::{self, End};
+use crate::observe::{self, TaskTrace, Waiting};
 use crate::store::{InputRound, StoreError, TaskStore};
 use crate::task::{TaskId, Timestamp};
 use crate::wire::Outcome;
@@ -103,6 +106,10 @@ pub(crate) struct Work {
     /// The layer's background work: outcome writes run there, so that a
     /// deadline or a drain that stops the call cannot cut a write short.
     pub tracker: TaskTracker,
+    /// The task's span, and when it was parked here.
+    pub trace: TaskTrace,
+    /// Where the trace waits while the task waits for input.
+    pub waiting: Arc<Waiting>,
 }
 
 /// A place among the background inner calls.
@@ -161,6 +168,7 @@ pub(crate) async fn drive(
                 Err(_) => return Err(Stopped::Aborted),
             },
         };
+        let _running = Running::start();
         let ran = AssertUnwindSafe(run(&mut work, &mut *dialect, flight))
             .catch_unwind()
             .await;
@@ -178,15 +186,26 @@ pub(crate) async fn drive(
         Ok(Ended::Settled) => return,
         Ok(Ended::AwaitingInput) => {
             watch_input(&work, abort);
+            work.waiting.put(work.id, work.trace.clone(), work.expires);
             return;
         }
-        Err(Stopped::Signal) => None,
-        Err(Stopped::Aborted) => Some("The server shut down before the task finished".to_owned()),
-        Err(Stopped::Overran(deadline)) => Some(deadline.message()),
-        Err(Stopped::Panicked) => Some("The inner call panicked".to_owned()),
+        Err(Stopped::Signal) => {
+            // Cancelled (counted where the cancel was answered) or expired.
+            if work.expires.is_some_and(|at| at <= Timestamp::now()) {
+                events::ended(work.id, End::Expired, work.trace.parked);
+            }
+            None
+        }
+        Err(Stopped::Aborted) => Some((
+            "drain",
+            "The server shut down before the task finished".to_owned(),
+        )),
+        Err(Stopped::Overran(deadline)) => Some(("deadline", deadline.message())),
+        Err(Stopped::Panicked) => Some(("panic", "The inner call panicked".to_owned())),
     };
-    if let Some(message) = message {
+    if let Some((by, message)) = message {
         tracing::warn!(task = %work.id, message, "task stopped");
+        events::stopped(work.id, by, &message);
         settle(&work, internal(message)).await;
     }
     if let Err(error) = dialect.abandon(&mut work).await {
@@ -202,15 +221,20 @@ fn watch_input(work: &Work, abort: CancellationToken) {
         return;
     };
     let (store, id, expires, stop) = (work.store.clone(), work.id, work.expires, work.stop.clone());
-    tokio::spawn(async move {
+    let parked = work.trace.parked;
+    let watchdog = async move {
         tokio::select! {
             _ = stop.cancelled() => {}
             _ = abort.cancelled() => {}
             _ = tokio::time::sleep(deadline.remaining()) => {
-                write_until(store.as_ref(), id, internal(deadline.message()), expires).await;
+                let write = internal(deadline.message());
+                if write_until(store.as_ref(), id, &write, expires).await {
+                    written(id, &write, parked);
+                }
             }
         }
-    });
+    };
+    tokio::spawn(watchdog.instrument(work.trace.span.clone()));
 }
 
 async fn run(work: &mut Work, dialect: &mut dyn Dialect, mut flight: Flight) -> Ended {
@@ -331,7 +355,9 @@ pub(crate) fn reissue(
     };
     match mrtr::reissue(&work.template, call, &work.params, answers, request_state) {
         Ok((id, request)) => {
-            let future = work.caller.call(request);
+            let span = observe::inner_call_span(work.id, work.round, work.attempts);
+            let future = span.in_scope(|| work.caller.call(request));
+            let future = Box::pin(future.instrument(span));
             Ok(Flight::background(id, future, work.max_result))
         }
         Err(reason) => Err(format!("Could not resume the call: {reason}")),
@@ -359,11 +385,50 @@ const RETRY_WITHOUT_TTL: Duration = Duration::from_secs(24 * 3600);
 /// stopped while it waits.
 fn settle(work: &Work, write: Write) -> impl Future<Output = ()> + Send + 'static {
     let (store, id, expires) = (work.store.clone(), work.id, work.expires);
-    let written = work
-        .tracker
-        .spawn(async move { write_until(store.as_ref(), id, write, expires).await });
+    let parked = work.trace.parked;
+    let writing = async move {
+        if write_until(store.as_ref(), id, &write, expires).await {
+            written(id, &write, parked);
+        }
+    };
+    let done = work.tracker.spawn(writing.in_current_span());
     async move {
-        let _ = written.await;
+        let _ = done.await;
+    }
+}
+
+/// The lifecycle event of a write that was recorded.
+pub(crate) fn written(id: TaskId, write: &Write, parked: Option<std::time::Instant>) {
+    match write {
+        Write::Complete(_) => events::ended(id, End::Completed, parked),
+        Write::Fail(error) => {
+            #[derive(serde::Deserialize)]
+            struct Message<'a> {
+                #[serde(borrow)]
+                message: Option<std::borrow::Cow<'a, str>>,
+            }
+            let message = serde_json::from_str::<Message<'_>>(error.get())
+                .ok()
+                .and_then(|m| m.message);
+            events::ended(id, End::Failed(message.as_deref().unwrap_or("")), parked);
+        }
+        Write::Input(_) => events::input_requested(id),
+    }
+}
+
+/// Counts a parked call in `mcp_tasks_running` while it lives.
+struct Running;
+
+impl Running {
+    fn start() -> Self {
+        metrics::gauge!(observe::metrics::RUNNING).increment(1.0);
+        Self
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        metrics::gauge!(observe::metrics::RUNNING).decrement(1.0);
     }
 }
 
@@ -371,25 +436,27 @@ fn settle(work: &Work, write: Write) -> impl Future<Output = ()> + Send + 'stati
 /// the task would have expired anyway: an outcome reached during a store
 /// outage is kept and written once the store is back. A task that is no
 /// longer live (cancelled, expired, already terminal) keeps what it has.
+/// Whether the write was recorded.
 pub(crate) async fn write_until(
     store: &dyn TaskStore,
     id: TaskId,
-    write: Write,
+    write: &Write,
     expires: Option<Timestamp>,
-) {
+) -> bool {
     let give_up = expires.unwrap_or_else(|| Timestamp::now().saturating_add(RETRY_WITHOUT_TTL));
     let mut delay = Duration::from_millis(50);
     loop {
-        let result = match &write {
+        let result = match write {
             Write::Complete(result) => store.complete(id, result.clone()).await,
             Write::Fail(error) => store.fail(id, error.clone()).await,
             Write::Input(round) => store.require_input(id, round.clone()).await,
         };
         match result {
-            Ok(()) | Err(StoreError::NotFound | StoreError::InvalidTransition { .. }) => return,
+            Ok(()) => return true,
+            Err(StoreError::NotFound | StoreError::InvalidTransition { .. }) => return false,
             Err(error) if Timestamp::now() >= give_up => {
                 tracing::error!(task = %id, %error, "task store unreachable until the task expired");
-                return;
+                return false;
             }
             Err(error) => {
                 tracing::warn!(task = %id, %error, "task store unreachable, retrying the write");

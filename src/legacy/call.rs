@@ -89,6 +89,7 @@ pub(crate) async fn call(
         return Reply::internal(Some(&call.id), "the call id could not be written");
     };
     let start = Start {
+        waited: std::time::Duration::ZERO,
         owner: runtime.owner(&parts).key,
         ttl: granted_ttl(&runtime.config, call.ttl),
         status_message: None,

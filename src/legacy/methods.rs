@@ -43,6 +43,7 @@ pub(crate) async fn answer(runtime: &Runtime, parts: &Parts, call: &LegacyTask) 
     match call.method {
         LegacyMethod::Cancel => match runtime.store.cancel(task, owner).await {
             Ok(Some(CancelOutcome::Cancelled(snapshot))) => {
+                crate::observe::events::ended(task, crate::observe::events::End::Cancelled, None);
                 Reply::result(&call.id, render(&snapshot, TaskView::Legacy))
             }
             Ok(Some(CancelOutcome::AlreadyTerminal(snapshot))) => {

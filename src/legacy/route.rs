@@ -69,6 +69,25 @@ pub(crate) struct LegacyCall {
     pub params: Range<usize>,
 }
 
+impl LegacyRoute {
+    /// The MCP method, for the request's span.
+    pub(crate) fn method_name(&self) -> &'static str {
+        match self {
+            Self::Initialize => "initialize",
+            Self::ToolsList { .. } => "tools/list",
+            Self::Call(_) => "tools/call",
+            Self::Task(call) => match call.method {
+                LegacyMethod::Get => "tasks/get",
+                LegacyMethod::Result => "tasks/result",
+                LegacyMethod::List => "tasks/list",
+                LegacyMethod::Cancel => "tasks/cancel",
+            },
+            Self::Answer { .. } => "response",
+            Self::Swallow => "notification",
+        }
+    }
+}
+
 /// The 2025-11-25 task methods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LegacyMethod {

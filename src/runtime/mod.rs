@@ -39,6 +39,8 @@ pub(crate) struct Common {
     pub sessions: Arc<Sessions>,
     /// Waiters on 2025-11-25 `tasks/result`.
     pub waiters: Waiters,
+    /// The traces of tasks waiting for input, for their resume.
+    pub waiting: Arc<crate::observe::Waiting>,
 }
 
 /// The state behind one [`TasksService`](crate::TasksService) and its clones.

@@ -6,6 +6,7 @@ use bytes::Bytes;
 use http::Request;
 use http::request::Parts;
 use serde_json::value::RawValue;
+use tracing::Instrument;
 
 use super::Runtime;
 use crate::deadline::Deadline;
@@ -13,6 +14,7 @@ use crate::flight::Flight;
 use crate::flight::caller::CallInner;
 use crate::flight::driver::{self, Dialect, Plain, Slot, Work};
 use crate::mrtr::{self, Resume, Template};
+use crate::observe::{self, TaskTrace, events};
 use crate::store::{InputProgress, NewTask, QuotaScope, StoreError};
 use crate::task::{TaskId, TaskSnapshot, Timestamp};
 
@@ -28,6 +30,8 @@ pub(crate) struct Start {
     /// The `tools/call` params, for re-issuing (empty when never re-issued).
     pub params: Box<RawValue>,
     pub dialect: Box<dyn Dialect>,
+    /// How long the call had run when it was parked.
+    pub waited: Duration,
 }
 
 /// The inner call of a new task.
@@ -80,6 +84,24 @@ impl Why {
     pub(crate) fn is_limit(&self) -> bool {
         !matches!(self, Self::Store)
     }
+
+    /// The `reason` label of a refusal at a limit.
+    fn label(&self) -> &'static str {
+        match self {
+            Self::Draining => "draining",
+            Self::Busy => "running",
+            Self::Quota(QuotaScope::Owner) => "quota_owner",
+            Self::Quota(QuotaScope::Total) => "quota_total",
+            Self::Store => "store",
+        }
+    }
+
+    /// Records the refusal when a limit made it.
+    fn record(&self, runtime: &Runtime) {
+        if self.is_limit() {
+            events::refused(self.label(), &self.message(runtime));
+        }
+    }
 }
 
 /// A task that was not started, and its call when it is still there.
@@ -120,7 +142,8 @@ impl Runtime {
         start: Start,
         first: First,
     ) -> Result<TaskSnapshot, NotStarted> {
-        let refuse = |why, first| {
+        let refuse = |why: Why, first| {
+            why.record(self);
             Err(NotStarted {
                 why,
                 first: Some(Box::new(first)),
@@ -157,55 +180,74 @@ impl Runtime {
             deadline: Deadline::of(created_at, start.ttl, self.config.max_runtime),
             max_result: self.config.max_result_bytes,
             tracker: self.background.tracker(),
+            trace: TaskTrace {
+                span: observe::task_span(id),
+                parked: Some(std::time::Instant::now()),
+            },
+            waiting: self.common.waiting.clone(),
         };
+        observe::record_tool(&work.trace.span, work.params.get().as_bytes());
         let (dialect, abort) = (start.dialect, self.background.abort_signal());
+        let waited = start.waited;
+        let span = work.trace.span.clone();
+        let quota = self.config.quota;
         let (created_tx, created_rx) = tokio::sync::oneshot::channel();
         let background = self.background.clone();
-        self.background.spawn(async move {
-            // A drain may have closed since the check above; it waits for
-            // this tracked work, but must not see a task start after it.
-            if background.is_closing() {
-                let why = Why::Draining;
-                let _ = created_tx.send(Err(NotStarted {
-                    why,
-                    first: Some(Box::new(first)),
-                }));
-                return;
+        self.background.spawn(
+            async move {
+                // A drain may have closed since the check above; it waits for
+                // this tracked work, but must not see a task start after it.
+                if background.is_closing() {
+                    let why = Why::Draining;
+                    let _ = created_tx.send(Err(NotStarted {
+                        why,
+                        first: Some(Box::new(first)),
+                    }));
+                    return;
+                }
+                let created = match work.store.create(task).await {
+                    Ok(created) => created,
+                    Err(StoreError::QuotaExceeded(scope)) => {
+                        let why = Why::Quota(scope);
+                        let limit = match scope {
+                            QuotaScope::Owner => quota.per_owner,
+                            QuotaScope::Total => quota.total,
+                        };
+                        let message = format!("{scope} quota of {limit:?} live tasks reached");
+                        events::refused(why.label(), &message);
+                        let _ = created_tx.send(Err(NotStarted {
+                            why,
+                            first: Some(Box::new(first)),
+                        }));
+                        return;
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "the task store could not create a task");
+                        let why = Why::Store;
+                        let _ = created_tx.send(Err(NotStarted {
+                            why,
+                            first: Some(Box::new(first)),
+                        }));
+                        return;
+                    }
+                };
+                work.stop = created.stop;
+                events::parked(id, waited);
+                let flight = match first {
+                    First::Running(mut flight) => {
+                        flight.parked();
+                        flight
+                    }
+                    First::Send { id, request } => {
+                        Flight::background(id, work.caller.call(*request), work.max_result)
+                    }
+                };
+                // The client may be gone; the task exists and is driven regardless.
+                let _ = created_tx.send(Ok(created.snapshot));
+                driver::drive(work, dialect, flight, Slot::Held(slot), abort).await;
             }
-            let created = match work.store.create(task).await {
-                Ok(created) => created,
-                Err(StoreError::QuotaExceeded(scope)) => {
-                    let why = Why::Quota(scope);
-                    let _ = created_tx.send(Err(NotStarted {
-                        why,
-                        first: Some(Box::new(first)),
-                    }));
-                    return;
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "the task store could not create a task");
-                    let why = Why::Store;
-                    let _ = created_tx.send(Err(NotStarted {
-                        why,
-                        first: Some(Box::new(first)),
-                    }));
-                    return;
-                }
-            };
-            work.stop = created.stop;
-            let flight = match first {
-                First::Running(mut flight) => {
-                    flight.parked();
-                    flight
-                }
-                First::Send { id, request } => {
-                    Flight::background(id, work.caller.call(*request), work.max_result)
-                }
-            };
-            // The client may be gone; the task exists and is driven regardless.
-            let _ = created_tx.send(Ok(created.snapshot));
-            driver::drive(work, dialect, flight, Slot::Held(slot), abort).await;
-        });
+            .instrument(span),
+        );
         created_rx.await.unwrap_or_else(|_| {
             tracing::error!(task = %id, "the task's creation ended without an answer");
             Err(NotStarted {
@@ -243,6 +285,16 @@ impl Runtime {
             }
         };
         let answers = mrtr::inner_answers(&resume, answers);
+        // The task's span when it waited here; a new one (a child of this
+        // tasks/update) when it was parked on another instance.
+        let trace = self.common.waiting.take(task).unwrap_or_else(|| TaskTrace {
+            span: observe::task_span(task),
+            parked: None,
+        });
+        trace.span.follows_from(tracing::Span::current());
+        trace
+            .span
+            .in_scope(|| events::resumed(task, resume.round + 1));
         let mut template = Template::from_parts(parts);
         template.set_param_headers(&resume.param_headers);
         let mut work = Work {
@@ -260,15 +312,23 @@ impl Runtime {
             deadline: resume.deadline,
             max_result: self.config.max_result_bytes,
             tracker: self.background.tracker(),
+            trace,
+            waiting: self.common.waiting.clone(),
         };
-        match driver::reissue(&mut work, Some(answers), resume.request_state) {
+        let span = work.trace.span.clone();
+        let reissued =
+            span.in_scope(|| driver::reissue(&mut work, Some(answers), resume.request_state));
+        match reissued {
             Ok(flight) => {
                 let slot = Slot::Wait(self.background.slots());
                 let abort = self.background.abort_signal();
-                self.background
-                    .spawn(driver::drive(work, Box::new(Plain), flight, slot, abort));
+                let driving = driver::drive(work, Box::new(Plain), flight, slot, abort);
+                self.background.spawn(driving.instrument(span));
             }
-            Err(message) => self.fail_detached(task, message, work.expires),
+            Err(message) => {
+                let _entered = span.enter();
+                self.fail_detached(task, message, work.expires);
+            }
         }
     }
 
@@ -277,7 +337,10 @@ impl Runtime {
     pub(crate) fn fail_detached(&self, id: TaskId, message: String, expires: Option<Timestamp>) {
         let store = self.store.clone();
         self.background.spawn(async move {
-            driver::write_until(store.as_ref(), id, driver::internal(message), expires).await;
+            let write = driver::internal(message);
+            if driver::write_until(store.as_ref(), id, &write, expires).await {
+                driver::written(id, &write, None);
+            }
         });
     }
 }

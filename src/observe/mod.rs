@@ -1,0 +1,128 @@
+//! What an operator sees of the layer: spans, lifecycle events and metrics.
+//!
+//! **Spans.** Each request the layer handles itself (a declaring
+//! `tools/call`, the task methods, `server/discover`, the 2025-11-25 session
+//! messages it takes part in) runs in an `mcp.request` span named after the
+//! MCP method (`otel.name`, `mcp.method.name`, `gen_ai.tool.name`,
+//! `mcp.task.id`; field names after OpenTelemetry's MCP conventions). A
+//! request that passes through to the inner server untouched gets none: it
+//! is the inner server's to trace. A parked call gets an `mcp.task` span,
+//! a child of the request that created it, that lives until the task is
+//! terminal: the background driver, each re-issued inner call
+//! (`mcp.inner_call`) and each outcome write run under it. A `tasks/update`
+//! that resumes the task is linked to it (`follows_from`). Every tokio task
+//! the layer spawns for a request or a task carries the span it was
+//! spawned in.
+//!
+//! **Events** ([`events`]): one `info` event per lifecycle step, with target
+//! `mcp_tasks::lifecycle`, and one per refusal at a limit.
+//!
+//! **Metrics** ([`metrics`]): through the `metrics` facade. The layer
+//! installs no recorder; with none installed, recording costs a few
+//! nanoseconds.
+
+pub(crate) mod events;
+pub mod metrics;
+pub(crate) mod store;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use tracing::Span;
+use tracing::field::Empty;
+
+use crate::task::{TaskId, Timestamp};
+
+/// The span of a request the layer handles, named after its method.
+pub(crate) fn request_span(method: &'static str) -> Span {
+    tracing::info_span!(
+        "mcp.request",
+        otel.name = method,
+        otel.kind = "server",
+        mcp.method.name = method,
+        gen_ai.tool.name = Empty,
+        mcp.task.id = Empty,
+        error.type = Empty,
+    )
+}
+
+/// The span of a task, a child of the current span (the request that
+/// parks the call, or the one that resumes it on an instance that did not
+/// park it).
+pub(crate) fn task_span(id: TaskId) -> Span {
+    tracing::info_span!(
+        "mcp.task",
+        otel.name = "mcp.task",
+        mcp.task.id = %id,
+        gen_ai.tool.name = Empty,
+    )
+}
+
+/// The span of one inner call sent in the background (a re-issue).
+pub(crate) fn inner_call_span(id: TaskId, round: u32, attempt: u32) -> Span {
+    tracing::info_span!(
+        "mcp.inner_call",
+        otel.name = "tools/call",
+        otel.kind = "client",
+        mcp.task.id = %id,
+        mcp.round = round,
+        mcp.attempt = attempt,
+    )
+}
+
+/// Records the tool's name from `tools/call` params on `span`, when a
+/// subscriber listens to it (the name is only parsed then).
+pub(crate) fn record_tool(span: &Span, params: &[u8]) {
+    if span.is_disabled() {
+        return;
+    }
+    #[derive(serde::Deserialize)]
+    struct Named<'a> {
+        #[serde(borrow)]
+        name: Option<std::borrow::Cow<'a, str>>,
+    }
+    if let Ok(Named { name: Some(name) }) = serde_json::from_slice::<Named<'_>>(params) {
+        span.record("gen_ai.tool.name", &*name);
+    }
+}
+
+/// What outlives a driver that stops for input: the task's span and when
+/// it was parked here.
+#[derive(Clone, Debug)]
+pub(crate) struct TaskTrace {
+    /// The task's span.
+    pub span: Span,
+    /// When this instance parked the task (`None` when it was parked
+    /// elsewhere), for the time-to-terminal histogram.
+    pub parked: Option<Instant>,
+}
+
+/// The traces of tasks waiting for input on this instance, so that a
+/// resume continues the same span. Bounded by the live tasks; entries of
+/// tasks that expire while waiting are dropped as the map grows.
+#[derive(Debug, Default)]
+pub(crate) struct Waiting {
+    traces: Mutex<HashMap<TaskId, (TaskTrace, Option<Timestamp>)>>,
+}
+
+/// How many entries before expired ones are looked for.
+const PRUNE_FROM: usize = 256;
+
+impl Waiting {
+    /// Keeps `trace` until the task resumes, or `expires`.
+    pub(crate) fn put(&self, id: TaskId, trace: TaskTrace, expires: Option<Timestamp>) {
+        let mut traces = self.traces.lock().unwrap_or_else(|e| e.into_inner());
+        if traces.len() >= PRUNE_FROM && traces.len().is_power_of_two() {
+            let now = Timestamp::now();
+            traces.retain(|_, (_, expires)| expires.is_none_or(|at| at > now));
+        }
+        traces.insert(id, (trace, expires));
+    }
+
+    /// The trace of a task that resumes, if it waited here.
+    pub(crate) fn take(&self, id: TaskId) -> Option<TaskTrace> {
+        let mut traces = self.traces.lock().unwrap_or_else(|e| e.into_inner());
+        traces.remove(&id).map(|(trace, _)| trace)
+    }
+}

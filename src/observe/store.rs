@@ -1,0 +1,90 @@
+//! The task store with each operation timed and its failures counted
+//! (`mcp_tasks_store_seconds`, `mcp_tasks_store_errors_total`).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::value::RawValue;
+
+use super::metrics as m;
+use crate::store::{
+    CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, StoreError, StoreFuture,
+    TaskList, TaskStore,
+};
+use crate::task::{TaskId, TaskSnapshot};
+
+/// A store whose operations are measured; what the layer uses.
+pub(crate) struct Measured(pub Arc<dyn TaskStore>);
+
+/// `future`, timed under `op`; a backend failure is counted.
+fn timed<'a, T: Send + 'a>(op: &'static str, future: StoreFuture<'a, T>) -> StoreFuture<'a, T> {
+    Box::pin(async move {
+        let started = Instant::now();
+        let result = future.await;
+        metrics::histogram!(m::STORE, "op" => op).record(started.elapsed().as_secs_f64());
+        if let Err(StoreError::Backend(_)) = &result {
+            metrics::counter!(m::STORE_ERRORS, "op" => op).increment(1);
+        }
+        result
+    })
+}
+
+impl TaskStore for Measured {
+    fn create(&self, task: NewTask) -> StoreFuture<'_, CreatedTask> {
+        timed("create", self.0.create(task))
+    }
+
+    fn get<'a>(
+        &'a self,
+        id: TaskId,
+        owner: Option<&'a str>,
+    ) -> StoreFuture<'a, Option<TaskSnapshot>> {
+        timed("get", self.0.get(id, owner))
+    }
+
+    fn set_status_message(&self, id: TaskId, message: String) -> StoreFuture<'_, ()> {
+        timed("set_status_message", self.0.set_status_message(id, message))
+    }
+
+    fn complete(&self, id: TaskId, result: Box<RawValue>) -> StoreFuture<'_, ()> {
+        timed("complete", self.0.complete(id, result))
+    }
+
+    fn fail(&self, id: TaskId, error: Box<RawValue>) -> StoreFuture<'_, ()> {
+        timed("fail", self.0.fail(id, error))
+    }
+
+    fn cancel<'a>(
+        &'a self,
+        id: TaskId,
+        owner: Option<&'a str>,
+    ) -> StoreFuture<'a, Option<CancelOutcome>> {
+        timed("cancel", self.0.cancel(id, owner))
+    }
+
+    fn require_input(&self, id: TaskId, round: InputRound) -> StoreFuture<'_, ()> {
+        timed("require_input", self.0.require_input(id, round))
+    }
+
+    fn answer_input<'a>(
+        &'a self,
+        id: TaskId,
+        owner: Option<&'a str>,
+        answers: Vec<(String, Box<RawValue>)>,
+    ) -> StoreFuture<'a, Option<InputProgress>> {
+        timed("answer_input", self.0.answer_input(id, owner, answers))
+    }
+
+    fn list<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        cursor: Option<&'a str>,
+        limit: usize,
+    ) -> StoreFuture<'a, TaskList> {
+        timed("list", self.0.list(owner, cursor, limit))
+    }
+
+    fn release(&self) -> StoreFuture<'_, ()> {
+        self.0.release()
+    }
+}

@@ -1,0 +1,165 @@
+//! The layer's metrics for a known sequence of calls, read from
+//! `metrics-util`'s debugging recorder: tasks created, ended by status,
+//! input rounds, refusals at a limit, the running gauge back at zero, and
+//! the latency histograms with one sample per operation.
+//!
+//! The recorder is local to this thread; the test builds a current-thread
+//! runtime inside it, so the layer's background tasks record here too.
+
+mod support;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use mcp_tasks::ToolPolicy;
+use mcp_tasks::observe::metrics as m;
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use serde_json::json;
+use support::client::McpClient;
+use support::layered::Layered;
+
+/// Metric name and sorted `key=value` labels → value.
+type Readings = HashMap<(String, String), DebugValue>;
+
+fn read(recorder: &DebuggingRecorder) -> Readings {
+    recorder
+        .snapshotter()
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value)| {
+            let key = key.key();
+            let mut labels: Vec<String> = key
+                .labels()
+                .map(|label| format!("{}={}", label.key(), label.value()))
+                .collect();
+            labels.sort();
+            ((key.name().to_owned(), labels.join(",")), value)
+        })
+        .collect()
+}
+
+fn counter(readings: &Readings, name: &str, labels: &str) -> u64 {
+    match readings.get(&(name.to_owned(), labels.to_owned())) {
+        Some(DebugValue::Counter(count)) => *count,
+        None => 0,
+        other => panic!("{name}{{{labels}}} is {other:?}"),
+    }
+}
+
+fn samples(readings: &Readings, name: &str, labels: &str) -> usize {
+    match readings.get(&(name.to_owned(), labels.to_owned())) {
+        Some(DebugValue::Histogram(values)) => values.len(),
+        None => 0,
+        other => panic!("{name}{{{labels}}} is {other:?}"),
+    }
+}
+
+async fn sequence() {
+    let layered = Layered::start(|layer| {
+        layer
+            .tool_policy("confirm_delete", ToolPolicy::Always)
+            .threshold(Duration::from_millis(100))
+            .max_tasks_per_principal(Some(3))
+    })
+    .await;
+    let client = McpClient::new(&layered.served.url);
+
+    // A fast call: no task.
+    let greet = client.call_tool("greet", json!({"name": "m"}), true).await;
+    assert!(greet.get("result").is_some(), "{greet}");
+
+    // Parked, completed.
+    let created = client
+        .call_tool("slow_compute", json!({"seconds": 0.3}), true)
+        .await;
+    let done = created["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned();
+    client
+        .wait_task_status(&done, &["completed"], Duration::from_secs(5))
+        .await;
+
+    // Parked, asks once, answered, completed.
+    let created = client
+        .call_tool("confirm_delete", json!({"filename": "m.txt"}), true)
+        .await;
+    let asked = created["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned();
+    client
+        .wait_task_status(&asked, &["input_required"], Duration::from_secs(5))
+        .await;
+    let answer = json!({"1.confirm": {"action": "accept", "content": {"confirm": true}}});
+    client.tasks_update(&asked, answer).await;
+    client
+        .wait_task_status(&asked, &["completed"], Duration::from_secs(5))
+        .await;
+
+    // Parked, cancelled.
+    let created = client
+        .call_tool("slow_compute", json!({"seconds": 30}), true)
+        .await;
+    let cancelled = created["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned();
+    client.tasks_cancel(&cancelled).await;
+    client
+        .wait_task_status(&cancelled, &["cancelled"], Duration::from_secs(5))
+        .await;
+
+    // A fourth live task is over this principal's quota: refused, the call
+    // stays synchronous.
+    let sync = client
+        .call_tool("slow_compute", json!({"seconds": 0.2}), true)
+        .await;
+    assert_eq!(
+        sync["result"]["content"][0]["text"], "slow_compute done after 0.2s",
+        "{sync}"
+    );
+    // The cancelled call's driver may still be unwinding.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
+
+#[test]
+fn a_known_sequence_gives_known_counts() {
+    let recorder = DebuggingRecorder::new();
+    metrics::with_local_recorder(&recorder, || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(sequence());
+    });
+    let readings = read(&recorder);
+
+    assert_eq!(counter(&readings, m::CREATED, ""), 3);
+    assert_eq!(counter(&readings, m::TERMINAL, "status=completed"), 2);
+    assert_eq!(counter(&readings, m::TERMINAL, "status=cancelled"), 1);
+    assert_eq!(counter(&readings, m::TERMINAL, "status=failed"), 0);
+    assert_eq!(counter(&readings, m::INPUT_REQUIRED, ""), 1);
+    assert_eq!(counter(&readings, m::RESUMED, ""), 1);
+    assert_eq!(counter(&readings, m::REFUSED, "reason=quota_owner"), 1);
+    assert_eq!(
+        readings.get(&(m::RUNNING.to_owned(), String::new())),
+        Some(&DebugValue::Gauge(0.0.into())),
+        "no parked call left running"
+    );
+    assert_eq!(samples(&readings, m::TIME_TO_PARK, ""), 3);
+    assert_eq!(samples(&readings, m::DURATION, "status=completed"), 2);
+    // Four creates were tried (the last refused by the store's quota).
+    assert_eq!(samples(&readings, m::STORE, "op=create"), 4);
+    assert!(
+        samples(&readings, m::GET, "") >= 4,
+        "every tasks/get is timed"
+    );
+    assert_eq!(
+        samples(&readings, m::GET, ""),
+        samples(&readings, m::STORE, "op=get"),
+        "one store read per tasks/get"
+    );
+    assert_eq!(counter(&readings, m::STORE_ERRORS, "op=get"), 0);
+}
