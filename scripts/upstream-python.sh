@@ -45,6 +45,8 @@ flock 9
 # The marker is written last, so an install that broke off is redone.
 if [[ ! -f "$VENV/.installed" ]]; then
   command -v python3 >/dev/null || die "python3 not found"
+  python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+    || die "fastmcp $FASTMCP_VERSION needs Python 3.11 or newer; python3 is $(python3 --version 2>&1)"
   log "installing fastmcp==$FASTMCP_VERSION into $VENV"
   rm -rf "$VENV"
   python3 -m venv "$VENV" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"

@@ -75,6 +75,12 @@ fn es256(subject: &str) -> String {
     jsonwebtoken::encode(&header, &claims(subject, "mcp"), &key).expect("sign")
 }
 
+/// Unpadded base64url, as JWTs use.
+fn base64_url(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
 /// The public half of the test key, as a JWKS document.
 fn jwks() -> String {
     let key = EncodingKey::from_ec_pem(ES256_PEM).expect("test key");
@@ -90,6 +96,30 @@ async fn start(options: &[&str]) -> (Served, Process) {
     all.extend_from_slice(options);
     let gateway = gateway::start(&upstream.url, &all).await;
     (upstream, gateway)
+}
+
+/// The HTTP status of a `tools/list` with `token`.
+async fn status_with(url: &str, token: &str) -> u16 {
+    reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", format!("Bearer {token}"))
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#)
+        .send()
+        .await
+        .expect("request")
+        .status()
+        .as_u16()
+}
+
+fn sign_hs256(claims: &Value) -> String {
+    jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        claims,
+        &EncodingKey::from_secret(SECRET),
+    )
+    .expect("sign")
 }
 
 /// The headers the upstream saw on an `echo_headers` call.
@@ -176,6 +206,49 @@ async fn tokens_are_required_and_each_task_belongs_to_its_subject() {
 }
 
 #[tokio::test]
+async fn tokens_without_the_claims_an_owner_needs_are_refused() {
+    let secret = TempFile::new("secret-claims", SECRET);
+    let (_upstream, gateway) = start(&["--oauth-hs256-secret-file", secret.path()]).await;
+    let good = claims("alice", "mcp");
+    assert_eq!(status_with(&gateway.url, &sign_hs256(&good)).await, 200);
+
+    let now = good["iat"].as_u64().expect("iat");
+    let without = |field: &str| {
+        let mut claims = good.clone();
+        claims.as_object_mut().expect("object").remove(field);
+        claims
+    };
+    let with = |field: &str, value: Value| {
+        let mut claims = good.clone();
+        claims[field] = value;
+        claims
+    };
+    for (what, claims) in [
+        ("no exp", without("exp")),
+        ("expired", with("exp", json!(now - 3600))),
+        ("no iss", without("iss")),
+        ("another issuer", with("iss", json!("https://other.test"))),
+        (
+            "another audience",
+            with("aud", json!("https://other.test/mcp")),
+        ),
+        ("no sub", without("sub")),
+        ("not valid yet", with("nbf", json!(now + 3600))),
+    ] {
+        let status = status_with(&gateway.url, &sign_hs256(&claims)).await;
+        assert_eq!(status, 401, "{what}: {claims}");
+    }
+    // A client credential token names its client instead of a subject.
+    let client = with("client_id", json!("batch-job"));
+    let client = {
+        let mut claims = client;
+        claims.as_object_mut().expect("object").remove("sub");
+        claims
+    };
+    assert_eq!(status_with(&gateway.url, &sign_hs256(&client)).await, 200);
+}
+
+#[tokio::test]
 async fn the_authorization_header_goes_upstream_unless_told_not_to() {
     let secret = TempFile::new("secret-forward", SECRET);
     let token = hs256("alice", "mcp");
@@ -236,9 +309,26 @@ async fn keys_come_from_a_jwks_file() {
         "{greet}"
     );
     // An HS256 token is not signed by any key of the set.
-    let other = McpClient::new(&gateway.url).with_bearer(hs256("alice", "mcp"));
-    let refused = other.call_tool("greet", json!({"name": "f"}), false).await;
-    assert!(refused.get("result").is_none(), "{refused}");
+    assert_eq!(status_with(&gateway.url, &hs256("alice", "mcp")).await, 401);
+    // Nor one whose HMAC key is the set's public key (algorithm confusion):
+    // the key is for ES256 only.
+    let public = jwks();
+    let mut header = Header::new(Algorithm::HS256);
+    header.kid = Some("test-key".into());
+    let confused = jsonwebtoken::encode(
+        &header,
+        &claims("alice", "mcp"),
+        &EncodingKey::from_secret(public.as_bytes()),
+    )
+    .expect("sign");
+    assert_eq!(status_with(&gateway.url, &confused).await, 401);
+    // Nor `alg: none`.
+    let none = format!(
+        "{}.{}.",
+        base64_url(br#"{"alg":"none","typ":"JWT","kid":"test-key"}"#),
+        base64_url(claims("alice", "mcp").to_string().as_bytes())
+    );
+    assert_eq!(status_with(&gateway.url, &none).await, 401);
 }
 
 #[tokio::test]

@@ -122,9 +122,9 @@ async fn a_2025_11_25_session_runs_a_task_through_the_gateway() {
 #[tokio::test]
 async fn sse_events_cross_as_they_come_not_when_the_call_ends() {
     let (upstream, probe) = serve_fixture(FixtureMode::Stateless).await;
-    let gateway = gateway::start(&upstream.url, &[]).await;
+    let gateway = gateway::start(&upstream.url, &["--threshold", "10s"]).await;
     let client = McpClient::new(&gateway.url);
-    // A call that answers in time (0.25 s < 300 ms) with progress.
+    // A call that answers in time (0.25 s, threshold 10 s) with progress.
     let mut call = client
         .open_call("slow_compute", json!({"seconds": 0.25}), Some("p"), true)
         .await;
@@ -269,6 +269,55 @@ async fn half_sent_headers_are_cut_off_and_over_the_connection_limit_clients_wai
     assert!(
         waited >= Duration::from_millis(500),
         "served before the slot was free: {waited:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_trickled_body_is_cut_off_at_the_body_timeout() {
+    let (upstream, _) = serve_fixture(FixtureMode::Stateless).await;
+    let gateway = gateway::start(&upstream.url, &["--body-timeout", "1s"]).await;
+    let addr = gateway
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let mut stream = TcpStream::connect(&addr).await.expect("connect");
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n",
+        TOOLS_LIST.len()
+    );
+    stream.write_all(head.as_bytes()).await.expect("head");
+    // One byte every 300 ms: never idle for a second, yet far from done
+    // when the second is up.
+    let started = Instant::now();
+    let writer = tokio::spawn(async move {
+        let (mut reader, mut writer) = stream.into_split();
+        let feeding = async {
+            for byte in TOOLS_LIST.bytes() {
+                if writer.write_all(&[byte]).await.is_err() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+        };
+        let mut answer = Vec::new();
+        tokio::select! {
+            _ = feeding => {}
+            _ = reader.read_to_end(&mut answer) => {}
+        }
+        answer
+    });
+    let answer = tokio::time::timeout(Duration::from_secs(10), writer)
+        .await
+        .expect("the gateway held the trickled request")
+        .expect("writer");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
     );
 }
 

@@ -4,7 +4,7 @@
 //! | Limit               | Value  | Why                                                      |
 //! |---------------------|--------|----------------------------------------------------------|
 //! | header read timeout | 10 s   | a connection that never finishes its headers, or sends nothing at all, is closed; idle keep-alive connections too |
-//! | body read timeout   | 10 s   | a body that stops arriving fails instead of waiting      |
+//! | body read timeout   | 10 s   | the whole body must arrive within it, counted from the head: a body trickled a byte at a time fails instead of holding a connection for hours |
 //! | connections         | 512    | more wait in the accept queue instead of costing memory, and descriptors stay below the usual 1024 |
 //! | `TCP_NODELAY`       | on     | an SSE answer ends with a small write of its own (the last chunk); Nagle's algorithm would hold it until the client's delayed ACK, some 40 ms on Linux |
 //!
@@ -22,21 +22,25 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::ConnectInfo;
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tower::{ServiceBuilder, ServiceExt};
-use tower_http::timeout::RequestBodyTimeoutLayer;
+use tokio::time::Sleep;
+use tower::ServiceExt;
 
 /// How long a client may take to send its request headers.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a request body may go without sending anything.
+/// How long a request body may take to arrive, from the request head.
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections served at once.
 pub const MAX_CONNECTIONS: usize = 512;
@@ -51,7 +55,7 @@ const CLOSE_WAIT: Duration = Duration::from_secs(10);
 pub struct Limits {
     /// How long a client may take to send its request headers.
     pub header_read_timeout: Duration,
-    /// How long a request body may go without sending anything.
+    /// How long a request body may take to arrive, from the request head.
     pub body_read_timeout: Duration,
     /// Connections served at once.
     pub max_connections: usize,
@@ -84,9 +88,8 @@ pub async fn serve_with(
     limits: Limits,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let service = ServiceBuilder::new()
-        .layer(RequestBodyTimeoutLayer::new(limits.body_read_timeout))
-        .service(router);
+    let service = router;
+    let body_limit = limits.body_read_timeout;
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
@@ -115,7 +118,8 @@ pub async fn serve_with(
         let _ = stream.set_nodelay(true);
         let service = service
             .clone()
-            .map_request(move |mut request: http::Request<_>| {
+            .map_request(move |request: http::Request<_>| {
+                let mut request = request.map(|body| DeadlineBody::new(body, body_limit));
                 request
                     .extensions_mut()
                     .insert(ConnectInfo::<SocketAddr>(peer));
@@ -132,6 +136,65 @@ pub async fn serve_with(
     drop(listener);
     let _ = tokio::time::timeout(CLOSE_WAIT, graceful.shutdown()).await;
     Ok(())
+}
+
+pin_project_lite::pin_project! {
+    /// A request body that must arrive whole before a deadline; after it,
+    /// reading fails (the service answers `400`, or the upstream request
+    /// fails), and the connection is let go.
+    pub struct DeadlineBody<B> {
+        #[pin]
+        body: B,
+        #[pin]
+        deadline: Sleep,
+        limit: Duration,
+    }
+}
+
+impl<B> DeadlineBody<B> {
+    /// `body`, due within `limit` from now.
+    pub fn new(body: B, limit: Duration) -> Self {
+        Self {
+            body,
+            deadline: tokio::time::sleep(limit),
+            limit,
+        }
+    }
+}
+
+impl<B> Body for DeadlineBody<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = self.project();
+        if let Poll::Ready(frame) = this.body.poll_frame(cx) {
+            return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
+        }
+        match this.deadline.poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(format!(
+                "the request body did not arrive within {:?}",
+                this.limit
+            )
+            .into()))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
 }
 
 /// Resolves on Ctrl-C or, on Unix, SIGTERM.

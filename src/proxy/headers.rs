@@ -62,12 +62,13 @@ pub(super) fn prepare_request(
         HeaderName::from_static("x-forwarded-for"),
         &client.ip().to_string(),
     );
-    if let Some(host) = host {
-        headers.insert(HeaderName::from_static("x-forwarded-host"), host);
+    if let Some(host) = host.as_ref().and_then(|host| host.to_str().ok()) {
+        append(headers, HeaderName::from_static("x-forwarded-host"), host);
     }
-    headers.insert(
+    append(
+        headers,
         HeaderName::from_static("x-forwarded-proto"),
-        HeaderValue::from_static("http"),
+        "http",
     );
 }
 
@@ -133,13 +134,14 @@ mod tests {
         let mut headers = map(&[
             ("host", "gateway.example:8080"),
             ("x-forwarded-for", "203.0.113.9"),
+            ("x-forwarded-proto", "https"),
             ("authorization", "Bearer t"),
         ]);
         let client: SocketAddr = "[::1]:5000".parse().unwrap();
         prepare_request(&mut headers, Some(client), true);
         assert_eq!(headers["x-forwarded-for"], "203.0.113.9, ::1");
         assert_eq!(headers["x-forwarded-host"], "gateway.example:8080");
-        assert_eq!(headers["x-forwarded-proto"], "http");
+        assert_eq!(headers["x-forwarded-proto"], "https, http");
         assert_eq!(
             headers["forwarded"],
             "for=\"[::1]:5000\";proto=http;host=\"gateway.example:8080\""

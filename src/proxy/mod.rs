@@ -153,8 +153,10 @@ impl ProxyBuilder {
         self
     }
 
-    /// How long an idle pooled connection is kept (default 90 s), and how
-    /// many are kept at most (default 64).
+    /// How long an idle pooled connection is kept (default 4 s, below the
+    /// 5 s keep-alive of uvicorn and Node: a connection the upstream closes
+    /// just as a request is written on it fails that request), and how many
+    /// are kept at most (default 64).
     pub fn pool(mut self, idle_timeout: Duration, max_idle: usize) -> Self {
         self.pool_idle_timeout = idle_timeout;
         self.max_idle_per_host = max_idle;
@@ -228,7 +230,7 @@ impl Proxy {
             connect_timeout: Some(Duration::from_secs(5)),
             header_timeout: Some(Duration::from_secs(30 * 60)),
             forward_authorization: true,
-            pool_idle_timeout: Duration::from_secs(90),
+            pool_idle_timeout: Duration::from_secs(4),
             max_idle_per_host: 64,
         })
     }

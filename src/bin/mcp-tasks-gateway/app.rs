@@ -55,26 +55,38 @@ impl App {
             .as_deref()
             .ok_or("--upstream URL is required (or MCP_TASKS_UPSTREAM, or upstream in --config)")?;
         let path = args.path.clone().unwrap_or_else(|| "/mcp".to_owned());
-        if !path.starts_with('/') {
-            return Err(format!("--path {path:?} must start with /"));
+        if !path.starts_with('/') || path.contains(['{', '}', '*', '?', '#']) {
+            return Err(format!(
+                "--path {path:?} must start with / and hold no {{, }}, *, ? or #"
+            ));
         }
+        // A JSON answer's head comes when the tool ends: by default the
+        // upstream may take as long as a task may run.
+        let max_runtime = optional(args.max_runtime, Some(Duration::from_secs(30 * 60)));
         let proxy = Proxy::builder(upstream)
             .map_err(|e| e.to_string())?
             .connect_timeout(optional(
                 args.upstream_connect_timeout,
                 Some(Duration::from_secs(5)),
             ))
-            .header_timeout(optional(
-                args.upstream_header_timeout,
-                Some(Duration::from_secs(30 * 60)),
-            ))
+            .header_timeout(optional(args.upstream_header_timeout, max_runtime))
+            .pool(
+                required(
+                    args.upstream_idle_timeout,
+                    Duration::from_secs(4),
+                    "upstream-idle-timeout",
+                )?,
+                64,
+            )
             .forward_authorization(args.forward_authorization.unwrap_or(true))
             .build();
         let tasks = layer(&args).await?;
         let drain = tasks.drain();
         let guard = Arc::new(Guard::new(local, &args.allowed_host, &args.allowed_origin));
         let service = ServiceBuilder::new().layer(tasks).service(proxy);
-        let router = match oauth::from_args(&args, &format!("http://{local}{path}")).await? {
+        let own_url = format!("http://{local}{path}");
+        let own_url = (!local.ip().is_unspecified()).then_some(own_url.as_str());
+        let router = match oauth::from_args(&args, own_url).await? {
             None => Router::new().route_service(&path, service),
             Some(oauth) => {
                 // OAuthLayer outside TasksLayer: tasks belong to the token's

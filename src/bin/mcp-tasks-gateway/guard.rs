@@ -39,11 +39,16 @@ impl Guard {
     pub fn new(listen: SocketAddr, hosts: &[String], origins: &[String]) -> Self {
         let loopback = listen.ip().is_loopback();
         let any = |list: &[String]| list.iter().any(|item| item == "*");
-        let lower = |list: &[String]| list.iter().map(|item| item.to_ascii_lowercase()).collect();
         let hosts = if any(hosts) {
             None
         } else if !hosts.is_empty() {
-            Some(lower(hosts))
+            // Names, compared without the port: `localhost:8080` means `localhost`.
+            Some(
+                hosts
+                    .iter()
+                    .map(|host| host_name(host.trim()).to_ascii_lowercase())
+                    .collect(),
+            )
         } else if loopback {
             Some(LOOPBACK_HOSTS.map(str::to_owned).to_vec())
         } else {
@@ -52,7 +57,11 @@ impl Guard {
         let (origins, by_host) = if any(origins) {
             (None, false)
         } else if !origins.is_empty() {
-            (Some(lower(origins)), false)
+            let origins = origins
+                .iter()
+                .map(|origin| origin.trim().trim_end_matches('/').to_ascii_lowercase())
+                .collect();
+            (Some(origins), false)
         } else if loopback {
             (Some(LOOPBACK_HOSTS.map(str::to_owned).to_vec()), true)
         } else {
@@ -176,8 +185,9 @@ mod tests {
 
     #[test]
     fn configured_lists_replace_the_defaults() {
-        let hosts = ["mcp.example.com".to_owned()];
-        let origins = ["https://app.example.com".to_owned()];
+        // A port on a host name and a slash after an origin are ignored.
+        let hosts = ["mcp.example.com:443".to_owned()];
+        let origins = ["https://app.example.com/".to_owned()];
         let guard = Guard::new("0.0.0.0:80".parse().unwrap(), &hosts, &origins);
         let host = value("mcp.example.com");
         assert_eq!(guard.refusal(Some(&host), None), None);

@@ -8,9 +8,11 @@
 //! ```
 //!
 //! Prints `listening on http://ADDR/PATH` once it accepts connections, logs
-//! to stderr (`RUST_LOG`, default `info`), and on SIGTERM or Ctrl-C stops
-//! accepting, gives running tasks `--shutdown-grace` to finish, and exits 0.
-//! `--help` lists every setting.
+//! to stderr (`RUST_LOG`, default `info`). On SIGTERM or Ctrl-C it parks no
+//! new task, gives running tasks `--shutdown-grace` to finish while it keeps
+//! answering (so clients can read their results), then fails what is left,
+//! stops accepting, gives open requests up to 10 s, and exits 0. A second
+//! signal exits at once (status 130). `--help` lists every setting.
 
 mod app;
 mod guard;
@@ -59,6 +61,11 @@ async fn run() -> Result<(), String> {
     let grace = app.shutdown_grace;
     let shutdown = async move {
         serving::stop_signal().await;
+        tokio::spawn(async {
+            serving::stop_signal().await;
+            eprintln!("mcp-tasks-gateway: second signal, exiting now");
+            std::process::exit(130);
+        });
         tracing::info!(?grace, "shutting down: draining tasks");
         let report = drain.shutdown(grace).await;
         tracing::info!(?report, "drained");

@@ -10,11 +10,18 @@
 //! - `--oauth-jwks FILE`: a JWKS document read once at start;
 //! - `--oauth-hs256-secret-file FILE`: a shared HS256 secret (tests, local
 //!   setups).
+//!
+//! Whatever the keys, a token must carry `exp`, this issuer's `iss`, and a
+//! `sub` or `client_id` (the task owner: without one, every such token would
+//! share one owner's tasks); a `nbf` in the future is refused. The audience
+//! is checked by `OAuthLayer` against the resource.
 
+use std::str::FromStr;
 use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use jsonwebtoken::jwk::JwkSet;
-use jsonwebtoken::{DecodingKey, Validation};
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use tower_mcp::oauth::{
     JwksValidator, JwtValidator, OAuthError, OAuthLayer, ProtectedResourceMetadata, ScopePolicy,
     TokenClaims, TokenValidator,
@@ -22,25 +29,63 @@ use tower_mcp::oauth::{
 
 use crate::settings::Args;
 
+/// How far clocks may disagree, as jsonwebtoken allows for `exp`.
+const LEEWAY_SECONDS: u64 = 60;
+
+/// The token checks: the signature by the configured keys, then the claims
+/// every task owner needs.
+#[derive(Clone)]
+pub struct Validator {
+    keys: Keys,
+    issuer: Arc<str>,
+}
+
+impl TokenValidator for Validator {
+    async fn validate_token(&self, token: &str) -> Result<TokenClaims, OAuthError> {
+        let claims = match &self.keys {
+            Keys::Secret(validator) => validator.validate_token(token).await?,
+            Keys::Fetched(validator) => validator.validate_token(token).await?,
+            Keys::File(keys) => keys.validate(token)?,
+        };
+        check_claims(&claims, &self.issuer)?;
+        Ok(claims)
+    }
+}
+
+/// The claims tower-mcp's validators leave optional.
+fn check_claims(claims: &TokenClaims, issuer: &str) -> Result<(), OAuthError> {
+    let invalid = |description: &str| OAuthError::InvalidToken {
+        description: description.to_owned(),
+    };
+    if claims.exp.is_none() {
+        return Err(invalid("the token has no exp"));
+    }
+    if claims.iss.as_deref() != Some(issuer) {
+        return Err(invalid("the token is not from the expected issuer"));
+    }
+    if claims.sub.is_none() && claims.client_id.is_none() {
+        return Err(invalid("the token has neither sub nor client_id"));
+    }
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs());
+    if let Some(nbf) = claims.extra.get("nbf").and_then(serde_json::Value::as_u64)
+        && nbf > now + LEEWAY_SECONDS
+    {
+        return Err(invalid("the token is not valid yet (nbf)"));
+    }
+    Ok(())
+}
+
 /// The keys tokens are checked against, chosen on the command line.
 #[derive(Clone)]
-pub enum Validator {
+pub enum Keys {
     /// HS256 with a shared secret.
     Secret(JwtValidator),
     /// Keys fetched from a JWKS URL.
     Fetched(JwksValidator),
     /// Keys read from a JWKS file.
     File(Arc<FileKeys>),
-}
-
-impl TokenValidator for Validator {
-    async fn validate_token(&self, token: &str) -> Result<TokenClaims, OAuthError> {
-        match self {
-            Self::Secret(validator) => validator.validate_token(token).await,
-            Self::Fetched(validator) => validator.validate_token(token).await,
-            Self::File(keys) => keys.validate(token),
-        }
-    }
 }
 
 /// A JWKS document read from a file.
@@ -51,8 +96,8 @@ pub struct FileKeys {
 
 impl FileKeys {
     /// Checks `token`'s signature with the key its header names (or the
-    /// only key), its issuer, and its expiry when it has one. The audience
-    /// is checked by `OAuthLayer`.
+    /// only key), by that key's own algorithm only, and its issuer and
+    /// expiry. The audience is checked by `OAuthLayer`.
     fn validate(&self, token: &str) -> Result<TokenClaims, OAuthError> {
         let invalid = |description: String| OAuthError::InvalidToken { description };
         let header = jsonwebtoken::decode_header(token).map_err(|e| invalid(e.to_string()))?;
@@ -62,10 +107,19 @@ impl FileKeys {
             (None, _) => None,
         }
         .ok_or_else(|| invalid("no key in the JWKS file matches the token".to_owned()))?;
+        let algorithm = key_algorithm(jwk)
+            .ok_or_else(|| invalid("the JWKS key has no usable algorithm".to_owned()))?;
+        if header.alg != algorithm {
+            return Err(invalid(format!(
+                "the token is signed with {:?}, its key is for {algorithm:?}",
+                header.alg
+            )));
+        }
         let key = DecodingKey::from_jwk(jwk).map_err(|e| invalid(e.to_string()))?;
-        let mut validation = Validation::new(header.alg);
+        let mut validation = Validation::new(algorithm);
         validation.validate_aud = false;
-        validation.required_spec_claims.clear();
+        validation.validate_nbf = true;
+        validation.set_required_spec_claims(&["exp", "iss"]);
         validation.set_issuer(&[&self.issuer]);
         jsonwebtoken::decode::<TokenClaims>(token, &key, &validation)
             .map(|data| data.claims)
@@ -73,6 +127,31 @@ impl FileKeys {
                 jsonwebtoken::errors::ErrorKind::ExpiredSignature => OAuthError::ExpiredToken,
                 _ => invalid(e.to_string()),
             })
+    }
+}
+
+/// The one algorithm a JWKS key verifies: its `alg`, or the usual one for
+/// its key type; `None` for a symmetric or unknown key.
+fn key_algorithm(jwk: &Jwk) -> Option<Algorithm> {
+    if let Some(declared) = jwk.common.key_algorithm {
+        return Algorithm::from_str(&declared.to_string())
+            .ok()
+            .filter(|algorithm| {
+                !matches!(
+                    algorithm,
+                    Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512
+                )
+            });
+    }
+    match &jwk.algorithm {
+        AlgorithmParameters::EllipticCurve(ec) => match ec.curve {
+            EllipticCurve::P256 => Some(Algorithm::ES256),
+            EllipticCurve::P384 => Some(Algorithm::ES384),
+            _ => None,
+        },
+        AlgorithmParameters::RSA(_) => Some(Algorithm::RS256),
+        AlgorithmParameters::OctetKeyPair(_) => Some(Algorithm::EdDSA),
+        _ => None,
     }
 }
 
@@ -88,15 +167,19 @@ pub struct OAuth {
 
 /// The OAuth layer the settings ask for, or `None` without `--oauth-issuer`.
 /// `default_resource` is the gateway's own URL, used when no
-/// `--oauth-audience` is given.
-pub async fn from_args(args: &Args, default_resource: &str) -> Result<Option<OAuth>, String> {
+/// `--oauth-audience` is given; `None` when that URL is not one clients can
+/// use (a wildcard listen address), so the audience must be given.
+pub async fn from_args(
+    args: &Args,
+    default_resource: Option<&str>,
+) -> Result<Option<OAuth>, String> {
     let Some(issuer) = args.oauth_issuer.clone() else {
         if args.oauth_jwks.is_some() || args.oauth_hs256_secret_file.is_some() {
             return Err("--oauth-jwks and --oauth-hs256-secret-file need --oauth-issuer".into());
         }
         return Ok(None);
     };
-    let validator = match (&args.oauth_jwks, &args.oauth_hs256_secret_file) {
+    let keys = match (&args.oauth_jwks, &args.oauth_hs256_secret_file) {
         (Some(_), Some(_)) => {
             return Err("give --oauth-jwks or --oauth-hs256-secret-file, not both".into());
         }
@@ -113,7 +196,7 @@ pub async fn from_args(args: &Args, default_resource: &str) -> Result<Option<OAu
                     file.display()
                 ));
             }
-            Validator::Secret(JwtValidator::from_secret(secret).expected_issuer(&issuer))
+            Keys::Secret(JwtValidator::from_secret(secret).expected_issuer(&issuer))
         }
         (Some(jwks), None) if jwks.starts_with("https://") || jwks.starts_with("http://") => {
             let validator = JwksValidator::builder(jwks.clone())
@@ -121,7 +204,7 @@ pub async fn from_args(args: &Args, default_resource: &str) -> Result<Option<OAu
                 .build()
                 .await
                 .map_err(|e| format!("--oauth-jwks {jwks}: {e}"))?;
-            Validator::Fetched(validator)
+            Keys::Fetched(validator)
         }
         (Some(file), None) => {
             let text =
@@ -131,16 +214,27 @@ pub async fn from_args(args: &Args, default_resource: &str) -> Result<Option<OAu
             if keys.keys.is_empty() {
                 return Err(format!("--oauth-jwks {file}: no keys"));
             }
-            Validator::File(Arc::new(FileKeys {
+            Keys::File(Arc::new(FileKeys {
                 keys,
                 issuer: issuer.clone(),
             }))
         }
     };
-    let resource = args
-        .oauth_audience
-        .clone()
-        .unwrap_or_else(|| default_resource.to_owned());
+    let validator = Validator {
+        keys,
+        issuer: issuer.as_str().into(),
+    };
+    let resource = match (&args.oauth_audience, default_resource) {
+        (Some(audience), _) => audience.clone(),
+        (None, Some(own)) => own.to_owned(),
+        (None, None) => {
+            return Err(
+                "--oauth-audience URL is required when listening on a wildcard address: \
+                 it must be the URL clients use"
+                    .into(),
+            );
+        }
+    };
     let mut metadata = ProtectedResourceMetadata::new(resource.clone()).authorization_server(
         args.oauth_authorization_server
             .clone()

@@ -20,7 +20,7 @@ use serde::{Deserialize, Deserializer};
 /// Durations are written as `500ms`, `30s`, `1h`; `none` means no limit
 /// where a limit may be lifted.
 #[derive(Parser, Deserialize, Debug, Default)]
-#[command(name = "mcp-tasks-gateway", version)]
+#[command(name = "mcp-tasks-gateway", version, args_override_self = true)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct Args {
     /// A TOML file with the same keys as the long options.
@@ -77,9 +77,9 @@ pub struct Args {
     #[arg(long, env = "MCP_TASKS_MAX_RUNTIME", value_name = "DURATION")]
     pub max_runtime: Option<Human>,
 
-    /// Host header values accepted (DNS-rebinding protection), repeatable;
-    /// `*` accepts any [default: localhost and the loopback addresses when
-    /// listening on loopback, any otherwise].
+    /// Host names accepted in the Host header (DNS-rebinding protection;
+    /// any port), repeatable; `*` accepts any [default: localhost and the
+    /// loopback addresses when listening on loopback, any otherwise].
     #[arg(
         long,
         env = "MCP_TASKS_ALLOWED_HOSTS",
@@ -101,7 +101,7 @@ pub struct Args {
     /// How long a client may take to send its request headers [default: 10s].
     #[arg(long, env = "MCP_TASKS_HEADER_TIMEOUT", value_name = "DURATION")]
     pub header_timeout: Option<Human>,
-    /// How long a request body may pause [default: 10s].
+    /// How long a request body may take to arrive, from its head [default: 10s].
     #[arg(long, env = "MCP_TASKS_BODY_TIMEOUT", value_name = "DURATION")]
     pub body_timeout: Option<Human>,
     /// Client connections served at once [default: 512].
@@ -114,13 +114,19 @@ pub struct Args {
         value_name = "DURATION"
     )]
     pub upstream_connect_timeout: Option<Human>,
-    /// How long the upstream may take to send a response head [default: 30m].
+    /// How long the upstream may take to send a response head [default:
+    /// --max-runtime, so a tool answering with JSON may run that long].
     #[arg(
         long,
         env = "MCP_TASKS_UPSTREAM_HEADER_TIMEOUT",
         value_name = "DURATION"
     )]
     pub upstream_header_timeout: Option<Human>,
+    /// How long an idle upstream connection is kept for reuse; keep it
+    /// below the upstream's own keep-alive (uvicorn and Node: 5 s)
+    /// [default: 4s].
+    #[arg(long, env = "MCP_TASKS_UPSTREAM_IDLE_TIMEOUT", value_name = "DURATION")]
+    pub upstream_idle_timeout: Option<Human>,
     /// Whether the client's Authorization header goes upstream (true or
     /// false) [default: true].
     #[arg(long, env = "MCP_TASKS_FORWARD_AUTHORIZATION", value_name = "BOOL")]
@@ -272,7 +278,8 @@ impl Args {
             upstream, listen, path, threshold, ttl, max_ttl, poll_interval, redis,
             max_tasks, max_tasks_per_principal, max_running, max_runtime,
             header_timeout, body_timeout, max_connections,
-            upstream_connect_timeout, upstream_header_timeout, shutdown_grace,
+            upstream_connect_timeout, upstream_header_timeout, upstream_idle_timeout,
+            shutdown_grace,
             forward_authorization, oauth_issuer, oauth_audience, oauth_jwks,
             oauth_hs256_secret_file, oauth_authorization_server;
             policy, allowed_host, allowed_origin, oauth_scopes
