@@ -80,6 +80,19 @@ impl Demo {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // The layer's spans and lifecycle events, on stderr: each span is
+    // printed when it closes, with its fields and how long it was busy.
+    // (`RUST_LOG=mcp_tasks=debug` shows more.)
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "mcp_tasks=info".into()),
+        )
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+
     // ---- 2. Serve it over Streamable HTTP, wrapped. ---------------------------
     // 2026-07-28 requests are served statelessly; 2025-11-25 clients get
     // sessions (rmcp's legacy session mode).

@@ -294,6 +294,9 @@ where
         })),
         Route::Legacy(route) => {
             let span = observe::request_span(route.method_name());
+            if let LegacyRoute::Call(call) = &route {
+                observe::record_tool(&span, bytes.get(call.params.clone()).unwrap_or_default());
+            }
             owned(traced(
                 span,
                 legacy_route(runtime, inner, parts, bytes, route),

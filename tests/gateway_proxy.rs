@@ -63,6 +63,38 @@ async fn fast_calls_answer_and_slow_calls_become_tasks_through_the_gateway() {
 }
 
 #[tokio::test]
+async fn metrics_are_served_in_the_prometheus_format_when_asked() {
+    let (upstream, _) = serve_fixture(FixtureMode::Stateless).await;
+    let gateway = gateway::start(&upstream.url, &["--metrics", "127.0.0.1:0"]).await;
+    assert!(
+        gateway
+            .wait_log("metrics on http://", Duration::from_secs(5))
+            .await
+    );
+    let log = gateway.log();
+    let at = log.find("metrics on http://").expect("metrics line") + "metrics on ".len();
+    let url = log[at..].lines().next().expect("url").trim().to_owned();
+
+    let client = McpClient::new(&gateway.url);
+    let task = client
+        .start_task("slow_compute", json!({"seconds": 0.6}))
+        .await;
+    client
+        .wait_task_status(&task, &["completed"], Duration::from_secs(5))
+        .await;
+
+    let scraped = reqwest::get(&url).await.expect("scrape");
+    assert_eq!(scraped.status(), 200);
+    let text = scraped.text().await.expect("text");
+    assert!(text.contains("mcp_tasks_created_total 1"), "{text}");
+    assert!(
+        text.contains("mcp_tasks_terminal_total{status=\"completed\"} 1"),
+        "{text}"
+    );
+    assert!(text.contains("mcp_tasks_store_seconds"), "{text}");
+}
+
+#[tokio::test]
 async fn mcp_headers_cross_hop_by_hop_ones_stop_and_forwarding_ones_are_added() {
     let (upstream, _) = serve_fixture(FixtureMode::Stateless).await;
     let gateway = gateway::start(&upstream.url, &[]).await;

@@ -70,25 +70,17 @@ async fn sequence() {
     assert!(greet.get("result").is_some(), "{greet}");
 
     // Parked, completed.
-    let created = client
-        .call_tool("slow_compute", json!({"seconds": 0.3}), true)
+    let done = client
+        .start_task("slow_compute", json!({"seconds": 0.3}))
         .await;
-    let done = created["result"]["taskId"]
-        .as_str()
-        .expect("taskId")
-        .to_owned();
     client
         .wait_task_status(&done, &["completed"], Duration::from_secs(5))
         .await;
 
     // Parked, asks once, answered, completed.
-    let created = client
-        .call_tool("confirm_delete", json!({"filename": "m.txt"}), true)
+    let asked = client
+        .start_task("confirm_delete", json!({"filename": "m.txt"}))
         .await;
-    let asked = created["result"]["taskId"]
-        .as_str()
-        .expect("taskId")
-        .to_owned();
     client
         .wait_task_status(&asked, &["input_required"], Duration::from_secs(5))
         .await;
@@ -99,13 +91,9 @@ async fn sequence() {
         .await;
 
     // Parked, cancelled.
-    let created = client
-        .call_tool("slow_compute", json!({"seconds": 30}), true)
+    let cancelled = client
+        .start_task("slow_compute", json!({"seconds": 30}))
         .await;
-    let cancelled = created["result"]["taskId"]
-        .as_str()
-        .expect("taskId")
-        .to_owned();
     client.tasks_cancel(&cancelled).await;
     client
         .wait_task_status(&cancelled, &["cancelled"], Duration::from_secs(5))

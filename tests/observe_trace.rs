@@ -151,13 +151,9 @@ async fn a_parked_call_resumed_once_and_completed_is_one_trace() {
     let layered =
         Layered::start(|layer| layer.tool_policy("confirm_delete", ToolPolicy::Always)).await;
     let client = McpClient::new(&layered.served.url);
-    let created = client
-        .call_tool("confirm_delete", json!({"filename": "trace.txt"}), true)
+    let task = client
+        .start_task("confirm_delete", json!({"filename": "trace.txt"}))
         .await;
-    let task = created["result"]["taskId"]
-        .as_str()
-        .expect("taskId")
-        .to_owned();
     client
         .wait_task_status(&task, &["input_required"], Duration::from_secs(5))
         .await;

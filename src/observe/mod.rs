@@ -12,7 +12,9 @@
 //! (`mcp.inner_call`) and each outcome write run under it. A `tasks/update`
 //! that resumes the task is linked to it (`follows_from`). Every tokio task
 //! the layer spawns for a request or a task carries the span it was
-//! spawned in.
+//! spawned in. As `tracing` keeps a span open while a child lives, the
+//! request span of a parked call closes with its task; its `time.busy` is
+//! the request's own work.
 //!
 //! **Events** ([`events`]): one `info` event per lifecycle step, with target
 //! `mcp_tasks::lifecycle`, and one per refusal at a limit.

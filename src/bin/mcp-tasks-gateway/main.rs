@@ -16,6 +16,7 @@
 
 mod app;
 mod guard;
+mod metrics;
 mod oauth;
 // The examples' HTTP server, with its limits from the command line.
 #[allow(dead_code)]
@@ -49,12 +50,17 @@ async fn run() -> Result<(), String> {
         .with_ansi(std::io::stderr().is_terminal())
         .init();
     let listen = args.listen();
+    let metrics = args.metrics;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let app = app::App::build(args, local).await?;
     println!("listening on http://{local}{}", app.path);
+    if let Some(addr) = metrics {
+        let at = metrics::serve(addr, app.limits).await?;
+        println!("metrics on http://{at}/metrics");
+    }
     let _ = std::io::stdout().flush();
     tracing::info!(%local, path = %app.path, "gateway started");
     let drain = app.drain;

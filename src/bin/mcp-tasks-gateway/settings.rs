@@ -159,6 +159,10 @@ pub struct Args {
     #[arg(long, env = "MCP_TASKS_OAUTH_AUTHORIZATION_SERVER", value_name = "URL")]
     pub oauth_authorization_server: Option<String>,
 
+    /// Serve Prometheus metrics at http://ADDR/metrics (off unless given).
+    #[arg(long, env = "MCP_TASKS_METRICS", value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
+
     /// How long running tasks get to finish on SIGTERM or Ctrl-C [default: 10s].
     #[arg(long, env = "MCP_TASKS_SHUTDOWN_GRACE", value_name = "DURATION")]
     pub shutdown_grace: Option<Human>,
@@ -279,7 +283,7 @@ impl Args {
             max_tasks, max_tasks_per_principal, max_running, max_runtime,
             header_timeout, body_timeout, max_connections,
             upstream_connect_timeout, upstream_header_timeout, upstream_idle_timeout,
-            shutdown_grace,
+            shutdown_grace, metrics,
             forward_authorization, oauth_issuer, oauth_audience, oauth_jwks,
             oauth_hs256_secret_file, oauth_authorization_server;
             policy, allowed_host, allowed_origin, oauth_scopes

@@ -256,6 +256,15 @@ impl McpClient {
         }
     }
 
+    /// A declaring `tools/call` that must become a task; its task id.
+    pub async fn start_task(&self, name: &str, arguments: Value) -> String {
+        let created = self.call_tool(name, arguments, true).await;
+        match created["result"]["taskId"].as_str() {
+            Some(task) if created["result"]["resultType"] == "task" => task.to_owned(),
+            _ => panic!("{name} did not become a task: {created}"),
+        }
+    }
+
     /// `tasks/get` (declaring the tasks extension); the JSON-RPC response object.
     pub async fn tasks_get(&self, task_id: &str) -> Value {
         self.request("tasks/get", json!({"taskId": task_id}), true)
