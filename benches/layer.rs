@@ -2,6 +2,10 @@
 //! same run, over the same in-process inner service (`support/inner.rs`).
 //!
 //! Run: `cargo bench --bench layer`. Results and how to read them: `BENCHMARKS.md`.
+//!
+//! `with_layer_observed` is the layer with what an operator installs: a
+//! `tracing` subscriber at `info` (formatting to a sink) and the Prometheus
+//! metrics recorder, both scoped to the benchmark's thread.
 
 #[path = "support/inner.rs"]
 mod inner;
@@ -52,6 +56,12 @@ fn passthrough_and_fast_calls(c: &mut Criterion) {
         b.to_async(&rt)
             .iter(|| roundtrip(layered.clone(), tools_list()))
     });
+    group.bench_function("with_layer_observed", |b| {
+        observed(|| {
+            b.to_async(&rt)
+                .iter(|| roundtrip(layered.clone(), tools_list()))
+        })
+    });
     group.finish();
 
     let mut group = c.benchmark_group("fast_tools_call");
@@ -62,7 +72,26 @@ fn passthrough_and_fast_calls(c: &mut Criterion) {
         b.to_async(&rt)
             .iter(|| roundtrip(layered.clone(), fast_call()))
     });
+    group.bench_function("with_layer_observed", |b| {
+        observed(|| {
+            b.to_async(&rt)
+                .iter(|| roundtrip(layered.clone(), fast_call()))
+        })
+    });
     group.finish();
+}
+
+/// Runs `measure` with a subscriber (`info`, formatted into a sink) and a
+/// Prometheus recorder installed for this thread.
+fn observed(measure: impl FnOnce()) {
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_writer(std::io::sink)
+        .finish();
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    tracing::subscriber::with_default(subscriber, || {
+        metrics::with_local_recorder(&recorder, measure)
+    });
 }
 
 /// Fills `store` with 100k working tasks (TTL one hour); returns the last id.
