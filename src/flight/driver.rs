@@ -185,8 +185,12 @@ pub(crate) async fn drive(
     let message = match outcome {
         Ok(Ended::Settled) => return,
         Ok(Ended::AwaitingInput) => {
-            watch_input(&work, abort);
-            work.waiting.put(work.id, work.trace.clone(), work.expires);
+            let watchdog = watch_input(&work, abort);
+            let trace = TaskTrace {
+                watchdog,
+                ..work.trace.clone()
+            };
+            work.waiting.put(work.id, trace, work.expires);
             return;
         }
         Err(Stopped::Signal) => {
@@ -214,12 +218,11 @@ pub(crate) async fn drive(
 }
 
 /// A task waiting for input still has its deadline: a small watchdog fails
-/// it then, unless it ends (or is resumed and ends) first. Not tracked: a
-/// drain does not wait for clients to answer.
-fn watch_input(work: &Work, abort: CancellationToken) {
-    let Some(deadline) = work.deadline else {
-        return;
-    };
+/// it then, unless it ends first. Resuming the task here stops the
+/// watchdog (the resumed driver keeps the deadline), through the returned
+/// handle. Not tracked: a drain does not wait for clients to answer.
+fn watch_input(work: &Work, abort: CancellationToken) -> Option<tokio::task::AbortHandle> {
+    let deadline = work.deadline?;
     let (store, id, expires, stop) = (work.store.clone(), work.id, work.expires, work.stop.clone());
     let parked = work.trace.parked;
     let watchdog = async move {
@@ -234,7 +237,8 @@ fn watch_input(work: &Work, abort: CancellationToken) {
             }
         }
     };
-    tokio::spawn(watchdog.instrument(work.trace.span.clone()));
+    let spawned = tokio::spawn(watchdog.instrument(work.trace.span.clone()));
+    Some(spawned.abort_handle())
 }
 
 async fn run(work: &mut Work, dialect: &mut dyn Dialect, mut flight: Flight) -> Ended {

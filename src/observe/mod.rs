@@ -98,6 +98,9 @@ pub(crate) struct TaskTrace {
     /// When this instance parked the task (`None` when it was parked
     /// elsewhere), for the time-to-terminal histogram.
     pub parked: Option<Instant>,
+    /// While the task waits for input: the watchdog of its deadline, which
+    /// a resume here stops (it also holds the span open).
+    pub watchdog: Option<tokio::task::AbortHandle>,
 }
 
 /// The traces of tasks waiting for input on this instance, so that a
@@ -122,9 +125,14 @@ impl Waiting {
         traces.insert(id, (trace, expires));
     }
 
-    /// The trace of a task that resumes, if it waited here.
+    /// The trace of a task that resumes, if it waited here; its input
+    /// watchdog is stopped.
     pub(crate) fn take(&self, id: TaskId) -> Option<TaskTrace> {
         let mut traces = self.traces.lock().unwrap_or_else(|e| e.into_inner());
-        traces.remove(&id).map(|(trace, _)| trace)
+        let (mut trace, _) = traces.remove(&id)?;
+        if let Some(watchdog) = trace.watchdog.take() {
+            watchdog.abort();
+        }
+        Some(trace)
     }
 }

@@ -183,6 +183,7 @@ impl Runtime {
             trace: TaskTrace {
                 span: observe::task_span(id),
                 parked: Some(std::time::Instant::now()),
+                watchdog: None,
             },
             waiting: self.common.waiting.clone(),
         };
@@ -290,6 +291,7 @@ impl Runtime {
         let trace = self.common.waiting.take(task).unwrap_or_else(|| TaskTrace {
             span: observe::task_span(task),
             parked: None,
+            watchdog: None,
         });
         trace.span.follows_from(tracing::Span::current());
         trace

@@ -16,6 +16,7 @@
 
 mod app;
 mod guard;
+mod logging;
 mod metrics;
 mod oauth;
 // The examples' HTTP server, with its limits from the command line.
@@ -24,10 +25,8 @@ mod oauth;
 mod serving;
 mod settings;
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
-
-use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -42,13 +41,7 @@ async fn main() -> ExitCode {
 
 async fn run() -> Result<(), String> {
     let args = settings::Args::load()?;
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    let flush = logging::init(args.otlp.as_deref())?;
     let listen = args.listen();
     let metrics = args.metrics;
     let listener = tokio::net::TcpListener::bind(listen)
@@ -76,7 +69,10 @@ async fn run() -> Result<(), String> {
         let report = drain.shutdown(grace).await;
         tracing::info!(?report, "drained");
     };
-    serving::serve_with(listener, app.router, app.limits, shutdown)
+    let served = serving::serve_with(listener, app.router, app.limits, shutdown)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string());
+    // The exporter's blocking client must not run on a runtime thread.
+    let _ = tokio::task::spawn_blocking(move || flush.flush()).await;
+    served
 }

@@ -159,6 +159,11 @@ pub struct Args {
     #[arg(long, env = "MCP_TASKS_OAUTH_AUTHORIZATION_SERVER", value_name = "URL")]
     pub oauth_authorization_server: Option<String>,
 
+    /// Export traces over OTLP/HTTP to this collector URL, e.g.
+    /// http://127.0.0.1:4318/v1/traces (needs the `otlp` feature).
+    #[arg(long, env = "MCP_TASKS_OTLP", value_name = "URL")]
+    pub otlp: Option<String>,
+
     /// Serve Prometheus metrics at http://ADDR/metrics (off unless given).
     #[arg(long, env = "MCP_TASKS_METRICS", value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
@@ -283,7 +288,7 @@ impl Args {
             max_tasks, max_tasks_per_principal, max_running, max_runtime,
             header_timeout, body_timeout, max_connections,
             upstream_connect_timeout, upstream_header_timeout, upstream_idle_timeout,
-            shutdown_grace, metrics,
+            shutdown_grace, metrics, otlp,
             forward_authorization, oauth_issuer, oauth_audience, oauth_jwks,
             oauth_hs256_secret_file, oauth_authorization_server;
             policy, allowed_host, allowed_origin, oauth_scopes
