@@ -1,7 +1,9 @@
-//! Two `mcp-tasks-gateway` replicas over one real `redis-server`, each in
-//! front of its own rmcp fixture replica: a task created through one is
-//! read, answered and cancelled through the other, as a load balancer
-//! without affinity would send the requests.
+//! Two `mcp-tasks-gateway` replicas over one real `redis-server`: a task
+//! created through one is read, answered and cancelled through the other,
+//! as a load balancer without affinity would send the requests. Once with
+//! each gateway in front of its own rmcp fixture replica, once with both in
+//! front of one FastMCP server (`scripts/upstream-python.sh`), whose sealed
+//! `requestState` only the process that issued it accepts.
 
 #[path = "support/gateway.rs"]
 mod gateway;
@@ -110,4 +112,63 @@ async fn a_task_made_through_one_gateway_is_read_answered_and_cancelled_through_
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+#[tokio::test]
+async fn two_gateways_in_front_of_one_fastmcp_server_share_its_tasks() {
+    let Some(redis) = RedisServer::start() else {
+        panic!("redis-server is needed for this test (.ci/run installs it)");
+    };
+    let python = gateway::upstream_script("upstream-python.sh").await;
+    let options = [
+        "--redis",
+        &redis.url(),
+        "--policy",
+        gateway::FIXTURE_POLICIES,
+    ];
+    let a = gateway::start(&python.url, &options).await;
+    let b = gateway::start(&python.url, &options).await;
+    let (a, b) = (McpClient::new(&a.url), McpClient::new(&b.url));
+
+    let task = a
+        .start_task("confirm_delete", json!({"filename": "py.txt"}))
+        .await;
+    let waiting = b
+        .wait_task_status(&task, &["input_required"], Duration::from_secs(10))
+        .await;
+    let keys: Vec<String> = waiting["result"]["inputRequests"]
+        .as_object()
+        .expect("inputRequests")
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(keys.len(), 1, "{waiting}");
+    let answer = json!({ keys[0].clone(): {"action": "accept", "content": {"confirm": true}} });
+    let ack = b.tasks_update(&task, answer).await;
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    let done = a
+        .wait_task_status(&task, &["completed"], Duration::from_secs(10))
+        .await;
+    let text = done["result"]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("py.txt"), "{done}");
+
+    let task = a
+        .start_task("slow_compute", json!({"seconds": 60, "label": "shared"}))
+        .await;
+    assert!(
+        python
+            .wait_log("slow_compute started", Duration::from_secs(5))
+            .await
+    );
+    let ack = b.tasks_cancel(&task).await;
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    assert!(
+        python
+            .wait_log("slow_compute cancelled", Duration::from_secs(10))
+            .await,
+        "the Python tool kept running:\n{}",
+        python.log()
+    );
 }
