@@ -16,7 +16,7 @@
 //! request span of a parked call closes with its task; its `time.busy` is
 //! the request's own work.
 //!
-//! **Events** ([`events`]): one `info` event per lifecycle step, with target
+//! **Events**: one `info` event per lifecycle step, with target
 //! `mcp_tasks::lifecycle`, and one per refusal at a limit.
 //!
 //! **Metrics** ([`metrics`]): through the `metrics` facade. The layer
