@@ -41,7 +41,7 @@ use crate::observe::{self, TaskTrace, Waiting};
 use crate::store::{InputRound, StoreError, TaskStore};
 use crate::task::{TaskId, Timestamp};
 use crate::wire::Outcome;
-use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR};
+use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR, error_message};
 
 /// How many load-shedding retries in a row before the task fails.
 const SHED_RETRIES: u32 = 8;
@@ -406,14 +406,7 @@ pub(crate) fn written(id: TaskId, write: &Write, parked: Option<std::time::Insta
     match write {
         Write::Complete(_) => events::ended(id, End::Completed, parked),
         Write::Fail(error) => {
-            #[derive(serde::Deserialize)]
-            struct Message<'a> {
-                #[serde(borrow)]
-                message: Option<std::borrow::Cow<'a, str>>,
-            }
-            let message = serde_json::from_str::<Message<'_>>(error.get())
-                .ok()
-                .and_then(|m| m.message);
+            let message = error_message(error);
             events::ended(id, End::Failed(message.as_deref().unwrap_or("")), parked);
         }
         Write::Input(_) => events::input_requested(id),

@@ -31,6 +31,7 @@ use super::{
     TaskList, TaskStore,
 };
 use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
+use crate::wire::jsonrpc::error_message;
 
 const SHARDS: usize = 16;
 
@@ -199,15 +200,6 @@ impl Entry {
         self.updated_at = now;
         Ok(())
     }
-}
-
-/// The `message` of a JSON-RPC error object, if it has one.
-fn error_message(error: &RawValue) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Error {
-        message: Option<String>,
-    }
-    serde_json::from_str::<Error>(error.get()).ok()?.message
 }
 
 /// Renders `[(key, value)]` as one JSON object.

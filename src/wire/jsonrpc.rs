@@ -201,3 +201,12 @@ impl Reply {
         Self::error(StatusCode::OK, id, error)
     }
 }
+
+/// The `message` of a JSON-RPC error object, if it has one.
+pub(crate) fn error_message(error: &RawValue) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Error {
+        message: Option<String>,
+    }
+    serde_json::from_str::<Error>(error.get()).ok()?.message
+}
