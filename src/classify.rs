@@ -65,6 +65,8 @@ pub(crate) struct ToolCall {
     pub params: Range<usize>,
     /// Where `params._meta.clientCapabilities.extensions` is in the body.
     pub extensions: Range<usize>,
+    /// Where `params.name` (the JSON string) is in the body, for the span.
+    pub name: Option<Range<usize>>,
 }
 
 /// The task methods the layer answers itself.
@@ -190,6 +192,7 @@ pub(crate) fn classify(
                         policy,
                         params,
                         extensions,
+                        name: spanned.name_span(body),
                     }),
                     _ => Route::Reply(Reply::internal(Some(id), "request parse lost its place")),
                 },

@@ -259,7 +259,7 @@ where
         }
         Route::ToolCall(call) => {
             let span = observe::request_span("tools/call");
-            observe::record_tool(&span, bytes.get(call.params.clone()).unwrap_or_default());
+            observe::record_tool(&span, call.name.clone().and_then(|name| bytes.get(name)));
             owned(traced(
                 span,
                 race::tool_call(runtime, inner, parts, bytes, call),
@@ -295,7 +295,7 @@ where
         Route::Legacy(route) => {
             let span = observe::request_span(route.method_name());
             if let LegacyRoute::Call(call) = &route {
-                observe::record_tool(&span, bytes.get(call.params.clone()).unwrap_or_default());
+                observe::record_tool(&span, call.name.clone().and_then(|name| bytes.get(name)));
             }
             owned(traced(
                 span,

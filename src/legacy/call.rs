@@ -140,6 +140,7 @@ mod tests {
             session: "s".into(),
             ttl: Some(60000),
             params: span(body, params.get()).unwrap(),
+            name: None,
         };
         assert_eq!(
             forwarded_body(body, &call, r#""mcp-tasks:t""#).unwrap(),

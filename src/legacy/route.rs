@@ -67,6 +67,8 @@ pub(crate) struct LegacyCall {
     pub ttl: Option<u64>,
     /// Where `params` is in the body.
     pub params: Range<usize>,
+    /// Where `params.name` (the JSON string) is in the body, for the span.
+    pub name: Option<Range<usize>>,
 }
 
 impl LegacyRoute {
@@ -281,6 +283,7 @@ fn tool_call(
                 session: session.into(),
                 ttl,
                 params,
+                name: spanned.name_span(body),
             }))
         }
         _ => Decision::Reply(error(id, INVALID_PARAMS, "params must be an object")),

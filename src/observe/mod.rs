@@ -57,7 +57,6 @@ pub(crate) fn task_span(id: TaskId) -> Span {
         "mcp.task",
         otel.name = "mcp.task",
         mcp.task.id = %id,
-        gen_ai.tool.name = Empty,
     )
 }
 
@@ -73,18 +72,14 @@ pub(crate) fn inner_call_span(id: TaskId, round: u32, attempt: u32) -> Span {
     )
 }
 
-/// Records the tool's name from `tools/call` params on `span`, when a
-/// subscriber listens to it (the name is only parsed then).
-pub(crate) fn record_tool(span: &Span, params: &[u8]) {
+/// Records the tool's name on `span` from `name`, the JSON string as sent
+/// (located by the request's one parse), when a subscriber listens to it
+/// (the string is only decoded then).
+pub(crate) fn record_tool(span: &Span, name: Option<&[u8]>) {
     if span.is_disabled() {
         return;
     }
-    #[derive(serde::Deserialize)]
-    struct Named<'a> {
-        #[serde(borrow)]
-        name: Option<std::borrow::Cow<'a, str>>,
-    }
-    if let Ok(Named { name: Some(name) }) = serde_json::from_slice::<Named<'_>>(params) {
+    if let Some(Ok(name)) = name.map(serde_json::from_slice::<std::borrow::Cow<'_, str>>) {
         span.record("gen_ai.tool.name", &*name);
     }
 }

@@ -187,7 +187,6 @@ impl Runtime {
             },
             waiting: self.common.waiting.clone(),
         };
-        observe::record_tool(&work.trace.span, work.params.get().as_bytes());
         let (dialect, abort) = (start.dialect, self.background.abort_signal());
         let waited = start.waited;
         let span = work.trace.span.clone();

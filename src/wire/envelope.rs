@@ -67,6 +67,11 @@ impl<'de: 'a, 'a> Deserialize<'de> for Spanned<'a> {
 }
 
 impl Spanned<'_> {
+    /// Where `params.name` (the JSON string, as sent) is in `body`.
+    pub(crate) fn name_span(&self, body: &[u8]) -> Option<Range<usize>> {
+        self.fields.name.and_then(|raw| span(body, raw.get()))
+    }
+
     /// Where `params` is in `body`, the buffer it was read from.
     pub(crate) fn span(&self, body: &[u8]) -> Option<Range<usize>> {
         span(body, self.raw?.get())
