@@ -155,50 +155,36 @@ async fn a_2025_11_25_session_runs_tasks(script: &str) {
     client.close().await;
 }
 
-mod typescript {
-    const SCRIPT: &str = "upstream-typescript.sh";
+/// The same checks against each upstream, one test module per language.
+macro_rules! upstream_tests {
+    ($($language:ident: $script:literal),* $(,)?) => {$(
+        mod $language {
+            const SCRIPT: &str = $script;
 
-    #[tokio::test]
-    async fn progress_becomes_the_status_message() {
-        super::progress_becomes_the_status_message(SCRIPT).await;
-    }
+            #[tokio::test]
+            async fn progress_becomes_the_status_message() {
+                super::progress_becomes_the_status_message(SCRIPT).await;
+            }
 
-    #[tokio::test]
-    async fn cancel_stops_the_tool() {
-        super::cancel_stops_the_tool(SCRIPT).await;
-    }
+            #[tokio::test]
+            async fn cancel_stops_the_tool() {
+                super::cancel_stops_the_tool(SCRIPT).await;
+            }
 
-    #[tokio::test]
-    async fn a_killed_upstream_fails_the_task() {
-        super::a_killed_upstream_fails_the_task(SCRIPT).await;
-    }
+            #[tokio::test]
+            async fn a_killed_upstream_fails_the_task() {
+                super::a_killed_upstream_fails_the_task(SCRIPT).await;
+            }
 
-    #[tokio::test]
-    async fn a_2025_11_25_session_runs_tasks() {
-        super::a_2025_11_25_session_runs_tasks(SCRIPT).await;
-    }
+            #[tokio::test]
+            async fn a_2025_11_25_session_runs_tasks() {
+                super::a_2025_11_25_session_runs_tasks(SCRIPT).await;
+            }
+        }
+    )*};
 }
 
-mod python {
-    const SCRIPT: &str = "upstream-python.sh";
-
-    #[tokio::test]
-    async fn progress_becomes_the_status_message() {
-        super::progress_becomes_the_status_message(SCRIPT).await;
-    }
-
-    #[tokio::test]
-    async fn cancel_stops_the_tool() {
-        super::cancel_stops_the_tool(SCRIPT).await;
-    }
-
-    #[tokio::test]
-    async fn a_killed_upstream_fails_the_task() {
-        super::a_killed_upstream_fails_the_task(SCRIPT).await;
-    }
-
-    #[tokio::test]
-    async fn a_2025_11_25_session_runs_tasks() {
-        super::a_2025_11_25_session_runs_tasks(SCRIPT).await;
-    }
+upstream_tests! {
+    typescript: "upstream-typescript.sh",
+    python: "upstream-python.sh",
 }
