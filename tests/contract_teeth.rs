@@ -46,6 +46,22 @@ async fn the_contract_passes_a_store_that_keeps_every_rule() {
     assert_eq!(contract_verdict(Flaw::None).await, None);
 }
 
+/// The operator's rules fail a store that does not offer those methods
+/// (the reference store keeps the trait's defaults).
+#[tokio::test]
+async fn the_operators_contract_fails_a_store_without_the_operators_methods() {
+    let suite = tokio::spawn(contract::admin::run(|| async {
+        NaiveStore::new(Flaw::None)
+    }));
+    let error = suite
+        .await
+        .expect_err("the operator's suite must fail the store");
+    assert!(
+        error.is_panic(),
+        "the suite must fail by panicking: {error}"
+    );
+}
+
 #[tokio::test]
 async fn the_contract_fails_a_store_whose_terminal_states_change() {
     assert_caught(Flaw::TerminalOverwritten, "terminal states never change").await;

@@ -77,6 +77,14 @@ async fn the_redis_store_keeps_the_store_contract() {
 }
 
 #[tokio::test]
+async fn the_redis_store_keeps_the_operators_contract() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    contract::admin::run(|| async { connect(&server, &fresh_prefix()).await }).await;
+}
+
+#[tokio::test]
 async fn a_task_created_on_one_instance_is_readable_on_another() {
     let Some(server) = RedisServer::start() else {
         return;
@@ -144,6 +152,27 @@ async fn a_cancel_on_one_instance_fires_the_stop_signal_of_another_within_a_seco
     );
     let read = b.get(task.id, Some("alice")).await.unwrap().unwrap();
     assert_eq!(read.status(), TaskStatus::Cancelled);
+}
+
+#[tokio::test]
+async fn an_operators_delete_on_one_instance_stops_the_task_running_on_another() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let (a, b) = two_instances(&server).await;
+    let task = new_task(Some("alice"), None);
+    let created = a.create(task.clone()).await.unwrap();
+    let removed = b
+        .admin_delete(task.id)
+        .await
+        .unwrap()
+        .expect("B finds A's task");
+    assert_eq!(removed.snapshot.status(), TaskStatus::Working);
+    let fired = tokio::time::timeout(Duration::from_secs(1), created.stop.cancelled()).await;
+    assert!(fired.is_ok(), "A's stop signal fired within one second");
+    let late = a.complete(task.id, raw("{}")).await;
+    assert!(matches!(late, Err(StoreError::NotFound)), "got {late:?}");
+    assert_eq!(a.held_stop_signals(), 0, "A forgot the deleted task");
 }
 
 #[tokio::test]

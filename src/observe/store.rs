@@ -8,8 +8,8 @@ use serde_json::value::RawValue;
 
 use super::metrics as m;
 use crate::store::{
-    CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, StoreError, StoreFuture,
-    TaskList, TaskStore,
+    AdminPage, AdminTask, CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask,
+    StoreError, StoreFuture, TaskCounts, TaskList, TaskStore,
 };
 use crate::task::{TaskId, TaskSnapshot};
 
@@ -82,6 +82,28 @@ impl TaskStore for Measured {
         limit: usize,
     ) -> StoreFuture<'a, TaskList> {
         timed("list", self.0.list(owner, cursor, limit))
+    }
+
+    // The operator's methods are rare and not the service's latency: passed
+    // through untimed.
+    fn admin_list<'a>(
+        &'a self,
+        cursor: Option<&'a str>,
+        limit: usize,
+    ) -> StoreFuture<'a, AdminPage> {
+        self.0.admin_list(cursor, limit)
+    }
+
+    fn admin_counts(&self) -> StoreFuture<'_, TaskCounts> {
+        self.0.admin_counts()
+    }
+
+    fn admin_cancel(&self, id: TaskId) -> StoreFuture<'_, Option<CancelOutcome>> {
+        self.0.admin_cancel(id)
+    }
+
+    fn admin_delete(&self, id: TaskId) -> StoreFuture<'_, Option<AdminTask>> {
+        self.0.admin_delete(id)
     }
 
     fn release(&self) -> StoreFuture<'_, ()> {

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use super::StoreError;
 use crate::task::{TaskId, Timestamp};
 
 /// The largest page a listing returns.
@@ -30,6 +31,14 @@ impl ListCursor {
             created: Timestamp::from_millis(created.parse().ok().filter(|_| valid)?),
             id: TaskId::parse(id)?,
         })
+    }
+
+    /// A listing's `cursor` parameter: none, or one this store gave out
+    /// ([`StoreError::InvalidCursor`] otherwise).
+    pub(crate) fn param(cursor: Option<&str>) -> Result<Option<Self>, StoreError> {
+        cursor
+            .map(|text| Self::parse(text).ok_or(StoreError::InvalidCursor))
+            .transpose()
     }
 
     /// The cursor just after the task created at `created` with id `id`.

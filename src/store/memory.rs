@@ -27,8 +27,8 @@ use super::expiry::Expiry;
 use super::live::{self, Live};
 use super::owners::{Found, Owners};
 use super::{
-    CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, Quota, StoreError, StoreFuture,
-    TaskList, TaskStore,
+    AdminPage, AdminTask, CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, Quota,
+    StoreError, StoreFuture, TaskCounts, TaskList, TaskStore,
 };
 use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
 use crate::wire::jsonrpc::error_message;
@@ -185,6 +185,17 @@ impl Entry {
             ttl: self.ttl,
             poll_interval: self.poll_interval,
         }
+    }
+
+    /// Cancels a task unless it is terminal already; fires its stop signal.
+    fn cancel(&mut self, id: u128, now: Timestamp) -> CancelOutcome {
+        if self.state.status().is_terminal() {
+            return CancelOutcome::AlreadyTerminal(self.snapshot(id));
+        }
+        self.state = State::Cancelled;
+        self.updated_at = now;
+        self.stop.cancel();
+        CancelOutcome::Cancelled(self.snapshot(id))
     }
 
     /// Moves a live task to a terminal state; refuses if it is terminal already.
@@ -427,17 +438,9 @@ impl TaskStore for MemoryTaskStore {
         id: TaskId,
         owner: Option<&'a str>,
     ) -> StoreFuture<'a, Option<CancelOutcome>> {
-        Box::pin(async move {
-            self.with_owned(id, owner, |entry, now| {
-                if entry.state.status().is_terminal() {
-                    return CancelOutcome::AlreadyTerminal(entry.snapshot(id.as_u128()));
-                }
-                entry.state = State::Cancelled;
-                entry.updated_at = now;
-                entry.stop.cancel();
-                CancelOutcome::Cancelled(entry.snapshot(id.as_u128()))
-            })
-        })
+        Box::pin(
+            async move { self.with_owned(id, owner, |entry, now| entry.cancel(id.as_u128(), now)) },
+        )
     }
 
     fn require_input(&self, id: TaskId, round: InputRound) -> StoreFuture<'_, ()> {
@@ -507,10 +510,7 @@ impl TaskStore for MemoryTaskStore {
         limit: usize,
     ) -> StoreFuture<'a, TaskList> {
         Box::pin(async move {
-            let after = match cursor {
-                Some(text) => Some(ListCursor::parse(text).ok_or(StoreError::InvalidCursor)?),
-                None => None,
-            };
+            let after = ListCursor::param(cursor)?;
             let now = Timestamp::now();
             let limit = limit.clamp(1, MAX_PAGE);
             let read = |(_, id): (u64, u128)| {
@@ -532,7 +532,28 @@ impl TaskStore for MemoryTaskStore {
             Ok(TaskList { tasks, next_cursor })
         })
     }
+
+    fn admin_list<'a>(
+        &'a self,
+        cursor: Option<&'a str>,
+        limit: usize,
+    ) -> StoreFuture<'a, AdminPage> {
+        Box::pin(async move { self.admin_page(cursor, limit) })
+    }
+
+    fn admin_counts(&self) -> StoreFuture<'_, TaskCounts> {
+        Box::pin(async move { self.admin_tally() })
+    }
+
+    fn admin_cancel(&self, id: TaskId) -> StoreFuture<'_, Option<CancelOutcome>> {
+        Box::pin(async move { self.admin_cancel_task(id) })
+    }
+
+    fn admin_delete(&self, id: TaskId) -> StoreFuture<'_, Option<AdminTask>> {
+        Box::pin(async move { self.admin_remove(id) })
+    }
 }
 
+mod admin;
 #[cfg(test)]
 mod tests;

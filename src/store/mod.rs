@@ -21,6 +21,7 @@
 //! without one. A principal appearing later is a different security context,
 //! not an upgrade.
 
+mod admin;
 mod cursor;
 mod expiry;
 mod live;
@@ -41,6 +42,7 @@ use crate::task::{TaskId, TaskSnapshot, TaskStatus, Timestamp};
 
 #[cfg(feature = "redis")]
 pub use self::redis::{RedisTaskStore, RedisTaskStoreBuilder, TaskPage};
+pub use admin::{AdminPage, AdminTask, StatusCounts, TaskCounts};
 pub use cursor::ListCursor;
 pub use memory::MemoryTaskStore;
 
@@ -72,6 +74,10 @@ pub enum StoreError {
     /// Creating the task would exceed a quota; nothing was stored.
     #[error("the {0} task quota is reached")]
     QuotaExceeded(QuotaScope),
+    /// The store does not offer this operation (the operator's methods of
+    /// a store that does not implement them); names the method.
+    #[error("the task store does not support {0}")]
+    Unsupported(&'static str),
 }
 
 /// Which quota a creation ran into.
@@ -269,6 +275,55 @@ pub trait TaskStore: Send + Sync + 'static {
         cursor: Option<&'a str>,
         limit: usize,
     ) -> StoreFuture<'a, TaskList>;
+
+    /// Every owner's live tasks, oldest first (creation time, then id), at
+    /// most `limit` (clamp 1..=1000), starting after `cursor` (the text a
+    /// previous page gave as `next_cursor`): the operator's listing
+    /// ([`Admin::list`](crate::Admin::list)).
+    ///
+    /// Expired tasks are never listed; an unknown `cursor` is
+    /// [`StoreError::InvalidCursor`]. Memory: O(n) per page (a scan of
+    /// every task); Redis: O(log n + page) over an index of every task. The
+    /// default answers [`StoreError::Unsupported`].
+    fn admin_list<'a>(
+        &'a self,
+        cursor: Option<&'a str>,
+        limit: usize,
+    ) -> StoreFuture<'a, AdminPage> {
+        let _ = (cursor, limit);
+        Box::pin(async { Err(StoreError::Unsupported("admin_list")) })
+    }
+
+    /// Every live task counted per owner and status
+    /// ([`Admin::counts`](crate::Admin::counts)). O(n): meant for an admin
+    /// tool or a metrics scrape every few seconds, not for every request.
+    /// With Redis the count is taken in batches, so tasks created or ended
+    /// meanwhile may or may not be counted. The default answers
+    /// [`StoreError::Unsupported`].
+    fn admin_counts(&self) -> StoreFuture<'_, TaskCounts> {
+        Box::pin(async { Err(StoreError::Unsupported("admin_counts")) })
+    }
+
+    /// Cancels a task whoever owns it, exactly as its owner's `cancel`
+    /// would (its stop signal fires, a terminal task is left unchanged);
+    /// `None` for an unknown or expired task. The default answers
+    /// [`StoreError::Unsupported`].
+    fn admin_cancel(&self, id: TaskId) -> StoreFuture<'_, Option<CancelOutcome>> {
+        let _ = id;
+        Box::pin(async { Err(StoreError::Unsupported("admin_cancel")) })
+    }
+
+    /// Removes a task whoever owns it and whatever its status: the task,
+    /// its input round, its index entries and its place in the quota
+    /// counts, so that its owner's allowance is free again at once. A task
+    /// still running has its stop signal fired (its work is dropped, its
+    /// outcome has nowhere to go). Returns the task as it was; `None` for
+    /// an unknown or expired task. The default answers
+    /// [`StoreError::Unsupported`].
+    fn admin_delete(&self, id: TaskId) -> StoreFuture<'_, Option<AdminTask>> {
+        let _ = id;
+        Box::pin(async { Err(StoreError::Unsupported("admin_delete")) })
+    }
 
     /// Lets go of what this process holds in a shared store, at the end of
     /// a [`Drain`](crate::Drain): the Redis store drops its instance lease,

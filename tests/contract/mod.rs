@@ -2,8 +2,10 @@
 //!
 //! `run(make)` calls each rule with a fresh store from `make` and panics with
 //! the rule's name on the first violation. Store tests call it once per store.
-//! The quota rules are in `quota`.
+//! The quota rules are in `quota`; the operator's methods, which a store
+//! may leave out, have their own suite in `admin`.
 
+pub mod admin;
 mod quota;
 
 use std::future::Future;

@@ -35,6 +35,19 @@ impl RedisTaskStore {
         after: Option<ListCursor>,
         limit: usize,
     ) -> Result<TaskPage, StoreError> {
+        let index = self.inner.keys.index(owner);
+        self.page_ids(index, owner_args(owner), after, limit).await
+    }
+
+    /// One page of the ids in `index` that `owner` (the script's owner
+    /// arguments; `ANY_OWNER` for every task) may see, after `after`.
+    pub(super) async fn page_ids(
+        &self,
+        index: String,
+        [has_owner, owner_text]: [&str; 2],
+        after: Option<ListCursor>,
+        limit: usize,
+    ) -> Result<TaskPage, StoreError> {
         let limit = limit.clamp(1, MAX_PAGE);
         let keys: &Keys = &self.inner.keys;
         let (score, id) = match after {
@@ -44,8 +57,7 @@ impl RedisTaskStore {
             ),
             None => (String::new(), String::new()),
         };
-        let [has_owner, owner_text] = owner_args(owner);
-        let mut call = LIST.key(keys.index(owner));
+        let mut call = LIST.key(index);
         call.arg(keys.task_head())
             .arg(Keys::TASK_TAIL)
             .arg(has_owner)
@@ -92,10 +104,7 @@ impl RedisTaskStore {
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<TaskList, StoreError> {
-        let after = match cursor {
-            Some(text) => Some(ListCursor::parse(text).ok_or(StoreError::InvalidCursor)?),
-            None => None,
-        };
+        let after = ListCursor::param(cursor)?;
         let page = self.list_owned(owner, after, limit).await?;
         let tasks = self.snapshots(owner, &page.ids).await?;
         Ok(TaskList {
@@ -110,11 +119,25 @@ impl RedisTaskStore {
         owner: Option<&str>,
         ids: &[TaskId],
     ) -> Result<Vec<TaskSnapshot>, StoreError> {
+        let mut tasks = Vec::with_capacity(ids.len());
+        for (id, items) in self.snapshot_items(owner_args(owner), ids).await? {
+            tasks.push(reply::snapshot(id, items)?);
+        }
+        Ok(tasks)
+    }
+
+    /// The `SNAPSHOTS` script's replies for the tasks the owner arguments
+    /// may still see among `ids`, in order (with `ANY_OWNER`, each reply
+    /// starts with the task's owner flag and owner).
+    pub(super) async fn snapshot_items(
+        &self,
+        [has_owner, owner_text]: [&str; 2],
+        ids: &[TaskId],
+    ) -> Result<Vec<(TaskId, Vec<redis::Value>)>, StoreError> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
         let keys: &Keys = &self.inner.keys;
-        let [has_owner, owner_text] = owner_args(owner);
         let mut call = SNAPSHOTS.arg(has_owner);
         call.arg(owner_text);
         for &id in ids {
@@ -126,12 +149,12 @@ impl RedisTaskStore {
         if items.len() != ids.len() {
             return Err(reply::corrupt("a snapshot list of the wrong length"));
         }
-        let mut tasks = Vec::with_capacity(ids.len());
+        let mut found = Vec::with_capacity(ids.len());
         for (&id, item) in ids.iter().zip(items) {
             if !reply::is_absent(&item) {
-                tasks.push(reply::snapshot(id, reply::items(item)?)?);
+                found.push((id, reply::items(item)?));
             }
         }
-        Ok(tasks)
+        Ok(found)
     }
 }

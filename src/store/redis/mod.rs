@@ -18,6 +18,7 @@
 //! | `<prefix>:round:{<id>}`     | hash       | the open input round: requests in order, which keys are outstanding, answers in order, the resume context | deleted in one step when the round completes or the task ends; expires with the task |
 //! | `<prefix>:owned:<owner>`    | sorted set | the owner's task ids, scored by creation time (ms) | the per-owner listing (`tasks/list`) pages it by cursor instead of scanning the keyspace |
 //! | `<prefix>:unowned`          | sorted set | ids of tasks created without a principal | a distinct key for "no owner": unowned tasks are a security context of their own |
+//! | `<prefix>:all`              | sorted set | every task's id, scored by creation time (ms) | the operator's listing across owners ([`Admin`](crate::Admin)) pages it like an owner index |
 //! | `<prefix>:live:owned:<owner>`, `<prefix>:live:unowned` | sorted set | the owner's tasks created under a [`Quota`], scored by deadline (ms; `+inf` without TTL) | the per-owner cap counts live tasks with one trim and one `ZCARD`; the owner index, scored by creation, cannot |
 //! | `<prefix>:live:all`         | sorted set | every task created under a [`Quota`], scored by deadline | the same for the total cap |
 //! | `<prefix>:ended` (channel)  | pub/sub    | the id of each task that just became terminal | fires the stop signal on whichever instance runs the task's work |
@@ -32,7 +33,7 @@
 //! (while it is `working`). Payloads are never parsed on the Redis
 //! side, so a client reads back exactly what the inner server answered.
 //!
-//! An owner index expires with its longest-lived task (`PEXPIREAT … GT`;
+//! An owner index (and `<prefix>:all`) expires with its longest-lived task (`PEXPIREAT … GT`;
 //! never while it holds a task without TTL). Entries of expired tasks are
 //! dropped lazily: the two oldest are checked at each `create`, and every
 //! listing removes those it steps over.
@@ -138,6 +139,8 @@
 //! supported yet: `create` writes the task, its owner index and its driver's
 //! driving set, which live in different slots.
 
+mod admin;
+mod answer;
 mod builder;
 mod lease;
 mod list;
@@ -154,10 +157,11 @@ use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, Quota, QuotaScope, StoreError,
-    StoreFuture, TaskList, TaskStore,
+    AdminPage, AdminTask, CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, Quota,
+    QuotaScope, StoreError, StoreFuture, TaskCounts, TaskList, TaskStore,
 };
 use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
+use answer::Answered;
 use lease::Lease;
 use scripts::{Keys, cap_arg, owner_args};
 use stops::Stops;
@@ -238,20 +242,6 @@ fn now_text() -> String {
     Timestamp::now().as_millis().to_string()
 }
 
-/// What `answer_input` found, before the stop signal is settled.
-enum Answered {
-    Hidden,
-    NotWaiting {
-        ended: bool,
-    },
-    Pending,
-    Complete {
-        deadline: Option<Timestamp>,
-        answers: Vec<(String, Box<RawValue>)>,
-        resume: Box<RawValue>,
-    },
-}
-
 impl RedisTaskStore {
     /// Connects to `url` (`redis://host:port/db`) with the default settings.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
@@ -284,6 +274,39 @@ impl RedisTaskStore {
         self.inner.conn.clone()
     }
 
+    /// `cancel` under the script's owner arguments (`ANY_OWNER` for the
+    /// operator's).
+    async fn cancel_as(
+        &self,
+        id: TaskId,
+        [has_owner, owner]: [&str; 2],
+    ) -> Result<Option<CancelOutcome>, StoreError> {
+        let keys = &self.inner.keys;
+        let mut call = scripts::CANCEL.key(keys.task(id));
+        call.key(keys.round(id))
+            .arg(has_owner)
+            .arg(owner)
+            .arg(now_text())
+            .arg(keys.channel())
+            .arg(id.to_string())
+            .arg(keys.driving_head());
+        let reply: Value = call.invoke_async(&mut self.conn()).await.map_err(backend)?;
+        if reply::is_absent(&reply) {
+            return Ok(None);
+        }
+        let mut items = reply::items(reply)?.into_iter();
+        let tag = reply::required(items.next(), "cancel tag")?;
+        let snapshot = reply::snapshot(id, items)?;
+        // Cancelled now or terminal before: the work is over either way,
+        // and the local token fires before this call returns.
+        self.inner.stops.fire(id);
+        match tag.as_str() {
+            "cancelled" => Ok(Some(CancelOutcome::Cancelled(snapshot))),
+            "terminal" => Ok(Some(CancelOutcome::AlreadyTerminal(snapshot))),
+            _ => Err(reply::corrupt("an unknown cancel tag")),
+        }
+    }
+
     /// `complete` and `fail`: one script, announcing the end.
     async fn finish(
         &self,
@@ -307,64 +330,6 @@ impl RedisTaskStore {
         }
         result
     }
-
-    async fn answer(
-        &self,
-        id: TaskId,
-        owner: Option<&str>,
-        answers: Vec<(String, Box<RawValue>)>,
-    ) -> Result<Answered, StoreError> {
-        let keys = &self.inner.keys;
-        let [has_owner, owner] = owner_args(owner);
-        let lease = &self.inner.lease;
-        let mut call = scripts::ANSWER_INPUT.key(keys.task(id));
-        call.key(keys.round(id))
-            .key(keys.driving(lease.id()))
-            .key(keys.instance(lease.id()))
-            .key(keys.instances())
-            .arg(has_owner)
-            .arg(owner)
-            .arg(now_text())
-            .arg(id.to_string())
-            .arg(lease.id())
-            .arg(lease.millis());
-        for (key, answer) in &answers {
-            call.arg(key.as_str()).arg(answer.get());
-        }
-        let reply: Value = call.invoke_async(&mut self.conn()).await.map_err(backend)?;
-        if reply::is_absent(&reply) {
-            return Ok(Answered::Hidden);
-        }
-        let mut items = reply::items(reply)?.into_iter();
-        match reply::required(items.next(), "answer tag")?.as_str() {
-            "pending" => Ok(Answered::Pending),
-            "not_waiting" => {
-                let status = reply::status(&reply::required(items.next(), "status")?)?;
-                Ok(Answered::NotWaiting {
-                    ended: status.is_terminal(),
-                })
-            }
-            "complete" => {
-                let deadline = reply::text(items.next().unwrap_or(Value::Nil))?
-                    .map(|at| at.parse().map(Timestamp::from_millis))
-                    .transpose()
-                    .map_err(|_| reply::corrupt("a deadline"))?;
-                let resume = reply::raw(reply::required(items.next(), "resume context")?)?;
-                let mut answers = Vec::new();
-                while let Some(key) = items.next() {
-                    let key = reply::required(Some(key), "answer key")?;
-                    let answer = reply::raw(reply::required(items.next(), "answer")?)?;
-                    answers.push((key, answer));
-                }
-                Ok(Answered::Complete {
-                    deadline,
-                    answers,
-                    resume,
-                })
-            }
-            _ => Err(reply::corrupt("an unknown answer tag")),
-        }
-    }
 }
 
 impl TaskStore for RedisTaskStore {
@@ -384,6 +349,7 @@ impl TaskStore for RedisTaskStore {
                 .key(keys.driving(lease.id()))
                 .key(keys.instance(lease.id()))
                 .key(keys.instances())
+                .key(keys.all())
                 .arg(has_owner)
                 .arg(owner_text)
                 .arg(task.created_at.as_millis())
@@ -490,33 +456,27 @@ impl TaskStore for RedisTaskStore {
         id: TaskId,
         owner: Option<&'a str>,
     ) -> StoreFuture<'a, Option<CancelOutcome>> {
-        Box::pin(async move {
-            let keys = &self.inner.keys;
-            let [has_owner, owner] = owner_args(owner);
-            let mut call = scripts::CANCEL.key(keys.task(id));
-            call.key(keys.round(id))
-                .arg(has_owner)
-                .arg(owner)
-                .arg(now_text())
-                .arg(keys.channel())
-                .arg(id.to_string())
-                .arg(keys.driving_head());
-            let reply: Value = call.invoke_async(&mut self.conn()).await.map_err(backend)?;
-            if reply::is_absent(&reply) {
-                return Ok(None);
-            }
-            let mut items = reply::items(reply)?.into_iter();
-            let tag = reply::required(items.next(), "cancel tag")?;
-            let snapshot = reply::snapshot(id, items)?;
-            // Cancelled now or terminal before: the work is over either way,
-            // and the local token fires before this call returns.
-            self.inner.stops.fire(id);
-            match tag.as_str() {
-                "cancelled" => Ok(Some(CancelOutcome::Cancelled(snapshot))),
-                "terminal" => Ok(Some(CancelOutcome::AlreadyTerminal(snapshot))),
-                _ => Err(reply::corrupt("an unknown cancel tag")),
-            }
-        })
+        Box::pin(self.cancel_as(id, owner_args(owner)))
+    }
+
+    fn admin_list<'a>(
+        &'a self,
+        cursor: Option<&'a str>,
+        limit: usize,
+    ) -> StoreFuture<'a, AdminPage> {
+        Box::pin(self.admin_page(cursor, limit))
+    }
+
+    fn admin_counts(&self) -> StoreFuture<'_, TaskCounts> {
+        Box::pin(self.admin_tally())
+    }
+
+    fn admin_cancel(&self, id: TaskId) -> StoreFuture<'_, Option<CancelOutcome>> {
+        Box::pin(self.admin_cancel_task(id))
+    }
+
+    fn admin_delete(&self, id: TaskId) -> StoreFuture<'_, Option<AdminTask>> {
+        Box::pin(self.admin_remove(id))
     }
 
     fn require_input(&self, id: TaskId, round: InputRound) -> StoreFuture<'_, ()> {

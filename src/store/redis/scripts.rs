@@ -34,6 +34,8 @@ pub(super) static ANSWER_INPUT: LazyLock<Script> = script!("lua/answer_input.lua
 pub(super) static LIST: LazyLock<Script> = script!("lua/list.lua");
 pub(super) static SNAPSHOTS: LazyLock<Script> = script!("lua/snapshots.lua");
 pub(super) static SWEEP: LazyLock<Script> = script!("lua/sweep.lua");
+pub(super) static DELETE: LazyLock<Script> = script!("lua/delete.lua");
+pub(super) static OWNER_STATUS: LazyLock<Script> = script!("lua/owner_status.lua");
 
 /// Key and channel names under one prefix (see the module docs for the table).
 #[derive(Debug)]
@@ -94,6 +96,12 @@ impl Keys {
         }
     }
 
+    /// `<prefix>:all`: every task's id, by creation time, for the
+    /// operator's listing.
+    pub(super) fn all(&self) -> String {
+        format!("{}:all", self.prefix)
+    }
+
     /// `<prefix>:live:owned:<owner>` or `<prefix>:live:unowned`: the live
     /// tasks of an owner created under a quota, by deadline.
     pub(super) fn live(&self, owner: Option<&str>) -> String {
@@ -132,6 +140,9 @@ pub(super) fn owner_args(owner: Option<&str>) -> [&str; 2] {
         None => ["0", ""],
     }
 }
+
+/// The owner arguments of the operator's calls: any owner.
+pub(super) const ANY_OWNER: [&str; 2] = ["*", ""];
 
 /// A quota cap as a script argument: `''` for none.
 pub(super) fn cap_arg(cap: Option<u32>) -> String {

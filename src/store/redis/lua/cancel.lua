@@ -1,8 +1,8 @@
--- KEYS: task, round. ARGV: has_owner, owner, now ms, channel, id,
+-- KEYS: task, round. ARGV: has_owner ('*': the operator's, any owner), owner, now ms, channel, id,
 -- driving key head.
 -- Replies false when the owner sees no such task, else a tag
 -- ('cancelled' or 'terminal') followed by the snapshot.
-if not visible(KEYS[1], ARGV[1], ARGV[2]) then
+if not reachable(KEYS[1], ARGV[1], ARGV[2]) then
   return false
 end
 if terminal(redis.call('HGET', KEYS[1], 's')) then

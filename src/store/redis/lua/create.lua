@@ -1,5 +1,5 @@
 -- KEYS: task, owner index, driving set, lease and registry of this instance,
---       then, only when the task is created under a quota, the owner's live
+--       the index of every task, then, only when the task is created under a quota, the owner's live
 --       set and the store's live set.
 -- ARGV: has_owner, owner, created ms, deadline ms or '', ttl ns or '',
 --       poll ns or '', has_message, message, id, task key head, task key tail,
@@ -14,10 +14,10 @@ end
 -- The live sets hold the ids of tasks created under a quota, scored by
 -- deadline (+inf without TTL): what expired by now (the server's clock, as
 -- for the task keys' own expiry) is dropped, what is left is live.
-local counted = #KEYS > 5
+local counted = #KEYS > 6
 local mine, all, held, total
 if counted then
-  mine, all = KEYS[6], KEYS[7]
+  mine, all = KEYS[7], KEYS[8]
   local time = redis.call('TIME')
   local now = time[1] .. string.format('%03d', math.floor(tonumber(time[2]) / 1000))
   redis.call('ZREMRANGEBYSCORE', mine, '-inf', now)
@@ -64,6 +64,7 @@ local function add(set, score, existed)
   end
 end
 add(index, ARGV[3], redis.call('EXISTS', index) == 1)
+add(KEYS[6], ARGV[3], redis.call('EXISTS', KEYS[6]) == 1)
 if counted then
   -- An empty sorted set does not exist: the counts tell whether they did.
   local score = deadline ~= '' and deadline or '+inf'
@@ -71,9 +72,11 @@ if counted then
   add(all, score, total > 0)
 end
 -- Amortized trimming: the oldest entries are the first to expire.
-for _, id in ipairs(redis.call('ZRANGE', index, 0, 1)) do
-  if redis.call('EXISTS', ARGV[10] .. id .. ARGV[11]) == 0 then
-    redis.call('ZREM', index, id)
+for _, set in ipairs({index, KEYS[6]}) do
+  for _, id in ipairs(redis.call('ZRANGE', set, 0, 1)) do
+    if redis.call('EXISTS', ARGV[10] .. id .. ARGV[11]) == 0 then
+      redis.call('ZREM', set, id)
+    end
   end
 end
 

@@ -1,5 +1,5 @@
--- KEYS: owner index.
--- ARGV: task key head, task key tail, has_owner, owner, after score or '',
+-- KEYS: owner index (or the index of every task, with has_owner '*').
+-- ARGV: task key head, task key tail, has_owner ('*': any owner), owner, after score or '',
 --       after id, limit, budget (most entries to inspect).
 -- Replies {more '1'/'0', last score or '', last id or '', ids...}, oldest
 -- first. Entries whose task is gone are removed on the way.
@@ -40,7 +40,7 @@ while #ids < limit and scanned < budget and pos < total do
     pos, scanned = pos + 1, scanned + 1
     last_id, last_score = id, batch[i + 1]
     local task = head .. id .. tail
-    if visible(task, ARGV[3], ARGV[4]) then
+    if reachable(task, ARGV[3], ARGV[4]) then
       ids[#ids + 1] = id
     elseif redis.call('EXISTS', task) == 0 then
       gone[#gone + 1] = id

@@ -14,6 +14,24 @@ local function visible(task, has_owner, owner)
   return w == false and redis.call('EXISTS', task) == 1
 end
 
+-- `visible`, or, for the operator's methods (has_owner '*', which no
+-- owner's call passes), whether the task exists at all, whoever owns it.
+local function reachable(task, has_owner, owner)
+  if has_owner == '*' then
+    return redis.call('EXISTS', task) == 1
+  end
+  return visible(task, has_owner, owner)
+end
+
+-- The owner of a task as a flag and a name, as the scripts take it.
+local function owner_of(task)
+  local w = redis.call('HGET', task, 'w')
+  if w then
+    return {'1', w}
+  end
+  return {'0', ''}
+end
+
 local function terminal(status)
   return status == 'completed' or status == 'failed' or status == 'cancelled'
 end

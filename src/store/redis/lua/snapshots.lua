@@ -1,10 +1,16 @@
 -- KEYS: task 1, round 1, task 2, round 2, ... ARGV: has_owner, owner.
 -- Replies one element per task, in order: its snapshot when the owner may
 -- see it, else false (the task expired, or is gone, since it was listed).
+-- With has_owner '*' (the operator's listing) every existing task is seen,
+-- its snapshot preceded by its owner flag and owner.
 local out = {}
 for i = 1, #KEYS, 2 do
-  if visible(KEYS[i], ARGV[1], ARGV[2]) then
-    out[#out + 1] = snapshot(KEYS[i], KEYS[i + 1], {})
+  if reachable(KEYS[i], ARGV[1], ARGV[2]) then
+    local head = {}
+    if ARGV[1] == '*' then
+      head = owner_of(KEYS[i])
+    end
+    out[#out + 1] = snapshot(KEYS[i], KEYS[i + 1], head)
   else
     out[#out + 1] = false
   end

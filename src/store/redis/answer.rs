@@ -1,0 +1,84 @@
+//! The `answer_input` script and what its reply says, before the store
+//! settles the task's stop signal.
+
+use redis::Value;
+use serde_json::value::RawValue;
+
+use super::scripts::{self, owner_args};
+use super::{RedisTaskStore, backend, now_text, reply};
+use crate::store::StoreError;
+use crate::task::{TaskId, Timestamp};
+
+/// What `answer_input` found, before the stop signal is settled.
+pub(super) enum Answered {
+    Hidden,
+    NotWaiting {
+        ended: bool,
+    },
+    Pending,
+    Complete {
+        deadline: Option<Timestamp>,
+        answers: Vec<(String, Box<RawValue>)>,
+        resume: Box<RawValue>,
+    },
+}
+
+impl RedisTaskStore {
+    pub(super) async fn answer(
+        &self,
+        id: TaskId,
+        owner: Option<&str>,
+        answers: Vec<(String, Box<RawValue>)>,
+    ) -> Result<Answered, StoreError> {
+        let keys = &self.inner.keys;
+        let [has_owner, owner] = owner_args(owner);
+        let lease = &self.inner.lease;
+        let mut call = scripts::ANSWER_INPUT.key(keys.task(id));
+        call.key(keys.round(id))
+            .key(keys.driving(lease.id()))
+            .key(keys.instance(lease.id()))
+            .key(keys.instances())
+            .arg(has_owner)
+            .arg(owner)
+            .arg(now_text())
+            .arg(id.to_string())
+            .arg(lease.id())
+            .arg(lease.millis());
+        for (key, answer) in &answers {
+            call.arg(key.as_str()).arg(answer.get());
+        }
+        let reply: Value = call.invoke_async(&mut self.conn()).await.map_err(backend)?;
+        if reply::is_absent(&reply) {
+            return Ok(Answered::Hidden);
+        }
+        let mut items = reply::items(reply)?.into_iter();
+        match reply::required(items.next(), "answer tag")?.as_str() {
+            "pending" => Ok(Answered::Pending),
+            "not_waiting" => {
+                let status = reply::status(&reply::required(items.next(), "status")?)?;
+                Ok(Answered::NotWaiting {
+                    ended: status.is_terminal(),
+                })
+            }
+            "complete" => {
+                let deadline = reply::text(items.next().unwrap_or(Value::Nil))?
+                    .map(|at| at.parse().map(Timestamp::from_millis))
+                    .transpose()
+                    .map_err(|_| reply::corrupt("a deadline"))?;
+                let resume = reply::raw(reply::required(items.next(), "resume context")?)?;
+                let mut answers = Vec::new();
+                while let Some(key) = items.next() {
+                    let key = reply::required(Some(key), "answer key")?;
+                    let answer = reply::raw(reply::required(items.next(), "answer")?)?;
+                    answers.push((key, answer));
+                }
+                Ok(Answered::Complete {
+                    deadline,
+                    answers,
+                    resume,
+                })
+            }
+            _ => Err(reply::corrupt("an unknown answer tag")),
+        }
+    }
+}
