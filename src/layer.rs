@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use tower_layer::Layer;
 
+use crate::admin::Admin;
 use crate::background::Background;
 use crate::config::{TasksConfig, WaiterLimits};
 use crate::drain::Drain;
@@ -251,6 +252,12 @@ impl TasksLayer {
     /// after setting [`max_running`](Self::max_running).
     pub fn drain(&self) -> Drain {
         Drain::new(self.background.clone(), self.store.clone())
+    }
+
+    /// The operator's view of this layer's store: every owner's tasks,
+    /// counted, listed, cancelled or deleted ([`Admin`]).
+    pub fn admin(&self) -> Admin {
+        Admin::new(self.store.clone())
     }
 
     /// The settings in force.

@@ -61,6 +61,7 @@
 
 #![warn(missing_docs)]
 
+mod admin;
 mod background;
 pub mod body;
 mod classify;
@@ -85,6 +86,7 @@ pub mod store;
 mod task;
 mod wire;
 
+pub use admin::Admin;
 pub use body::{RequestBody, ResponseBody};
 pub use config::TasksConfig;
 pub use drain::{Drain, DrainReport};

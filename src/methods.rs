@@ -75,7 +75,7 @@ pub(crate) async fn answer(runtime: &Runtime, parts: &Parts, call: TaskCall) -> 
         TaskMethod::Cancel => match runtime.store.cancel(task, owner).await {
             Ok(Some(outcome)) => {
                 if let CancelOutcome::Cancelled(_) = outcome {
-                    events::ended(task, End::Cancelled, None);
+                    events::ended(task, End::Cancelled { by: "client" }, None);
                 }
                 Reply::result(&call.id, ACK).into()
             }

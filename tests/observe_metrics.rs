@@ -8,52 +8,14 @@
 
 mod support;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use mcp_tasks::ToolPolicy;
 use mcp_tasks::observe::metrics as m;
-use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use serde_json::json;
 use support::client::McpClient;
 use support::layered::Layered;
-
-/// Metric name and sorted `key=value` labels → value.
-type Readings = HashMap<(String, String), DebugValue>;
-
-fn read(recorder: &DebuggingRecorder) -> Readings {
-    recorder
-        .snapshotter()
-        .snapshot()
-        .into_vec()
-        .into_iter()
-        .map(|(key, _, _, value)| {
-            let key = key.key();
-            let mut labels: Vec<String> = key
-                .labels()
-                .map(|label| format!("{}={}", label.key(), label.value()))
-                .collect();
-            labels.sort();
-            ((key.name().to_owned(), labels.join(",")), value)
-        })
-        .collect()
-}
-
-fn counter(readings: &Readings, name: &str, labels: &str) -> u64 {
-    match readings.get(&(name.to_owned(), labels.to_owned())) {
-        Some(DebugValue::Counter(count)) => *count,
-        None => 0,
-        other => panic!("{name}{{{labels}}} is {other:?}"),
-    }
-}
-
-fn samples(readings: &Readings, name: &str, labels: &str) -> usize {
-    match readings.get(&(name.to_owned(), labels.to_owned())) {
-        Some(DebugValue::Histogram(values)) => values.len(),
-        None => 0,
-        other => panic!("{name}{{{labels}}} is {other:?}"),
-    }
-}
+use support::recorded::{counter, gauge, record, samples};
 
 async fn sequence() {
     let layered = Layered::start(|layer| {
@@ -114,15 +76,7 @@ async fn sequence() {
 
 #[test]
 fn a_known_sequence_gives_known_counts() {
-    let recorder = DebuggingRecorder::new();
-    metrics::with_local_recorder(&recorder, || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime")
-            .block_on(sequence());
-    });
-    let readings = read(&recorder);
+    let readings = record(sequence());
 
     assert_eq!(counter(&readings, m::CREATED, ""), 3);
     assert_eq!(counter(&readings, m::TERMINAL, "status=completed"), 2);
@@ -132,8 +86,8 @@ fn a_known_sequence_gives_known_counts() {
     assert_eq!(counter(&readings, m::RESUMED, ""), 1);
     assert_eq!(counter(&readings, m::REFUSED, "reason=quota_owner"), 1);
     assert_eq!(
-        readings.get(&(m::RUNNING.to_owned(), String::new())),
-        Some(&DebugValue::Gauge(0.0.into())),
+        gauge(&readings, m::RUNNING, ""),
+        Some(0.0),
         "no parked call left running"
     );
     assert_eq!(samples(&readings, m::TIME_TO_PARK, ""), 3);

@@ -43,7 +43,11 @@ pub(crate) async fn answer(runtime: &Runtime, parts: &Parts, call: &LegacyTask) 
     match call.method {
         LegacyMethod::Cancel => match runtime.store.cancel(task, owner).await {
             Ok(Some(CancelOutcome::Cancelled(snapshot))) => {
-                crate::observe::events::ended(task, crate::observe::events::End::Cancelled, None);
+                crate::observe::events::ended(
+                    task,
+                    crate::observe::events::End::Cancelled { by: "client" },
+                    None,
+                );
                 Reply::result(&call.id, render(&snapshot, TaskView::Legacy))
             }
             Ok(Some(CancelOutcome::AlreadyTerminal(snapshot))) => {

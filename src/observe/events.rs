@@ -36,8 +36,13 @@ pub(crate) enum End<'a> {
     Completed,
     /// With an error; the reason is its message.
     Failed(&'a str),
-    /// By the client's `tasks/cancel`.
-    Cancelled,
+    /// By `tasks/cancel` (`by`: `client`) or the operator (`operator`).
+    Cancelled {
+        /// Who cancelled it.
+        by: &'static str,
+    },
+    /// Removed by the operator before it ended.
+    Deleted,
     /// Its TTL ran out while it ran.
     Expired,
 }
@@ -54,9 +59,13 @@ pub(crate) fn ended(id: TaskId, end: End<'_>, parked: Option<Instant>) {
             tracing::info!(target: TARGET, task = %id, reason, "task failed");
             "failed"
         }
-        End::Cancelled => {
-            tracing::info!(target: TARGET, task = %id, by = "client", "task cancelled");
+        End::Cancelled { by } => {
+            tracing::info!(target: TARGET, task = %id, by, "task cancelled");
             "cancelled"
+        }
+        End::Deleted => {
+            tracing::info!(target: TARGET, task = %id, by = "operator", "task deleted");
+            "deleted"
         }
         End::Expired => {
             tracing::info!(target: TARGET, task = %id, "task expired");

@@ -5,10 +5,11 @@
 //! | Name | Kind | Labels | Unit | What |
 //! |------|------|--------|------|------|
 //! | `mcp_tasks_created_total` | counter | | tasks | tasks created (parked calls, 2025-11-25 `params.task` calls) |
-//! | `mcp_tasks_terminal_total` | counter | `status`: `completed`, `failed`, `cancelled`, `expired` | tasks | tasks that reached a terminal state, as this instance saw it |
+//! | `mcp_tasks_terminal_total` | counter | `status`: `completed`, `failed`, `cancelled`, `expired`, `deleted` | tasks | tasks that reached a terminal state, as this instance saw it (`deleted`: removed by the operator before it ended) |
 //! | `mcp_tasks_input_required_total` | counter | | rounds | input rounds asked for by parked tools |
 //! | `mcp_tasks_resumed_total` | counter | | rounds | input rounds answered, the call re-issued |
 //! | `mcp_tasks_refused_total` | counter | `reason`: `draining`, `running`, `quota_owner`, `quota_total`, `body_size` | requests | refusals at a limit |
+//! | `mcp_tasks_live` | gauge | `status` | tasks | live tasks in the whole store, set by [`Admin::record_live`](crate::Admin::record_live) (the gateway: every 10 s with `--metrics`) |
 //! | `mcp_tasks_running` | gauge | | calls | parked calls running in the background now |
 //! | `mcp_tasks_time_to_park_seconds` | histogram | | seconds | from the request's arrival to the task's creation |
 //! | `mcp_tasks_duration_seconds` | histogram | `status` | seconds | from parking to the terminal state, for tasks parked and ended on this instance |
@@ -26,6 +27,9 @@ pub const INPUT_REQUIRED: &str = "mcp_tasks_input_required_total";
 pub const RESUMED: &str = "mcp_tasks_resumed_total";
 /// Refusals at a limit; label `reason`.
 pub const REFUSED: &str = "mcp_tasks_refused_total";
+/// Live tasks in the store; label `status`. Set by
+/// [`Admin::record_live`](crate::Admin::record_live).
+pub const LIVE: &str = "mcp_tasks_live";
 /// Parked calls running now.
 pub const RUNNING: &str = "mcp_tasks_running";
 /// Seconds from a request's arrival to its task's creation.

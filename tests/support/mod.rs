@@ -11,4 +11,5 @@ pub mod fixture;
 pub mod in_process;
 pub mod layered;
 pub mod process;
+pub mod recorded;
 pub mod session;

@@ -1,0 +1,116 @@
+//! [`Admin`]: the operator's view of a layer's tasks, across owners.
+//!
+//! Clients reach only their own tasks, through the wire methods. An
+//! operator (an admin tool, a support script, the gateway's metrics) needs
+//! every owner's: how many tasks there are per owner and status, which ones,
+//! and a way to stop one without its owner's token. No wire method exposes
+//! this; it is a Rust API over the layer's store, taken from
+//! [`TasksLayer::admin`](crate::TasksLayer::admin).
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), mcp_tasks::StoreError> {
+//! use mcp_tasks::{MemoryTaskStore, TasksLayer};
+//!
+//! let layer = TasksLayer::new(MemoryTaskStore::new());
+//! let admin = layer.admin();
+//! // … serve with `layer` …
+//! let counts = admin.counts().await?;
+//! for (owner, by_status) in counts.owners() {
+//!     println!("{owner:?}: {} working", by_status.working);
+//! }
+//! let page = admin.list(None, 100).await?;
+//! for task in &page.tasks {
+//!     println!("{} {:?} {}", task.snapshot.id, task.owner, task.snapshot.status().as_str());
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+use std::sync::Arc;
+
+use crate::observe::events::{self, End};
+use crate::observe::metrics as m;
+use crate::store::{AdminPage, AdminTask, CancelOutcome, StoreError, TaskCounts, TaskStore};
+use crate::task::{TaskId, TaskStatus};
+
+/// The operator's handle on a layer's store; cheap to clone.
+///
+/// Every method works across owners. Cancelling and deleting are logged as
+/// lifecycle events (`by = "operator"`) and counted in
+/// `mcp_tasks_terminal_total`. The store must implement the operator's
+/// methods ([`MemoryTaskStore`](crate::MemoryTaskStore) and
+/// `RedisTaskStore` do); others answer [`StoreError::Unsupported`].
+#[derive(Clone)]
+pub struct Admin {
+    store: Arc<dyn TaskStore>,
+}
+
+impl std::fmt::Debug for Admin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Admin").finish_non_exhaustive()
+    }
+}
+
+impl Admin {
+    pub(crate) fn new(store: Arc<dyn TaskStore>) -> Self {
+        Self { store }
+    }
+
+    /// Every owner's live tasks, oldest first, at most `limit` (clamped to
+    /// 1..=1000), after `cursor` (a previous page's `next_cursor`).
+    pub async fn list(&self, cursor: Option<&str>, limit: usize) -> Result<AdminPage, StoreError> {
+        self.store.admin_list(cursor, limit).await
+    }
+
+    /// Live tasks per owner and status (O(n) in the store's tasks).
+    pub async fn counts(&self) -> Result<TaskCounts, StoreError> {
+        self.store.admin_counts().await
+    }
+
+    /// Cancels a task whoever owns it: the same outcome as its owner's
+    /// `tasks/cancel` (the inner call is dropped, a terminal task is left
+    /// as it is). `None` for an unknown or expired task.
+    pub async fn cancel(&self, id: TaskId) -> Result<Option<CancelOutcome>, StoreError> {
+        let outcome = self.store.admin_cancel(id).await?;
+        if let Some(CancelOutcome::Cancelled(_)) = &outcome {
+            events::ended(id, End::Cancelled { by: "operator" }, None);
+        }
+        Ok(outcome)
+    }
+
+    /// Removes a task whoever owns it and whatever its status, freeing its
+    /// place in the quotas at once; a running call is dropped. Returns the
+    /// task as it was; `None` for an unknown or expired task. Its owner's
+    /// next `tasks/get` finds nothing, as for an expired task.
+    pub async fn delete(&self, id: TaskId) -> Result<Option<AdminTask>, StoreError> {
+        let removed = self.store.admin_delete(id).await?;
+        if let Some(task) = &removed {
+            if task.snapshot.status().is_terminal() {
+                tracing::info!(target: "mcp_tasks::lifecycle", task = %id, by = "operator", "task removed");
+            } else {
+                events::ended(id, End::Deleted, None);
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Counts the live tasks and sets the gauge `mcp_tasks_live` (label
+    /// `status`) from the count: the live-task metric, store-wide (every
+    /// instance over a shared store sees the same figure). O(n): call it
+    /// from a timer or a metrics scrape, not per request. Returns the
+    /// counts it recorded.
+    pub async fn record_live(&self) -> Result<TaskCounts, StoreError> {
+        let counts = self.counts().await?;
+        for status in [
+            TaskStatus::Working,
+            TaskStatus::InputRequired,
+            TaskStatus::Completed,
+            TaskStatus::Failed,
+            TaskStatus::Cancelled,
+        ] {
+            metrics::gauge!(m::LIVE, "status" => status.as_str()).set(counts.status(status) as f64);
+        }
+        Ok(counts)
+    }
+}
