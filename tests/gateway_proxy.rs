@@ -92,6 +92,15 @@ async fn metrics_are_served_in_the_prometheus_format_when_asked() {
         "{text}"
     );
     assert!(text.contains("mcp_tasks_store_seconds"), "{text}");
+    // The scrape counted the store's live tasks: the completed one.
+    assert!(
+        text.contains("mcp_tasks_live{status=\"completed\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("mcp_tasks_live{status=\"working\"} 0"),
+        "{text}"
+    );
 }
 
 #[tokio::test]

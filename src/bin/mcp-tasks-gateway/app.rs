@@ -10,7 +10,7 @@ use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderValue, header};
 use mcp_tasks::proxy::Proxy;
-use mcp_tasks::{Drain, MemoryTaskStore, RedisTaskStore, TasksLayer};
+use mcp_tasks::{Admin, Drain, MemoryTaskStore, RedisTaskStore, TasksLayer};
 use tower::ServiceBuilder;
 
 use crate::guard::{self, Guard};
@@ -26,6 +26,8 @@ pub struct App {
     pub router: Router,
     /// Drains the layer's tasks on shutdown.
     pub drain: Drain,
+    /// The operator's view of the layer's store (the live-task gauge).
+    pub admin: Admin,
     /// What a client may hold of the server.
     pub limits: Limits,
     /// How long running tasks get to finish on shutdown.
@@ -82,6 +84,7 @@ impl App {
             .build();
         let tasks = layer(&args).await?;
         let drain = tasks.drain();
+        let admin = tasks.admin();
         let guard = Arc::new(Guard::new(local, &args.allowed_host, &args.allowed_origin));
         let service = ServiceBuilder::new().layer(tasks).service(proxy);
         let own_url = format!("http://{local}{path}");
@@ -122,6 +125,7 @@ impl App {
             path,
             router,
             drain,
+            admin,
             limits,
             shutdown_grace: required(
                 args.shutdown_grace,

@@ -51,7 +51,7 @@ async fn run() -> Result<(), String> {
     let app = app::App::build(args, local).await?;
     println!("listening on http://{local}{}", app.path);
     if let Some(addr) = metrics {
-        let at = metrics::serve(addr, app.limits).await?;
+        let at = metrics::serve(addr, app.limits, app.admin.clone()).await?;
         println!("metrics on http://{at}/metrics");
     }
     let _ = std::io::stdout().flush();

@@ -1,24 +1,51 @@
 //! `--metrics ADDR`: the layer's metrics (and any other the process
 //! records) in the Prometheus text format at `http://ADDR/metrics`, served
-//! with the same limits as the MCP endpoint.
+//! with the same limits as the MCP endpoint. Each scrape first counts the
+//! live tasks in the store (`mcp_tasks_live`, [`Admin::record_live`]), at
+//! most once a second however often it is scraped.
 
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderValue, header};
+use mcp_tasks::Admin;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use tokio::sync::Mutex;
 
 use crate::serving::{self, Limits};
 
 /// How often histograms are compacted (the exporter's upkeep).
 const UPKEEP: Duration = Duration::from_secs(5);
 
-/// Installs the Prometheus recorder and serves it on `addr`; returns the
-/// address it listens on.
-pub async fn serve(addr: SocketAddr, limits: Limits) -> Result<SocketAddr, String> {
+/// The least time between two counts of the live tasks (O(n) in the store).
+const COUNT_EVERY: Duration = Duration::from_secs(1);
+
+/// The live-task count, refreshed by scrapes; one count at a time.
+struct Live {
+    admin: Admin,
+    counted: Mutex<Option<Instant>>,
+}
+
+impl Live {
+    async fn refresh(&self) {
+        let mut counted = self.counted.lock().await;
+        if counted.is_some_and(|at| at.elapsed() < COUNT_EVERY) {
+            return;
+        }
+        if let Err(error) = self.admin.record_live().await {
+            tracing::warn!(%error, "the live tasks could not be counted");
+        }
+        *counted = Some(Instant::now());
+    }
+}
+
+/// Installs the Prometheus recorder and serves it on `addr`, counting live
+/// tasks through `admin`; returns the address it listens on.
+pub async fn serve(addr: SocketAddr, limits: Limits, admin: Admin) -> Result<SocketAddr, String> {
     let handle = PrometheusBuilder::new()
         .install_recorder()
         .map_err(|e| format!("--metrics: {e}"))?;
@@ -34,9 +61,19 @@ pub async fn serve(addr: SocketAddr, limits: Limits) -> Result<SocketAddr, Strin
             upkeep.run_upkeep();
         }
     });
+    let live = Arc::new(Live {
+        admin,
+        counted: Mutex::new(None),
+    });
     let router = Router::new().route(
         "/metrics",
-        axum::routing::get(move || std::future::ready(render(&handle))),
+        axum::routing::get(move || {
+            let (live, handle) = (live.clone(), handle.clone());
+            async move {
+                live.refresh().await;
+                render(&handle)
+            }
+        }),
     );
     tokio::spawn(async move {
         // Stops with the process.
