@@ -192,5 +192,10 @@ pub(crate) fn reply_response<B>(
         http::header::CONTENT_TYPE,
         http::HeaderValue::from_static("application/json"),
     );
+    if let Some(code) = reply.code {
+        response
+            .extensions_mut()
+            .insert(crate::observe::ErrorCode(code));
+    }
     response
 }

@@ -318,8 +318,9 @@ fn task_method_span(call: &TaskCall) -> tracing::Span {
     span
 }
 
-/// `future` in `span`, with `error.type` recorded for an HTTP error status
-/// or an inner service failure.
+/// `future` in `span`, with `error.type` recorded: the JSON-RPC error code
+/// of an error the layer answered itself, else an HTTP error status, or an
+/// inner service failure.
 fn traced<RB, E>(
     span: tracing::Span,
     future: impl Future<Output = Result<Response<ResponseBody<RB>>, E>> + Send + 'static,
@@ -329,13 +330,16 @@ fn traced<RB, E>(
         async move {
             let result = future.await;
             match &result {
-                Ok(response) if response.status().as_u16() >= 400 => {
-                    span.record("error.type", response.status().as_str());
+                Ok(response) => {
+                    if let Some(observe::ErrorCode(code)) = response.extensions().get() {
+                        span.record("error.type", code.to_string());
+                    } else if response.status().as_u16() >= 400 {
+                        span.record("error.type", response.status().as_str());
+                    }
                 }
                 Err(_) => {
                     span.record("error.type", "inner_service");
                 }
-                Ok(_) => {}
             }
             result
         }

@@ -218,3 +218,36 @@ async fn a_parked_call_resumed_once_and_completed_is_one_trace() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_request_span_carries_the_json_rpc_error_code_the_layer_answered() {
+    let recorder = Recorder::default();
+    let subscriber = tracing_subscriber::registry().with(recorder.clone());
+    let _default = tracing::subscriber::set_default(subscriber);
+
+    let layered = Layered::start(|layer| layer.threshold(Duration::from_millis(100))).await;
+    let client = McpClient::new(&layered.served.url);
+    let unknown = mcp_tasks::TaskId::generate().unwrap().to_string();
+    let answer = client.tasks_get(&unknown).await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    let task = client
+        .start_task("slow_compute", json!({"seconds": 0.3}))
+        .await;
+    client
+        .wait_task_status(&task, &["completed"], Duration::from_secs(5))
+        .await;
+
+    let seen = recorder.0.lock().unwrap();
+    let missed = seen.find("mcp.request", "mcp.task.id", &unknown);
+    assert_eq!(missed.len(), 1, "{:?}", seen.spans);
+    assert_eq!(seen.spans[missed[0]].fields["error.type"], "-32602");
+    let found = seen.find("mcp.request", "mcp.task.id", &task);
+    assert!(!found.is_empty());
+    for span in found {
+        assert!(
+            !seen.spans[span].fields.contains_key("error.type"),
+            "{:?}",
+            seen.spans[span]
+        );
+    }
+}

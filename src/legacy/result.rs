@@ -51,7 +51,7 @@ fn outcome(id: &RawValue, task: &TaskSnapshot) -> Option<Reply> {
                 .and_then(|text| RawValue::from_string(text).ok());
             Reply::result(id, related.as_ref().unwrap_or(result))
         }
-        TaskState::Failed { error } => Reply::error(http::StatusCode::OK, Some(id), error),
+        TaskState::Failed { error } => Reply::error_raw(http::StatusCode::OK, Some(id), error),
         TaskState::Cancelled => error(
             id,
             INVALID_PARAMS,

@@ -36,6 +36,11 @@ use tracing::field::Empty;
 
 use crate::task::{TaskId, Timestamp};
 
+/// A response extension: the JSON-RPC error code of an error the layer
+/// answered itself, for the request span's `error.type`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ErrorCode(pub i64);
+
 /// The span of a request the layer handles, named after its method.
 pub(crate) fn request_span(method: &'static str) -> Span {
     tracing::info_span!(

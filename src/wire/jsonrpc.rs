@@ -80,6 +80,9 @@ pub struct Reply {
     pub status: StatusCode,
     /// The JSON-RPC message.
     pub body: Bytes,
+    /// The error's code when the message is an error (the request span's
+    /// `error.type`).
+    pub code: Option<i64>,
 }
 
 #[derive(Serialize)]
@@ -111,14 +114,30 @@ impl Reply {
                 id,
                 result,
             }),
+            code: None,
         }
     }
 
     /// An error response with the given HTTP status; `id` is `null` when the
     /// request's id could not be read.
-    pub fn error(status: StatusCode, id: Option<&RawValue>, error: impl Serialize) -> Self {
+    pub fn error(status: StatusCode, id: Option<&RawValue>, error: ErrorObject) -> Self {
         Self {
             status,
+            code: Some(error.code),
+            body: encode(&Failure {
+                jsonrpc: "2.0",
+                id,
+                error,
+            }),
+        }
+    }
+
+    /// An error response carrying an error object verbatim (a failed
+    /// task's).
+    pub fn error_raw(status: StatusCode, id: Option<&RawValue>, error: &RawValue) -> Self {
+        Self {
+            status,
+            code: error_code(error),
             body: encode(&Failure {
                 jsonrpc: "2.0",
                 id,
@@ -200,6 +219,15 @@ impl Reply {
         let error = ErrorObject::new(INTERNAL_ERROR, message);
         Self::error(StatusCode::OK, id, error)
     }
+}
+
+/// The `code` of a JSON-RPC error object, if it has one.
+fn error_code(error: &RawValue) -> Option<i64> {
+    #[derive(serde::Deserialize)]
+    struct Error {
+        code: Option<i64>,
+    }
+    serde_json::from_str::<Error>(error.get()).ok()?.code
 }
 
 /// The `message` of a JSON-RPC error object, if it has one.
