@@ -62,6 +62,21 @@ async fn the_operators_contract_fails_a_store_without_the_operators_methods() {
     );
 }
 
+/// The change-feed rules fail a store without a feed.
+#[tokio::test]
+async fn the_change_feed_contract_fails_a_store_without_a_feed() {
+    let suite = tokio::spawn(contract::changes::run(|| async {
+        NaiveStore::new(Flaw::None)
+    }));
+    let error = suite
+        .await
+        .expect_err("the change-feed suite must fail the store");
+    assert!(
+        error.is_panic(),
+        "the suite must fail by panicking: {error}"
+    );
+}
+
 #[tokio::test]
 async fn the_contract_fails_a_store_whose_terminal_states_change() {
     assert_caught(Flaw::TerminalOverwritten, "terminal states never change").await;

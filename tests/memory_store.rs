@@ -13,6 +13,11 @@ async fn the_memory_store_keeps_the_store_contract() {
 }
 
 #[tokio::test]
+async fn the_memory_store_announces_its_changes() {
+    contract::changes::run(|| async { MemoryTaskStore::new() }).await;
+}
+
+#[tokio::test]
 async fn the_memory_store_keeps_the_operators_contract() {
     contract::admin::run(|| async { MemoryTaskStore::new() }).await;
 }

@@ -77,6 +77,14 @@ async fn the_redis_store_keeps_the_store_contract() {
 }
 
 #[tokio::test]
+async fn the_redis_store_announces_its_changes() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    contract::changes::run(|| async { connect(&server, &fresh_prefix()).await }).await;
+}
+
+#[tokio::test]
 async fn the_redis_store_keeps_the_operators_contract() {
     let Some(server) = RedisServer::start() else {
         return;

@@ -106,6 +106,10 @@ impl TaskStore for Measured {
         self.0.admin_delete(id)
     }
 
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<TaskId>> {
+        self.0.changes()
+    }
+
     fn release(&self) -> StoreFuture<'_, ()> {
         self.0.release()
     }

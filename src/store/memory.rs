@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::value::RawValue;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 
 use super::cursor::{ListCursor, MAX_PAGE};
@@ -34,6 +34,10 @@ use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
 use crate::wire::jsonrpc::error_message;
 
 const SHARDS: usize = 16;
+
+/// How many changes a slow receiver of [`TaskStore::changes`] may fall
+/// behind before it lags (and reads every subscribed task again).
+const CHANGES: usize = 4096;
 
 /// The in-memory [`TaskStore`].
 ///
@@ -85,6 +89,8 @@ struct Inner {
     live: Live,
     /// The reaper task; started again if its runtime went away.
     reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The ids of tasks that changed ([`TaskStore::changes`]).
+    changes: broadcast::Sender<TaskId>,
 }
 
 impl Default for Inner {
@@ -95,6 +101,7 @@ impl Default for Inner {
             owners: Owners::default(),
             live: Live::default(),
             reaper: Mutex::new(None),
+            changes: broadcast::channel(CHANGES).0,
         }
     }
 }
@@ -266,7 +273,8 @@ impl MemoryTaskStore {
             .map_err(|_| StoreError::backend("memory task store lock poisoned"))
     }
 
-    /// Runs `f` on a task the layer created, whoever owns it, unless expired.
+    /// Runs `f` on a task the layer created, whoever owns it, unless
+    /// expired; a change that `f` made is announced.
     fn with_live<T>(
         &self,
         id: TaskId,
@@ -274,10 +282,21 @@ impl MemoryTaskStore {
     ) -> Result<T, StoreError> {
         let now = Timestamp::now();
         let mut shard = self.shard(id.as_u128())?;
-        match shard.get_mut(&id.as_u128()) {
+        let done = match shard.get_mut(&id.as_u128()) {
             Some(entry) if !entry.expired(now) => f(entry, now),
             _ => Err(StoreError::NotFound),
+        };
+        drop(shard);
+        if done.is_ok() {
+            self.changed(id);
         }
+        done
+    }
+
+    /// Announces a change of `id` to the receivers of `changes`, if any.
+    fn changed(&self, id: TaskId) {
+        // No receiver is not an error: nobody listens.
+        let _ = self.inner.changes.send(id);
     }
 
     /// Runs `f` on a task as `owner` sees it; `None` when it does not.
@@ -335,6 +354,7 @@ async fn reap(store: Weak<Inner>, wake: Arc<Notify>) {
                             .remove(entry.owner.as_deref(), entry.live_key(id));
                     }
                     entry.stop.cancel();
+                    let _ = inner.changes.send(TaskId::from_u128(id));
                 }
             }
             next.map(|at| Duration::from_millis(at.as_millis().saturating_sub(now.as_millis())))
@@ -438,9 +458,14 @@ impl TaskStore for MemoryTaskStore {
         id: TaskId,
         owner: Option<&'a str>,
     ) -> StoreFuture<'a, Option<CancelOutcome>> {
-        Box::pin(
-            async move { self.with_owned(id, owner, |entry, now| entry.cancel(id.as_u128(), now)) },
-        )
+        Box::pin(async move {
+            let outcome =
+                self.with_owned(id, owner, |entry, now| entry.cancel(id.as_u128(), now))?;
+            if let Some(CancelOutcome::Cancelled(_)) = &outcome {
+                self.changed(id);
+            }
+            Ok(outcome)
+        })
     }
 
     fn require_input(&self, id: TaskId, round: InputRound) -> StoreFuture<'_, ()> {
@@ -471,7 +496,7 @@ impl TaskStore for MemoryTaskStore {
         answers: Vec<(String, Box<RawValue>)>,
     ) -> StoreFuture<'a, Option<InputProgress>> {
         Box::pin(async move {
-            self.with_owned(id, owner, |entry, now| {
+            let progress = self.with_owned(id, owner, |entry, now| {
                 let State::Input(round) = &mut entry.state else {
                     return InputProgress::NotWaiting;
                 };
@@ -499,7 +524,11 @@ impl TaskStore for MemoryTaskStore {
                         InputProgress::NotWaiting
                     }
                 }
-            })
+            })?;
+            if let Some(InputProgress::RoundComplete { .. }) = &progress {
+                self.changed(id);
+            }
+            Ok(progress)
         })
     }
 
@@ -551,6 +580,10 @@ impl TaskStore for MemoryTaskStore {
 
     fn admin_delete(&self, id: TaskId) -> StoreFuture<'_, Option<AdminTask>> {
         Box::pin(async move { self.admin_remove(id) })
+    }
+
+    fn changes(&self) -> Option<broadcast::Receiver<TaskId>> {
+        Some(self.inner.changes.subscribe())
     }
 }
 

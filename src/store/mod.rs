@@ -325,6 +325,18 @@ pub trait TaskStore: Send + Sync + 'static {
         Box::pin(async { Err(StoreError::Unsupported("admin_delete")) })
     }
 
+    /// A feed of the ids of tasks that just changed in a way a subscriber
+    /// sees: a new status, a new status message, or the end of the task
+    /// (terminal, expired, deleted). Every instance over a shared store
+    /// hears every change. The layer reads the task again for each id, so
+    /// an id may come more often than needed, and a lagging receiver is
+    /// caught up by reading every subscribed task again. `None` (the
+    /// default): no feed; subscribers are then served by reading their
+    /// tasks again every few seconds.
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<TaskId>> {
+        None
+    }
+
     /// Lets go of what this process holds in a shared store, at the end of
     /// a [`Drain`](crate::Drain): the Redis store drops its instance lease,
     /// so that other instances fail the tasks it still drove at their next

@@ -6,6 +6,7 @@
 //! may leave out, have their own suite in `admin`.
 
 pub mod admin;
+pub mod changes;
 mod quota;
 
 use std::future::Future;

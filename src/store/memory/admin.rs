@@ -96,9 +96,13 @@ impl MemoryTaskStore {
             }
         };
         // The owner never changes, so the owner's cancel is the operator's.
-        self.with_owned(id, owner.as_deref(), |entry, now| {
+        let outcome = self.with_owned(id, owner.as_deref(), |entry, now| {
             entry.cancel(id.as_u128(), now)
-        })
+        })?;
+        if let Some(CancelOutcome::Cancelled(_)) = &outcome {
+            self.changed(id);
+        }
+        Ok(outcome)
     }
 
     /// [`TaskStore::admin_delete`](crate::TaskStore::admin_delete): out of
@@ -124,6 +128,7 @@ impl MemoryTaskStore {
         }
         drop(shard);
         entry.stop.cancel();
+        self.changed(TaskId::from_u128(id));
         Ok(Some(entry.admin(id)))
     }
 }

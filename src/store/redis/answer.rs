@@ -43,7 +43,8 @@ impl RedisTaskStore {
             .arg(now_text())
             .arg(id.to_string())
             .arg(lease.id())
-            .arg(lease.millis());
+            .arg(lease.millis())
+            .arg(keys.changed());
         for (key, answer) in &answers {
             call.arg(key.as_str()).arg(answer.get());
         }

@@ -26,6 +26,10 @@ pub struct RedisTaskStoreBuilder {
     lease: Duration,
 }
 
+/// How many changes a slow receiver of the change feed may fall behind
+/// before it lags (and reads every subscribed task again).
+const CHANGES: usize = 4096;
+
 impl RedisTaskStoreBuilder {
     pub(super) fn new(url: String) -> Self {
         Self {
@@ -100,7 +104,9 @@ impl RedisTaskStoreBuilder {
         // Registered before anything else: a create needs a live instance.
         lease.renew().await.map_err(backend)?;
         let (ready, subscribed) = oneshot::channel();
+        let changes = tokio::sync::broadcast::channel(CHANGES).0;
         let subscriber = Subscriber {
+            changes: changes.clone(),
             client,
             conn: conn.clone(),
             keys: keys.clone(),
@@ -125,6 +131,7 @@ impl RedisTaskStoreBuilder {
                 stops,
                 lease,
                 shutdown,
+                changes,
             }),
         })
     }

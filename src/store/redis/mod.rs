@@ -22,6 +22,7 @@
 //! | `<prefix>:live:owned:<owner>`, `<prefix>:live:unowned` | sorted set | the owner's tasks created under a [`Quota`], scored by deadline (ms; `+inf` without TTL) | the per-owner cap counts live tasks with one trim and one `ZCARD`; the owner index, scored by creation, cannot |
 //! | `<prefix>:live:all`         | sorted set | every task created under a [`Quota`], scored by deadline | the same for the total cap |
 //! | `<prefix>:ended` (channel)  | pub/sub    | the id of each task that just became terminal | fires the stop signal on whichever instance runs the task's work |
+//! | `<prefix>:changed` (channel) | pub/sub   | the id of each task whose status message changed, that asked for input or resumed | with `ended`, the change feed of [`TaskStore::changes`]: status push on every instance |
 //! | `<prefix>:instances`        | set        | the ids of the registered instances     | the sweepers' list of instances to check for a lapsed lease                |
 //! | `<prefix>:instance:{<iid>}` | string     | `1`, with `PX` = the instance's lease   | an instance is alive exactly while this key exists ([leases](#leases))     |
 //! | `<prefix>:driving:{<iid>}`  | set        | ids of the `working` tasks the instance drives | what a sweeper fails when the instance is lost, without scanning tasks |
@@ -207,6 +208,8 @@ struct Inner {
     stops: Arc<Stops>,
     lease: Arc<Lease>,
     shutdown: CancellationToken,
+    /// What the subscriber heard on `<prefix>:ended` and `<prefix>:changed`.
+    changes: tokio::sync::broadcast::Sender<TaskId>,
 }
 
 impl Drop for Inner {
@@ -433,7 +436,10 @@ impl TaskStore for RedisTaskStore {
     fn set_status_message(&self, id: TaskId, message: String) -> StoreFuture<'_, ()> {
         Box::pin(async move {
             let mut call = scripts::SET_MESSAGE.key(self.inner.keys.task(id));
-            call.arg(message).arg(now_text());
+            call.arg(message)
+                .arg(now_text())
+                .arg(self.inner.keys.changed())
+                .arg(id.to_string());
             let reply: Value = call.invoke_async(&mut self.conn()).await.map_err(backend)?;
             let result = reply::written(reply, |from| from);
             if ended(&result) {
@@ -487,7 +493,8 @@ impl TaskStore for RedisTaskStore {
                 .arg(now_text())
                 .arg(round.resume.get())
                 .arg(id.to_string())
-                .arg(keys.driving_head());
+                .arg(keys.driving_head())
+                .arg(keys.changed());
             for (key, request) in &round.requests {
                 call.arg(key.as_str()).arg(request.get());
             }
@@ -547,6 +554,10 @@ impl TaskStore for RedisTaskStore {
     /// Stops renewing and sweeping, and drops the lease, so that other
     /// instances fail what this one still drives at their next sweep (within
     /// `lease / 2`). The store serves no further work after this.
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<TaskId>> {
+        Some(self.inner.changes.subscribe())
+    }
+
     fn release(&self) -> StoreFuture<'_, ()> {
         Box::pin(async move {
             self.inner.shutdown.cancel();

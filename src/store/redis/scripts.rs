@@ -117,6 +117,12 @@ impl Keys {
         format!("{}:live:all", self.prefix)
     }
 
+    /// `<prefix>:changed`: the channel that announces the other changes a
+    /// status subscriber sees (status message, input asked, resumed).
+    pub(super) fn changed(&self) -> String {
+        format!("{}:changed", self.prefix)
+    }
+
     /// `<prefix>:ended`: the channel that announces terminal transitions.
     pub(super) fn channel(&self) -> String {
         format!("{}:ended", self.prefix)

@@ -176,12 +176,15 @@ pub(super) struct Subscriber {
     pub(super) stops: Arc<Stops>,
     pub(super) shutdown: CancellationToken,
     pub(super) timeout: Duration,
+    /// Where every id heard on either channel goes (the change feed).
+    pub(super) changes: tokio::sync::broadcast::Sender<TaskId>,
 }
 
 const KEEPALIVE: Duration = Duration::from_secs(15);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
-/// Listens on `<prefix>:ended` and fires the tokens of ended tasks, until
+/// Listens on `<prefix>:ended` and fires the tokens of ended tasks, and on
+/// `<prefix>:changed`, passing every id heard to the change feed, until
 /// `shutdown`. Reports the first subscription (or its failure) on `ready`.
 ///
 /// A connection lost and made again may have missed announcements, so every
@@ -191,10 +194,11 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::Red
     let mut ready = Some(ready);
     let mut backoff = Duration::from_millis(100);
     let channel = sub.keys.channel();
+    let changed = sub.keys.changed();
     loop {
         let attempt = async {
             let mut pubsub = bounded(sub.timeout, sub.client.get_async_pubsub()).await?;
-            bounded(sub.timeout, pubsub.subscribe(&channel)).await?;
+            bounded(sub.timeout, pubsub.subscribe(&[&channel, &changed])).await?;
             if ready.is_none() {
                 reconcile(&sub).await?;
             }
@@ -237,7 +241,11 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::Red
                     Some(message) => {
                         let id = std::str::from_utf8(message.get_payload_bytes());
                         if let Some(id) = id.ok().and_then(TaskId::parse) {
-                            sub.stops.fire(id);
+                            if message.get_channel_name() == channel {
+                                sub.stops.fire(id);
+                            }
+                            // Nobody listening is not an error.
+                            let _ = sub.changes.send(id);
                         }
                     }
                     None => break,

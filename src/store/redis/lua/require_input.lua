@@ -1,5 +1,5 @@
--- KEYS: task, round. ARGV: now ms, resume, id, driving key head, then key,
--- request pairs. Nothing runs while the task waits: it is no longer driven.
+-- KEYS: task, round. ARGV: now ms, resume, id, driving key head, changes
+-- channel, then key, request pairs. Nothing runs while the task waits: it is no longer driven.
 -- Replies like finish.lua: 1, false, or the status that refuses the round.
 -- Round hash fields: n requests, k<i>/v<i> key and request, q:<key> = i
 -- while outstanding, o outstanding count, a answer count, ak<j>/av<j> the
@@ -14,7 +14,7 @@ if status ~= 'working' then
 end
 redis.call('DEL', round)
 local n = 0
-for i = 5, #ARGV - 1, 2 do
+for i = 6, #ARGV - 1, 2 do
   local key = ARGV[i]
   -- A key listed twice in one round is one request (the first).
   if redis.call('HSETNX', round, 'q:' .. key, n + 1) == 1 then
@@ -29,4 +29,5 @@ if deadline then
 end
 redis.call('HSET', task, 's', 'input_required', 'u', ARGV[1])
 undrive(task, ARGV[3], ARGV[4])
+redis.call('PUBLISH', ARGV[5], ARGV[3])
 return 1

@@ -1,4 +1,4 @@
--- KEYS: task. ARGV: message, now ms.
+-- KEYS: task. ARGV: message, now ms, changes channel, id.
 -- Replies 1 when set, false when there is no such task, the status otherwise.
 local status = redis.call('HGET', KEYS[1], 's')
 if not status then
@@ -8,4 +8,5 @@ if terminal(status) then
   return status
 end
 redis.call('HSET', KEYS[1], 'm', ARGV[1], 'u', ARGV[2])
+redis.call('PUBLISH', ARGV[3], ARGV[4])
 return 1
