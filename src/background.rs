@@ -63,6 +63,11 @@ impl Background {
         self.tracker.close();
     }
 
+    /// Fired when the drain starts (new tasks refused, subscriptions end).
+    pub(crate) fn closing_signal(&self) -> CancellationToken {
+        self.closing.clone()
+    }
+
     /// Fired when what still runs must stop.
     pub(crate) fn abort_signal(&self) -> CancellationToken {
         self.abort.clone()

@@ -54,6 +54,8 @@ pub(crate) enum Route {
     Reply(Reply),
     /// A message of a 2025-11-25 session the layer takes part in.
     Legacy(crate::legacy::route::LegacyRoute),
+    /// A declaring client's `subscriptions/listen` for task status only.
+    Listen(crate::push::ListenCall),
 }
 
 /// A declaring client's `tools/call`.
@@ -170,10 +172,12 @@ pub(crate) fn classify(
                 .notifications
                 .as_ref()
                 .is_some_and(|n| n.task_ids.is_some());
-            if wants_tasks && !declared() {
+            if !wants_tasks {
+                Route::Forward
+            } else if !declared() {
                 Route::Reply(Reply::missing_tasks_capability(Some(id)))
             } else {
-                Route::Forward
+                listen_route(id, body)
             }
         }
         "tools/call" => {
@@ -207,6 +211,53 @@ pub(crate) fn classify(
         "tasks/list" | "tasks/result" => Route::Reply(Reply::method_not_found(Some(id), method)),
         _ => Route::Forward,
     }
+}
+
+/// A declaring client's listen that asks for `taskIds`: served by the layer
+/// when that is all it asks for; otherwise the inner server's, as before.
+fn listen_route(id: &RawValue, body: &[u8]) -> Route {
+    #[derive(serde::Deserialize)]
+    struct Listen {
+        params: ListenParams,
+    }
+    #[derive(serde::Deserialize)]
+    struct ListenParams {
+        notifications: serde_json::Map<String, serde_json::Value>,
+    }
+    let Ok(listen) = serde_json::from_slice::<Listen>(body) else {
+        return Route::Reply(Reply::bad_params(
+            Some(id),
+            "params.notifications must be an object",
+        ));
+    };
+    let filter = listen.params.notifications;
+    let task_ids = filter.get("taskIds").and_then(|ids| {
+        ids.as_array()?
+            .iter()
+            .map(|id| id.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+    });
+    let Some(task_ids) = task_ids else {
+        return Route::Reply(Reply::bad_params(
+            Some(id),
+            "params.notifications.taskIds must be an array of strings",
+        ));
+    };
+    let asks_more = filter.iter().any(|(key, value)| {
+        key != "taskIds"
+            && !matches!(
+                value,
+                serde_json::Value::Null | serde_json::Value::Bool(false)
+            )
+            && value.as_array().is_none_or(|list| !list.is_empty())
+    });
+    if asks_more {
+        return Route::Forward;
+    }
+    Route::Listen(crate::push::ListenCall {
+        id: id.to_owned(),
+        task_ids,
+    })
 }
 
 fn is_owned(method: &str) -> bool {

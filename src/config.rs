@@ -13,6 +13,14 @@ pub(crate) struct WaiterLimits {
     pub per_owner: u32,
 }
 
+/// The caps on `subscriptions/listen` streams that ask for task status.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SubscriptionLimits {
+    pub per_owner: u32,
+    pub total: u32,
+    pub task_ids: usize,
+}
+
 /// Settings shared by every clone of a [`TasksService`](crate::TasksService).
 ///
 /// | Setting            | Default   | Why this default                                                                 |
@@ -40,6 +48,8 @@ pub(crate) struct WaiterLimits {
 /// | `max_input_rounds`             | 16        | MRTR rounds (2025-11-25: relayed requests) per task; real tools ask once or twice, a loop asks forever |
 /// | `max_runtime`                  | 30 min    | how long a task may run; half the default TTL, so that the outcome of the longest run stays readable for at least as long |
 /// | `max_result_waiters`           | 4 per task, 100 per principal | 2025-11-25 `tasks/result` streams, each an open connection polling the store |
+/// | `max_subscriptions`            | 16 per principal, 10 000 in all | `subscriptions/listen` streams asking for task status, each an open connection the layer feeds |
+/// | `max_subscription_task_ids`    | 100       | task ids in one listen: each is a store read per change and one entry in the layer's watch table |
 ///
 /// At a limit nothing is dropped: a 2026-07-28 call that would park stays
 /// synchronous, exactly as without the layer; a 2025-11-25 `params.task`
@@ -65,6 +75,7 @@ pub struct TasksConfig {
     pub(crate) max_input_rounds: u32,
     pub(crate) max_runtime: Option<Duration>,
     pub(crate) waiters: WaiterLimits,
+    pub(crate) subscriptions: SubscriptionLimits,
 }
 
 impl Default for TasksConfig {
@@ -90,6 +101,11 @@ impl Default for TasksConfig {
             max_result_bytes: 4 * 1024 * 1024,
             max_input_rounds: 16,
             max_runtime: Some(Duration::from_secs(30 * 60)),
+            subscriptions: SubscriptionLimits {
+                per_owner: 16,
+                total: 10_000,
+                task_ids: 100,
+            },
             waiters: WaiterLimits {
                 per_task: 4,
                 per_owner: 100,
@@ -175,5 +191,15 @@ impl TasksConfig {
     /// The most 2025-11-25 `tasks/result` waiters per task and per principal.
     pub fn max_result_waiters(&self) -> (u32, u32) {
         (self.waiters.per_task, self.waiters.per_owner)
+    }
+
+    /// The most task status subscriptions per principal and in all.
+    pub fn max_subscriptions(&self) -> (u32, u32) {
+        (self.subscriptions.per_owner, self.subscriptions.total)
+    }
+
+    /// The most task ids one subscription may ask for.
+    pub fn max_subscription_task_ids(&self) -> usize {
+        self.subscriptions.task_ids
     }
 }

@@ -48,6 +48,7 @@ fn common(config: &TasksConfig) -> Arc<Common> {
             idle: config.session_idle,
         })),
         waiters: Waiters::new(config.waiters),
+        push: Arc::new(crate::push::Hub::new(config.subscriptions)),
         waiting: Default::default(),
     })
 }
@@ -230,6 +231,24 @@ impl TasksLayer {
             per_task,
             per_owner: per_principal,
         };
+        self.common = common(&self.config);
+        self
+    }
+
+    /// The most `subscriptions/listen` streams asking for task status per
+    /// principal and in all (defaults 16 and 10 000); a listen over either
+    /// gets a JSON-RPC error (`-32000`) instead of a stream.
+    pub fn max_subscriptions(mut self, per_principal: u32, total: u32) -> Self {
+        self.config.subscriptions.per_owner = per_principal;
+        self.config.subscriptions.total = total;
+        self.common = common(&self.config);
+        self
+    }
+
+    /// The most task ids one `subscriptions/listen` may ask for (default
+    /// 100); a listen asking for more is refused (`-32602`).
+    pub fn max_subscription_task_ids(mut self, max: usize) -> Self {
+        self.config.subscriptions.task_ids = max;
         self.common = common(&self.config);
         self
     }

@@ -78,6 +78,7 @@ pub mod owner;
 mod policy;
 #[cfg(feature = "gateway")]
 pub mod proxy;
+mod push;
 mod race;
 mod rewrite;
 mod runtime;

@@ -292,6 +292,10 @@ where
             let answered = methods::answer(&runtime, &parts, call).await;
             Ok(reply_response(answered.reply))
         })),
+        Route::Listen(call) => owned(traced(
+            observe::request_span("subscriptions/listen"),
+            async move { Ok(crate::push::listen(runtime, parts, call).await) },
+        )),
         Route::Legacy(route) => {
             let span = observe::request_span(route.method_name());
             if let LegacyRoute::Call(call) = &route {

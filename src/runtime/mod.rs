@@ -41,6 +41,8 @@ pub(crate) struct Common {
     pub waiters: Waiters,
     /// The traces of tasks waiting for input, for their resume.
     pub waiting: Arc<crate::observe::Waiting>,
+    /// The task status subscriptions and the changes they watch.
+    pub push: Arc<crate::push::Hub>,
 }
 
 /// The state behind one [`TasksService`](crate::TasksService) and its clones.

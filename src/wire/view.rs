@@ -4,6 +4,7 @@
 //! |------------------------------|--------------|--------------------------------------------|------------------------|
 //! | 2026-07-28 `CreateTaskResult`| `"task"`     | never                                      | `ttlMs`, `pollIntervalMs` |
 //! | 2026-07-28 `tasks/get`       | `"complete"` | the one its status carries                 | `ttlMs`, `pollIntervalMs` |
+//! | 2026-07-28 `notifications/tasks` | absent   | the one its status carries                 | `ttlMs`, `pollIntervalMs` |
 //! | 2025-11-25 task              | absent       | never (`tasks/result` carries the outcome) | `ttl`, `pollInterval`  |
 //!
 //! Keeping this in one function means the handle, the poll and the legacy view
@@ -21,6 +22,9 @@ pub enum TaskView {
     Created,
     /// The 2026-07-28 `tasks/get` result.
     Detailed,
+    /// The params of a 2026-07-28 `notifications/tasks`: the `tasks/get`
+    /// result without `resultType`.
+    Pushed,
     /// The 2025-11-25 `Task` object.
     Legacy,
 }
@@ -68,7 +72,7 @@ impl Serialize for Rendered<'_> {
         match self.view {
             TaskView::Created => map.serialize_entry("resultType", "task")?,
             TaskView::Detailed => map.serialize_entry("resultType", "complete")?,
-            TaskView::Legacy => {}
+            TaskView::Legacy | TaskView::Pushed => {}
         }
         map.serialize_entry("taskId", &task.id.to_string())?;
         map.serialize_entry("status", status_in(task, self.view))?;
@@ -86,7 +90,7 @@ impl Serialize for Rendered<'_> {
         if let Some(poll) = task.poll_interval {
             map.serialize_entry(poll_key, &millis(poll).max(1))?;
         }
-        if self.view == TaskView::Detailed {
+        if matches!(self.view, TaskView::Detailed | TaskView::Pushed) {
             match &task.state {
                 TaskState::InputRequired { requests } => {
                     map.serialize_entry("inputRequests", requests)?

@@ -66,6 +66,18 @@ where
     B: Body,
     B::Error: std::fmt::Debug,
 {
+    let (status, body) = send_raw(service, request).await;
+    (status, serde_json::from_slice(&body).expect("json"))
+}
+
+/// Sends `request` through `service`; the HTTP status and the whole body.
+pub async fn send_raw<S, B>(service: &S, request: Request<Full<Bytes>>) -> (u16, Bytes)
+where
+    S: tower::Service<Request<Full<Bytes>>, Response = Response<B>> + Clone,
+    S::Error: std::fmt::Debug,
+    B: Body,
+    B::Error: std::fmt::Debug,
+{
     let response = service.clone().oneshot(request).await.expect("call");
     let status = response.status().as_u16();
     let body = response
@@ -74,5 +86,5 @@ where
         .await
         .expect("body")
         .to_bytes();
-    (status, serde_json::from_slice(&body).expect("json"))
+    (status, body)
 }

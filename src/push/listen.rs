@@ -1,0 +1,295 @@
+//! One `subscriptions/listen` stream asking for task status: the
+//! acknowledgement, then a feeder task that reads each changed task and
+//! writes its notification.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use http::request::Parts;
+use http::{HeaderValue, Response};
+use http_body::Frame;
+use http_body_util::{BodyExt, StreamBody};
+use serde_json::json;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use super::hub::{Refused, Watch};
+use crate::body::{BoxError, ResponseBody, reply_response};
+use crate::flight::live::sse_event;
+use crate::runtime::{Runtime, store_failed};
+use crate::task::{TaskId, TaskSnapshot, TaskStatus};
+use crate::wire::jsonrpc::{ErrorObject, LIMIT_REACHED, Reply};
+use crate::wire::view::{TaskView, render};
+
+/// The `_meta` key naming the subscription on every message of the stream.
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// Events a stream may hold unread before its client counts as too slow.
+const BUFFER: usize = 64;
+
+/// The least time between two pushes of a task's status message alone.
+const MESSAGE_EVERY: Duration = Duration::from_millis(250);
+
+/// How often every watched task is read again, whatever the feed said.
+const RESYNC: Duration = Duration::from_secs(5);
+
+/// A declaring client's `subscriptions/listen` that asks for `taskIds`.
+#[derive(Debug)]
+pub(crate) struct ListenCall {
+    /// The listen's JSON-RPC id: the subscription id.
+    pub id: Box<RawValue>,
+    /// The ids asked for, as the client wrote them.
+    pub task_ids: Vec<String>,
+}
+
+/// Answers a listen: an error at once, or the stream.
+pub(crate) async fn listen<B>(
+    runtime: Arc<Runtime>,
+    parts: Parts,
+    call: ListenCall,
+) -> Response<ResponseBody<B>> {
+    let hub = &runtime.common.push;
+    let most = hub.limits().task_ids;
+    if call.task_ids.len() > most {
+        let message = format!("notifications.taskIds may name at most {most} tasks");
+        return reply_response(Reply::bad_params(Some(&call.id), message));
+    }
+    if runtime.background.is_closing() {
+        return refuse(&call.id, "The server is shutting down");
+    }
+    let owner = runtime.owner(&parts).key;
+    let mut agreed = Vec::new();
+    let mut seen = HashSet::new();
+    for text in &call.task_ids {
+        let Some(id) = TaskId::parse(text).filter(|id| seen.insert(*id)) else {
+            continue;
+        };
+        match runtime.store.get(id, owner.as_deref()).await {
+            Ok(Some(snapshot)) => agreed.push((text.clone(), snapshot)),
+            Ok(None) => {}
+            Err(error) => return reply_response(store_failed(Some(&call.id), &error)),
+        }
+    }
+    let ids = agreed.iter().map(|(_, task)| task.id).collect();
+    let watch = match hub.watch(&runtime.store, owner.as_deref(), ids) {
+        Ok(watch) => watch,
+        Err(refused) => {
+            let (per_owner, total) = (hub.limits().per_owner, hub.limits().total);
+            let message = match refused {
+                Refused::Owner => {
+                    format!("Too many task subscriptions: at most {per_owner} per principal")
+                }
+                Refused::Total => format!("Too many task subscriptions: at most {total} in all"),
+            };
+            crate::observe::events::refused("subscriptions", &message);
+            return refuse(&call.id, &message);
+        }
+    };
+    let (tx, mut rx) = mpsc::channel::<Bytes>(BUFFER);
+    let names: Vec<&str> = agreed.iter().map(|(text, _)| text.as_str()).collect();
+    let ack = json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {
+            "notifications": {"taskIds": names},
+            "_meta": {SUBSCRIPTION_ID: &call.id},
+        },
+    });
+    // The buffer is empty: the ack always fits.
+    let _ = tx.try_send(sse_event(ack.to_string().as_bytes()));
+    let feeder = Feeder {
+        runtime: runtime.clone(),
+        owner,
+        id: call.id,
+        watch,
+        tx,
+        last: HashMap::new(),
+        deferred: HashMap::new(),
+    };
+    let first = agreed.into_iter().map(|(_, task)| task).collect();
+    tokio::spawn(feeder.run(first).in_current_span());
+    let frames = futures_util::stream::poll_fn(move |cx| {
+        rx.poll_recv(cx)
+            .map(|next| next.map(|bytes| Ok::<_, BoxError>(Frame::data(bytes))))
+    });
+    let body = BodyExt::boxed_unsync(StreamBody::new(frames));
+    let mut response = Response::new(ResponseBody::boxed(body));
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+fn refuse<B>(id: &RawValue, message: &str) -> Response<ResponseBody<B>> {
+    let error = ErrorObject::new(LIMIT_REACHED, message);
+    reply_response(Reply::error(http::StatusCode::OK, Some(id), error))
+}
+
+/// What a subscription last pushed of a task: its status and message.
+type Seen = (TaskStatus, Option<String>);
+
+/// Feeds one stream until it ends.
+struct Feeder {
+    runtime: Arc<Runtime>,
+    owner: Option<String>,
+    id: Box<RawValue>,
+    watch: Watch,
+    tx: mpsc::Sender<Bytes>,
+    last: HashMap<TaskId, (Seen, Instant)>,
+    /// Message changes held back by [`MESSAGE_EVERY`], by when they are due.
+    deferred: HashMap<TaskId, Instant>,
+}
+
+/// Why a stream stopped.
+enum Stop {
+    /// Nothing left to report, or the layer drains: the graceful end.
+    Done,
+    /// The client read too slowly.
+    Slow,
+    /// The client left.
+    Gone,
+}
+
+impl Feeder {
+    async fn run(mut self, first: Vec<TaskSnapshot>) {
+        let stop = match self.feed(first).await {
+            Err(stop) => stop,
+            Ok(()) => Stop::Done,
+        };
+        let end = match stop {
+            Stop::Gone => return,
+            Stop::Done => json!({
+                "jsonrpc": "2.0",
+                "id": &self.id,
+                "result": {"resultType": "complete", "_meta": {SUBSCRIPTION_ID: &self.id}},
+            }),
+            Stop::Slow => {
+                tracing::info!("a task subscription read too slowly and was ended");
+                json!({
+                    "jsonrpc": "2.0",
+                    "id": &self.id,
+                    "error": {
+                        "code": LIMIT_REACHED,
+                        "message": "The subscriber read too slowly: its task notifications were stopped",
+                    },
+                })
+            }
+        };
+        // The last free slot is kept for this.
+        let _ = self.tx.try_send(sse_event(end.to_string().as_bytes()));
+    }
+
+    async fn feed(&mut self, first: Vec<TaskSnapshot>) -> Result<(), Stop> {
+        for task in first {
+            self.consider(task)?;
+        }
+        let closing = self.runtime.background.closing_signal();
+        let keep_alive = self.runtime.config.keep_alive;
+        let mut resync = tokio::time::interval_at(Instant::now() + RESYNC, RESYNC);
+        let mut beat = tokio::time::interval_at(Instant::now() + keep_alive, keep_alive);
+        loop {
+            if self.last.is_empty() {
+                return Ok(());
+            }
+            let due = self.deferred.values().min().copied();
+            let mut all = false;
+            tokio::select! {
+                _ = self.tx.closed() => return Err(Stop::Gone),
+                _ = closing.cancelled() => return Ok(()),
+                _ = self.watch.mailbox.wake.notified() => {}
+                _ = resync.tick() => all = true,
+                _ = beat.tick() => {
+                    self.send(Bytes::from_static(b": keep-alive\n\n"))?;
+                    continue;
+                }
+                _ = sleep_until(due) => {}
+            }
+            let dirty = self.watch.mailbox.take();
+            let now = Instant::now();
+            let mut read: HashSet<TaskId> = if all || dirty.all {
+                self.last.keys().copied().collect()
+            } else {
+                dirty.ids
+            };
+            self.deferred.retain(|&id, at| {
+                let ripe = *at <= now;
+                if ripe {
+                    read.insert(id);
+                }
+                !ripe
+            });
+            for id in read {
+                if !self.last.contains_key(&id) {
+                    continue;
+                }
+                match self.runtime.store.get(id, self.owner.as_deref()).await {
+                    Ok(Some(task)) => self.consider(task)?,
+                    // Expired or deleted: nothing more to report.
+                    Ok(None) => self.forget(id),
+                    // Read again at the next resync.
+                    Err(error) => {
+                        tracing::debug!(task = %id, %error, "a subscribed task was not read")
+                    }
+                }
+            }
+        }
+    }
+
+    /// Pushes `task` if a subscriber would see a change.
+    fn consider(&mut self, task: TaskSnapshot) -> Result<(), Stop> {
+        let seen: Seen = (task.status(), task.status_message.clone());
+        let now = Instant::now();
+        match self.last.get(&task.id) {
+            Some((before, _)) if *before == seen => return Ok(()),
+            Some(((status, _), at)) if *status == seen.0 && at.elapsed() < MESSAGE_EVERY => {
+                // Only the message changed, and too soon: the latest goes later.
+                self.deferred.insert(task.id, *at + MESSAGE_EVERY);
+                return Ok(());
+            }
+            _ => {}
+        }
+        let mut params =
+            serde_json::to_value(render(&task, TaskView::Pushed)).unwrap_or_else(|_| json!({}));
+        params["_meta"] = json!({SUBSCRIPTION_ID: &self.id});
+        let message = json!({"jsonrpc": "2.0", "method": "notifications/tasks", "params": params});
+        self.send(sse_event(message.to_string().as_bytes()))?;
+        self.deferred.remove(&task.id);
+        if seen.0.is_terminal() {
+            // A terminal task never changes again.
+            self.forget(task.id);
+        } else {
+            self.last.insert(task.id, (seen, now));
+        }
+        Ok(())
+    }
+
+    fn forget(&mut self, id: TaskId) {
+        self.last.remove(&id);
+        self.deferred.remove(&id);
+        self.watch.forget(id);
+    }
+
+    /// Queues one event, keeping the last slot for the end of the stream.
+    fn send(&self, event: Bytes) -> Result<(), Stop> {
+        if self.tx.is_closed() {
+            return Err(Stop::Gone);
+        }
+        if self.tx.capacity() <= 1 {
+            return Err(Stop::Slow);
+        }
+        self.tx.try_send(event).map_err(|_| Stop::Gone)
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

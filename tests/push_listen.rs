@@ -1,0 +1,236 @@
+//! Task status push over `subscriptions/listen` (2026-07-28, Tasks
+//! extension), against the rmcp fixture over loopback HTTP: the
+//! acknowledgement names only the principal's tasks, each notification
+//! equals `tasks/get` at that moment, the stream ends once every task is
+//! terminal, and the caps refuse with clear errors.
+
+mod support;
+
+use std::time::Duration;
+
+use mcp_tasks::ToolPolicy;
+use serde_json::{Value, json};
+use support::client::{McpClient, OpenCall};
+use support::layered::{Layered, USER_HEADER, ms, task_id};
+
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// Opens a declaring listen for `task_ids` as `user`; the open stream and
+/// its JSON-RPC id.
+async fn listen(client: &McpClient, task_ids: &[&str], user: Option<&str>) -> (OpenCall, u64) {
+    let id = client.next_id();
+    let body = client.build_request(
+        id,
+        "subscriptions/listen",
+        json!({"notifications": {"taskIds": task_ids}}),
+        true,
+    );
+    let mut headers = McpClient::standard_headers("subscriptions/listen", None);
+    if let Some(user) = user {
+        headers.push((USER_HEADER.to_owned(), user.to_owned()));
+    }
+    (client.open_post(id, &headers, body.to_string()).await, id)
+}
+
+/// The next message of `stream` within five seconds.
+async fn next(stream: &mut OpenCall) -> Value {
+    tokio::time::timeout(Duration::from_secs(5), stream.next_message())
+        .await
+        .expect("a message within 5 s")
+        .expect("the stream is still open")
+}
+
+/// The next `notifications/tasks`; fails on any other notification.
+async fn pushed(stream: &mut OpenCall, id: u64) -> Value {
+    let message = next(stream).await;
+    assert_eq!(message["method"], "notifications/tasks", "{message}");
+    assert_eq!(message["params"]["_meta"][SUBSCRIPTION_ID], id, "{message}");
+    message["params"].clone()
+}
+
+/// `tasks/get` as a pushed notification would show it.
+async fn polled(client: &McpClient, task: &str) -> Value {
+    let mut result = client.tasks_get(task).await["result"].clone();
+    result.as_object_mut().unwrap().remove("resultType");
+    result
+}
+
+fn without_meta(mut params: Value) -> Value {
+    params.as_object_mut().unwrap().remove("_meta");
+    params
+}
+
+#[tokio::test]
+async fn a_subscription_sees_every_status_in_order_each_equal_to_tasks_get() {
+    let layered = Layered::start(|layer| layer.tool_policy("two_rounds", ToolPolicy::Always)).await;
+    let client = layered
+        .client()
+        .with_capabilities(json!({"elicitation": {}}));
+    let task = task_id(&client.call_tool("two_rounds", json!({}), true).await);
+    client
+        .wait_task_status(&task, &["input_required"], ms(3000))
+        .await;
+
+    let unknown = "0123456789abcdef0123456789abcdef";
+    let (mut stream, id) = listen(&client, &[&task, unknown, "not-a-task"], None).await;
+    assert_eq!(stream.status, 200);
+    let ack = next(&mut stream).await;
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["notifications"]["taskIds"],
+        json!([task]),
+        "{ack}"
+    );
+    assert_eq!(ack["params"]["_meta"][SUBSCRIPTION_ID], id);
+
+    // The state when the stream opened, exactly what tasks/get says.
+    let now = pushed(&mut stream, id).await;
+    assert_eq!(now["status"], "input_required");
+    assert_eq!(without_meta(now), polled(&client, &task).await);
+
+    let answer = json!({"action": "accept", "content": {"answer": "one"}});
+    client
+        .tasks_update(&task, json!({"1.answer": answer}))
+        .await;
+    let resumed = pushed(&mut stream, id).await;
+    assert_eq!(resumed["status"], "working", "{resumed}");
+    let asked = pushed(&mut stream, id).await;
+    assert_eq!(asked["status"], "input_required", "{asked}");
+    assert_eq!(without_meta(asked), polled(&client, &task).await);
+
+    let answer = json!({"action": "accept", "content": {"answer": "two"}});
+    client
+        .tasks_update(&task, json!({"2.answer": answer}))
+        .await;
+    let resumed = pushed(&mut stream, id).await;
+    assert_eq!(resumed["status"], "working", "{resumed}");
+    let done = pushed(&mut stream, id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(without_meta(done), polled(&client, &task).await);
+
+    // Every subscribed task is terminal: the graceful end.
+    let end = next(&mut stream).await;
+    assert_eq!(end["id"], id, "{end}");
+    assert_eq!(end["result"]["resultType"], "complete", "{end}");
+    assert_eq!(end["result"]["_meta"][SUBSCRIPTION_ID], id, "{end}");
+    assert!(
+        stream.next_message().await.is_none(),
+        "nothing after the end"
+    );
+}
+
+#[tokio::test]
+async fn status_messages_are_pushed_while_a_task_runs() {
+    let layered = Layered::start(|layer| layer.threshold(ms(100))).await;
+    let client = layered.client();
+    // rmcp's tool reports progress only to a call with a progress token.
+    let progress = json!({"_meta": {"progressToken": "p1"}});
+    let created = client
+        .call_tool_with("slow_compute", json!({"seconds": 1.5}), progress, true)
+        .await;
+    let task = task_id(&created.into_response());
+    let (mut stream, id) = listen(&client, &[&task], None).await;
+    next(&mut stream).await; // the ack
+    let mut messages = Vec::new();
+    loop {
+        let params = pushed(&mut stream, id).await;
+        if params["status"] == "completed" {
+            break;
+        }
+        assert_eq!(params["status"], "working", "{params}");
+        if let Some(message) = params["statusMessage"].as_str() {
+            messages.push(message.to_owned());
+        }
+    }
+    assert!(
+        !messages.is_empty(),
+        "the tool's progress reached the stream"
+    );
+    let mut unique = messages.clone();
+    unique.dedup();
+    assert_eq!(unique, messages, "a message is pushed once per change");
+}
+
+#[tokio::test]
+async fn another_principals_task_is_never_acknowledged() {
+    let layered = Layered::start_with_users(|layer| layer.threshold(ms(100))).await;
+    let client = layered.client();
+    let call = json!({"name": "slow_compute", "arguments": {"seconds": 3}});
+    let created = support::layered::send(
+        &client,
+        client.next_id(),
+        "tools/call",
+        call,
+        true,
+        &[(USER_HEADER, "alice")],
+    )
+    .await;
+    let task = task_id(&created.into_response());
+
+    let (mut bob, id) = listen(&client, &[&task], Some("bob")).await;
+    let ack = next(&mut bob).await;
+    assert_eq!(
+        ack["params"]["notifications"]["taskIds"],
+        json!([]),
+        "{ack}"
+    );
+    let end = next(&mut bob).await;
+    assert_eq!(end["id"], id, "nothing to report: the stream ends at once");
+    assert_eq!(end["result"]["resultType"], "complete");
+
+    let (mut alice, _) = listen(&client, &[&task], Some("alice")).await;
+    let ack = next(&mut alice).await;
+    assert_eq!(
+        ack["params"]["notifications"]["taskIds"],
+        json!([task]),
+        "{ack}"
+    );
+}
+
+#[tokio::test]
+async fn listens_over_the_caps_are_refused_with_clear_errors() {
+    let layered = Layered::start(|layer| {
+        layer
+            .threshold(ms(100))
+            .max_subscriptions(1, 100)
+            .max_subscription_task_ids(2)
+    })
+    .await;
+    let client = layered.client();
+    let task = task_id(
+        &client
+            .call_tool("slow_compute", json!({"seconds": 3}), true)
+            .await,
+    );
+    let (too_many, _) = listen(&client, &[&task, "a", "b"], None).await;
+    let answer = too_many.finish().await;
+    assert_eq!(answer[0]["error"]["code"], -32602, "{answer:?}");
+
+    let (mut first, _) = listen(&client, &[&task], None).await;
+    next(&mut first).await; // the ack: the subscription holds its slot
+    let (second, _) = listen(&client, &[&task], None).await;
+    let answer = second.finish().await;
+    assert_eq!(answer[0]["error"]["code"], -32000, "{answer:?}");
+    assert!(
+        answer[0]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("at most 1 per principal")),
+        "{answer:?}"
+    );
+    drop(first);
+    // The slot comes back once the first stream is gone.
+    let mut freed = None;
+    for _ in 0..50 {
+        let (mut again, _) = listen(&client, &[&task], None).await;
+        let message = next(&mut again).await;
+        if message["method"] == "notifications/subscriptions/acknowledged" {
+            freed = Some(message);
+            break;
+        }
+        tokio::time::sleep(ms(100)).await;
+    }
+    assert!(freed.is_some(), "the slot of a closed stream is given back");
+}
