@@ -6,59 +6,21 @@
 
 mod support;
 
+use std::convert::Infallible;
 use std::time::Duration;
 
-use mcp_tasks::ToolPolicy;
-use serde_json::{Value, json};
-use support::client::{McpClient, OpenCall};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use mcp_tasks::{
+    InputProgress, InputRound, MemoryTaskStore, NewTask, Quota, RequestBody, TaskId, TaskStore,
+    TasksLayer, Timestamp, ToolPolicy,
+};
+use serde_json::json;
+use serde_json::value::RawValue;
+use support::in_process::{post, tasks_declared};
 use support::layered::{Layered, USER_HEADER, ms, task_id};
-
-const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
-
-/// Opens a declaring listen for `task_ids` as `user`; the open stream and
-/// its JSON-RPC id.
-async fn listen(client: &McpClient, task_ids: &[&str], user: Option<&str>) -> (OpenCall, u64) {
-    let id = client.next_id();
-    let body = client.build_request(
-        id,
-        "subscriptions/listen",
-        json!({"notifications": {"taskIds": task_ids}}),
-        true,
-    );
-    let mut headers = McpClient::standard_headers("subscriptions/listen", None);
-    if let Some(user) = user {
-        headers.push((USER_HEADER.to_owned(), user.to_owned()));
-    }
-    (client.open_post(id, &headers, body.to_string()).await, id)
-}
-
-/// The next message of `stream` within five seconds.
-async fn next(stream: &mut OpenCall) -> Value {
-    tokio::time::timeout(Duration::from_secs(5), stream.next_message())
-        .await
-        .expect("a message within 5 s")
-        .expect("the stream is still open")
-}
-
-/// The next `notifications/tasks`; fails on any other notification.
-async fn pushed(stream: &mut OpenCall, id: u64) -> Value {
-    let message = next(stream).await;
-    assert_eq!(message["method"], "notifications/tasks", "{message}");
-    assert_eq!(message["params"]["_meta"][SUBSCRIPTION_ID], id, "{message}");
-    message["params"].clone()
-}
-
-/// `tasks/get` as a pushed notification would show it.
-async fn polled(client: &McpClient, task: &str) -> Value {
-    let mut result = client.tasks_get(task).await["result"].clone();
-    result.as_object_mut().unwrap().remove("resultType");
-    result
-}
-
-fn without_meta(mut params: Value) -> Value {
-    params.as_object_mut().unwrap().remove("_meta");
-    params
-}
+use support::listen::{SUBSCRIPTION_ID, listen, next, polled, pushed, without_meta};
+use tower::{Layer, ServiceExt};
 
 #[tokio::test]
 async fn a_subscription_sees_every_status_in_order_each_equal_to_tasks_get() {
@@ -233,4 +195,92 @@ async fn listens_over_the_caps_are_refused_with_clear_errors() {
         tokio::time::sleep(ms(100)).await;
     }
     assert!(freed.is_some(), "the slot of a closed stream is given back");
+}
+
+#[tokio::test]
+async fn a_drain_ends_open_subscriptions_gracefully() {
+    let mut drain = None;
+    let layered = Layered::start_over(MemoryTaskStore::new(), |layer| {
+        drain = Some(layer.drain());
+        layer.threshold(ms(100))
+    })
+    .await;
+    let drain = drain.expect("configured");
+    let client = layered.client();
+    let task = task_id(
+        &client
+            .call_tool("slow_compute", json!({"seconds": 30}), true)
+            .await,
+    );
+    let (mut stream, id) = listen(&client, &[&task], None).await;
+    next(&mut stream).await; // the ack
+    pushed(&mut stream, id).await; // working
+    let shutdown = tokio::spawn(async move { drain.shutdown(ms(100)).await });
+    let end = next(&mut stream).await;
+    assert_eq!(end["id"], id, "{end}");
+    assert_eq!(end["result"]["resultType"], "complete", "{end}");
+    shutdown.await.expect("drained");
+}
+
+/// In process, so that the client can stop reading without the kernel's
+/// socket buffers reading for it: the stream ends with a JSON-RPC error
+/// once 64 events wait unread.
+#[tokio::test]
+async fn a_subscriber_that_stops_reading_is_ended_with_a_clear_error() {
+    let store = MemoryTaskStore::new();
+    let id = TaskId::generate().unwrap();
+    store
+        .create(NewTask {
+            id,
+            owner: None,
+            created_at: Timestamp::now(),
+            ttl: Some(Duration::from_secs(60)),
+            poll_interval: None,
+            status_message: None,
+            quota: Quota::default(),
+        })
+        .await
+        .unwrap();
+    // The inner server is never asked: the layer serves the listen.
+    let inner = |_: http::Request<RequestBody<Full<Bytes>>>| async {
+        Ok::<_, Infallible>(http::Response::new(Full::<Bytes>::default()))
+    };
+    let service = TasksLayer::new(store.clone()).layer(tower::service_fn(inner));
+    let listen = json!({"notifications": {"taskIds": [id.to_string()]}});
+    let request = post("subscriptions/listen", listen, None, tasks_declared());
+    let response = service.oneshot(request).await.expect("call");
+    assert_eq!(response.status(), 200);
+
+    // Nobody reads; each round trip is two status changes.
+    let raw = |text: &str| RawValue::from_string(text.to_owned()).unwrap();
+    for round in 0..60 {
+        let key = format!("{round}.a");
+        let ask = InputRound {
+            requests: vec![(key.clone(), raw("{}"))],
+            resume: raw("{}"),
+        };
+        store.require_input(id, ask).await.unwrap();
+        tokio::time::sleep(ms(2)).await;
+        let answered = store.answer_input(id, None, vec![(key, raw("1"))]).await;
+        assert!(matches!(
+            answered,
+            Ok(Some(InputProgress::RoundComplete { .. }))
+        ));
+        tokio::time::sleep(ms(2)).await;
+    }
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("the stream ended")
+        .to_bytes();
+    let text = String::from_utf8_lossy(&body);
+    let events: Vec<&str> = text
+        .split("\n\n")
+        .filter(|e| e.starts_with("data:"))
+        .collect();
+    assert_eq!(events.len(), 64, "the buffer, not more: {}", events.len());
+    let last = events.last().unwrap();
+    assert!(last.contains("\"code\":-32000"), "{last}");
+    assert!(last.contains("read too slowly"), "{last}");
 }

@@ -23,6 +23,7 @@ use support::fixture::{self, FixtureMode, Probe, Served};
 use support::layered::{
     CLIENT_TIMEOUT, USER_HEADER, error_of, ms, principal_from_header, send, task_id, text,
 };
+use support::listen::{listen, next, polled, pushed, without_meta};
 use tower::ServiceBuilder;
 
 /// One instance behind the load balancer.
@@ -105,6 +106,22 @@ async fn as_user(client: &McpClient, method: &str, params: Value, user: Option<&
     send(client, 7, method, params, true, &extra).await
 }
 
+/// `confirm_delete` of `filename` parked on `a`, read through `b` once it
+/// asks for input; the task id and that `tasks/get` answer.
+async fn asking_on(a: &Instance, b: &Instance, filename: &str) -> (String, Value) {
+    let created = a
+        .client()
+        .call_tool("confirm_delete", json!({"filename": filename}), true)
+        .await;
+    let task = task_id(&created);
+    let waiting = b
+        .client()
+        .wait_task_status(&task, &["input_required", "completed", "failed"], ms(3000))
+        .await;
+    assert_eq!(waiting["result"]["status"], "input_required", "{waiting}");
+    (task, waiting)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_parked_on_one_instance_is_read_through_another() {
     let Some(redis) = blocking(RedisServer::start) else {
@@ -175,16 +192,7 @@ async fn an_input_round_completed_on_another_instance_resumes_the_call_there() {
     let instances = cluster(&redis, 2).await;
     let (a, b) = (&instances[0], &instances[1]);
 
-    let created = a
-        .client()
-        .call_tool("confirm_delete", json!({"filename": "notes.txt"}), true)
-        .await;
-    let task = task_id(&created);
-    let waiting = b
-        .client()
-        .wait_task_status(&task, &["input_required", "completed", "failed"], ms(3000))
-        .await;
-    assert_eq!(waiting["result"]["status"], "input_required", "{waiting}");
+    let (task, waiting) = asking_on(a, b, "notes.txt").await;
     let requests = waiting["result"]["inputRequests"]
         .as_object()
         .unwrap_or_else(|| panic!("no inputRequests: {waiting}"));
@@ -219,6 +227,39 @@ async fn an_input_round_completed_on_another_instance_resumes_the_call_there() {
         "{on_b:?}"
     );
     assert!(on_b.last_request_state.is_some(), "{on_b:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_on_one_instance_sees_the_changes_made_on_another() {
+    let Some(redis) = blocking(RedisServer::start) else {
+        return;
+    };
+    let instances = cluster(&redis, 2).await;
+    let (a, b) = (&instances[0], &instances[1]);
+    let (task, _) = asking_on(a, b, "push.txt").await;
+
+    let (mut stream, id) = listen(&b.client(), &[&task], None).await;
+    let ack = next(&mut stream).await;
+    assert_eq!(
+        ack["params"]["notifications"]["taskIds"],
+        json!([task]),
+        "{ack}"
+    );
+    let now = pushed(&mut stream, id).await;
+    assert_eq!(now["status"], "input_required", "{now}");
+
+    // Answered on A: A resumes and completes the call; B's stream sees it.
+    let answer = accept(json!({"confirm": true}));
+    a.client()
+        .tasks_update(&task, json!({"1.confirm": answer}))
+        .await;
+    let resumed = pushed(&mut stream, id).await;
+    assert_eq!(resumed["status"], "working", "{resumed}");
+    let done = pushed(&mut stream, id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(without_meta(done), polled(&a.client(), &task).await);
+    let end = next(&mut stream).await;
+    assert_eq!(end["result"]["resultType"], "complete", "{end}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,6 +10,7 @@ pub mod client;
 pub mod fixture;
 pub mod in_process;
 pub mod layered;
+pub mod listen;
 pub mod process;
 pub mod recorded;
 pub mod session;
