@@ -242,3 +242,38 @@ async fn an_rmcp_2_2_and_an_rmcp_3_client_use_one_layer_concurrently() {
     old.close().await;
     new.close().await;
 }
+
+#[tokio::test]
+async fn a_waiting_tasks_result_stream_carries_the_status_notification() {
+    let layered = Layered::start_sessions(|layer| layer).await;
+    let client = LegacyClient::connect_with(
+        &layered.served.url,
+        ElicitReply::Accept(json!({"confirm": true})),
+    )
+    .await;
+    let id = start(&client, "confirm_delete", json!({"filename": "s.txt"})).await;
+    let result = client
+        .request("tasks/result", json!({"taskId": id}))
+        .await
+        .expect("tasks/result");
+    assert!(text(&result).starts_with("Deleted s.txt"), "{result}");
+
+    let statuses: Vec<Value> = client
+        .wire()
+        .notifications()
+        .into_iter()
+        .filter(|n| n["method"] == "notifications/tasks/status")
+        .map(|n| n["params"].clone())
+        .collect();
+    let seen: Vec<&str> = statuses
+        .iter()
+        .map(|p| p["status"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(seen.last(), Some(&"completed"), "{statuses:?}");
+    for params in &statuses {
+        assert_eq!(params["taskId"], id.as_str(), "{params}");
+        assert_eq!(params["ttl"], 60_000, "the 2025-11-25 task shape: {params}");
+        assert!(params.get("resultType").is_none(), "{params}");
+    }
+    client.close().await;
+}

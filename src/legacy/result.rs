@@ -6,6 +6,7 @@
 //! | already terminal         | JSON at once                                                    |
 //! | `working`                | an SSE stream: keep-alive comments, then the outcome as its one response |
 //! | `input_required`         | on that stream, the relayed request(s) of the inner server first |
+//! | changes while it waits   | on that stream, `notifications/tasks/status` (the 2025-11-25 task) at each change of status or status message, the last one for the terminal status just before the outcome |
 //! | `completed`              | the inner result verbatim, `_meta` gaining `io.modelcontextprotocol/related-task` |
 //! | `failed`                 | the inner JSON-RPC error verbatim (an error response has no `_meta`) |
 //! | `cancelled`              | `-32602`: a cancelled task has no result                        |
@@ -38,6 +39,7 @@ use crate::runtime::{Runtime, Waiting, store_failed};
 use crate::task::{TaskId, TaskSnapshot, TaskState};
 use crate::wire::jsonrpc::{INVALID_PARAMS, LIMIT_REACHED, Reply};
 use crate::wire::raw::Members;
+use crate::wire::view::{TaskView, render, status_in};
 
 /// How often a waiting `tasks/result` reads the task.
 pub(crate) const WAIT_POLL: Duration = Duration::from_millis(200);
@@ -59,6 +61,40 @@ fn outcome(id: &RawValue, task: &TaskSnapshot) -> Option<Reply> {
         ),
         TaskState::Working | TaskState::InputRequired { .. } => return None,
     })
+}
+
+/// What a status notification shows of a task.
+type Shown = (&'static str, Option<String>);
+
+/// A `notifications/tasks/status` event when `task` differs from what
+/// `shown` says the client saw (the first call only records it).
+fn changed(shown: &mut Option<Shown>, task: &TaskSnapshot) -> Option<Bytes> {
+    let now = (
+        status_in(task, TaskView::Legacy),
+        task.status_message.clone(),
+    );
+    let first = shown.is_none();
+    if shown.as_ref() == Some(&now) {
+        return None;
+    }
+    *shown = Some(now);
+    if first {
+        return None;
+    }
+    #[derive(serde::Serialize)]
+    struct Notification<'a> {
+        jsonrpc: &'static str,
+        method: &'static str,
+        params: crate::wire::view::Rendered<'a>,
+    }
+    let notification = Notification {
+        jsonrpc: "2.0",
+        method: "notifications/tasks/status",
+        params: render(task, TaskView::Legacy),
+    };
+    serde_json::to_vec(&notification)
+        .ok()
+        .map(|json| event(&json))
 }
 
 /// One SSE event carrying `data` (split into lines as SSE requires).
@@ -128,6 +164,8 @@ async fn wait(
     let keep_alive = runtime.config.keep_alive;
     let mut relayed = HashSet::new();
     let mut last_sent = Instant::now();
+    // What the client knew when it started waiting: nothing to announce.
+    let mut status = None;
     loop {
         let snapshot = match runtime.store.get(task, owner.as_deref()).await {
             Ok(Some(snapshot)) => snapshot,
@@ -141,6 +179,12 @@ async fn wait(
                 return;
             }
         };
+        if let Some(announce) = changed(&mut status, &snapshot) {
+            if tx.send(announce).await.is_err() {
+                return;
+            }
+            last_sent = Instant::now();
+        }
         if let Some(reply) = outcome(&id, &snapshot) {
             let _ = tx.send(event(&reply.body)).await;
             return;
