@@ -9,11 +9,12 @@
 //! (c) the same 100k inner calls pending without the layer, to subtract:
 //!     (b) − (c) is what the layer itself holds per parked task.
 
+#[path = "support/counting.rs"]
+mod counting;
 #[path = "support/inner.rs"]
 mod inner;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use http_body_util::BodyExt;
@@ -21,25 +22,6 @@ use mcp_tasks::{MemoryTaskStore, NewTask, Quota, TaskId, TaskStore, TasksLayer, 
 use tower::{Layer, ServiceExt};
 
 const TASKS: usize = 100_000;
-
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
 
 /// Live heap bytes and resident bytes at one moment.
 #[derive(Clone, Copy)]
@@ -59,7 +41,7 @@ fn read() -> Reading {
         .and_then(|p| p.parse().ok())
         .expect("rss");
     Reading {
-        heap: LIVE.load(Ordering::Relaxed),
+        heap: counting::LIVE.load(Ordering::Relaxed),
         resident: pages * 4096,
     }
 }
