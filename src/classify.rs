@@ -214,7 +214,8 @@ pub(crate) fn classify(
 }
 
 /// A declaring client's listen that asks for `taskIds`: served by the layer
-/// when that is all it asks for; otherwise the inner server's, as before.
+/// alone when that is all it asks for; otherwise the rest goes to the inner
+/// server (without `taskIds` and the extension) and the layer merges.
 fn listen_route(id: &RawValue, body: &[u8]) -> Route {
     #[derive(serde::Deserialize)]
     struct Listen {
@@ -251,13 +252,37 @@ fn listen_route(id: &RawValue, body: &[u8]) -> Route {
             )
             && value.as_array().is_none_or(|list| !list.is_empty())
     });
-    if asks_more {
-        return Route::Forward;
-    }
+    let forward = if asks_more {
+        match without_task_part(body) {
+            Some(body) => Some(body),
+            None => return Route::Reply(Reply::internal(Some(id), "request parse lost its place")),
+        }
+    } else {
+        None
+    };
     Route::Listen(crate::push::ListenCall {
         id: id.to_owned(),
         task_ids,
+        forward,
     })
+}
+
+/// A listen body without `notifications.taskIds` and without the tasks
+/// extension among the client's capabilities: what the inner server gets.
+fn without_task_part(body: &[u8]) -> Option<bytes::Bytes> {
+    let mut message: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let params = message.get_mut("params")?;
+    params
+        .get_mut("notifications")?
+        .as_object_mut()?
+        .remove("taskIds");
+    if let Some(extensions) = params
+        .pointer_mut("/_meta/io.modelcontextprotocol~1clientCapabilities/extensions")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        extensions.remove(crate::wire::TASKS_EXTENSION);
+    }
+    serde_json::to_vec(&message).ok().map(bytes::Bytes::from)
 }
 
 fn is_owned(method: &str) -> bool {

@@ -292,10 +292,25 @@ where
             let answered = methods::answer(&runtime, &parts, call).await;
             Ok(reply_response(answered.reply))
         })),
-        Route::Listen(call) => owned(traced(
-            observe::request_span("subscriptions/listen"),
-            async move { Ok(crate::push::listen(runtime, parts, call).await) },
-        )),
+        Route::Listen(mut call) => {
+            let span = observe::request_span("subscriptions/listen");
+            let owner = runtime.owner(&parts).key;
+            match call.forward.take() {
+                None => owned(traced(span, async move {
+                    Ok(crate::push::listen(runtime, owner, call).await)
+                })),
+                Some(body) => {
+                    let mut parts = parts;
+                    parts.headers.remove(http::header::CONTENT_LENGTH);
+                    let request = Request::from_parts(parts, RequestBody::buffered(body));
+                    let future = inner.call(request);
+                    owned(traced(span, async move {
+                        let response = future.await?;
+                        Ok(crate::push::merged(runtime, owner, call, response).await)
+                    }))
+                }
+            }
+        }
         Route::Legacy(route) => {
             let span = observe::request_span(route.method_name());
             if let LegacyRoute::Call(call) = &route {

@@ -7,18 +7,16 @@
 mod support;
 
 use std::convert::Infallible;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use mcp_tasks::{
-    InputProgress, InputRound, MemoryTaskStore, NewTask, Quota, RequestBody, TaskId, TaskStore,
-    TasksLayer, Timestamp, ToolPolicy,
+    InputProgress, InputRound, MemoryTaskStore, RequestBody, TaskStore, TasksLayer, ToolPolicy,
 };
 use serde_json::json;
 use serde_json::value::RawValue;
 use support::in_process::{post, tasks_declared};
-use support::layered::{Layered, USER_HEADER, ms, task_id};
+use support::layered::{Layered, USER_HEADER, ms, stored_task, task_id};
 use support::listen::{SUBSCRIPTION_ID, listen, next, polled, pushed, without_meta};
 use tower::{Layer, ServiceExt};
 
@@ -228,19 +226,7 @@ async fn a_drain_ends_open_subscriptions_gracefully() {
 #[tokio::test]
 async fn a_subscriber_that_stops_reading_is_ended_with_a_clear_error() {
     let store = MemoryTaskStore::new();
-    let id = TaskId::generate().unwrap();
-    store
-        .create(NewTask {
-            id,
-            owner: None,
-            created_at: Timestamp::now(),
-            ttl: Some(Duration::from_secs(60)),
-            poll_interval: None,
-            status_message: None,
-            quota: Quota::default(),
-        })
-        .await
-        .unwrap();
+    let id = stored_task(&store).await;
     // The inner server is never asked: the layer serves the listen.
     let inner = |_: http::Request<RequestBody<Full<Bytes>>>| async {
         Ok::<_, Infallible>(http::Response::new(Full::<Bytes>::default()))
@@ -283,4 +269,41 @@ async fn a_subscriber_that_stops_reading_is_ended_with_a_clear_error() {
     let last = events.last().unwrap();
     assert!(last.contains("\"code\":-32000"), "{last}");
     assert!(last.contains("read too slowly"), "{last}");
+}
+
+/// rmcp 3.11 has no `subscriptions/listen`: a listen that asks it for more
+/// than task status gets its answer unchanged, and one that asks only for
+/// task status is still served by the layer alone.
+#[tokio::test]
+async fn an_inner_server_without_listen_answers_its_part_and_breaks_no_task_only_listen() {
+    let layered = Layered::start(|layer| layer.threshold(ms(100))).await;
+    let client = layered.client();
+    let task = task_id(
+        &client
+            .call_tool("slow_compute", json!({"seconds": 0.3}), true)
+            .await,
+    );
+    let id = client.next_id();
+    let body = client.build_request(
+        id,
+        "subscriptions/listen",
+        json!({"notifications": {"taskIds": [task], "toolsListChanged": true}}),
+        true,
+    );
+    let headers = support::client::McpClient::standard_headers("subscriptions/listen", None);
+    let mixed = client.open_post(id, &headers, body.to_string()).await;
+    assert_eq!(mixed.status, 404);
+    let answer = mixed.finish().await;
+    assert_eq!(answer[0]["error"]["code"], -32601, "{answer:?}");
+
+    let (mut alone, id) = listen(&client, &[&task], None).await;
+    let ack = next(&mut alone).await;
+    assert_eq!(ack["params"]["notifications"]["taskIds"], json!([task]));
+    loop {
+        let message = next(&mut alone).await;
+        if message["id"] == id {
+            assert_eq!(message["result"]["resultType"], "complete");
+            break;
+        }
+    }
 }

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE};
-use http::request::Parts;
 use http::{HeaderValue, Response};
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
@@ -16,6 +15,7 @@ use serde_json::json;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::hub::{Refused, Watch};
@@ -30,7 +30,7 @@ use crate::wire::view::{TaskView, render};
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// Events a stream may hold unread before its client counts as too slow.
-const BUFFER: usize = 64;
+pub(super) const BUFFER: usize = 64;
 
 /// The least time between two pushes of a task's status message alone.
 const MESSAGE_EVERY: Duration = Duration::from_millis(250);
@@ -45,39 +45,82 @@ pub(crate) struct ListenCall {
     pub id: Box<RawValue>,
     /// The ids asked for, as the client wrote them.
     pub task_ids: Vec<String>,
+    /// For a listen that asks for more than task status: the body the inner
+    /// server gets (without `taskIds` and the extension).
+    pub forward: Option<Bytes>,
 }
 
-/// Answers a listen: an error at once, or the stream.
+/// A listen that passed the checks: the tasks agreed to, and the watch.
+pub(super) struct Agreed {
+    pub tasks: Vec<(String, TaskSnapshot)>,
+    pub watch: Watch,
+}
+
+impl Agreed {
+    /// The ids as the client wrote them, for the acknowledgement.
+    pub(super) fn names(&self) -> Vec<&str> {
+        self.tasks.iter().map(|(text, _)| text.as_str()).collect()
+    }
+}
+
+/// Answers a listen that asks only for task status: an error at once, or
+/// the stream.
 pub(crate) async fn listen<B>(
     runtime: Arc<Runtime>,
-    parts: Parts,
+    owner: Option<String>,
     call: ListenCall,
 ) -> Response<ResponseBody<B>> {
+    let agreed = match agree(&runtime, owner.as_deref(), &call).await {
+        Ok(agreed) => agreed,
+        Err(refused) => return reply_response(refused),
+    };
+    let ack = json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {
+            "notifications": {"taskIds": agreed.names()},
+            "_meta": {SUBSCRIPTION_ID: &call.id},
+        },
+    });
+    let (tx, rx) = mpsc::channel::<Bytes>(BUFFER);
+    // The buffer is empty: the ack always fits.
+    let _ = tx.try_send(sse_event(ack.to_string().as_bytes()));
+    let first = agreed.tasks.into_iter().map(|(_, task)| task).collect();
+    Feeder::new(runtime, owner, call.id, agreed.watch, tx, None).start(first);
+    event_stream(rx)
+}
+
+/// Checks a listen and registers its watch: the caps, then which of the
+/// asked tasks `owner` may see. `Err` is the JSON-RPC answer instead.
+pub(super) async fn agree(
+    runtime: &Arc<Runtime>,
+    owner: Option<&str>,
+    call: &ListenCall,
+) -> Result<Agreed, Reply> {
     let hub = &runtime.common.push;
     let most = hub.limits().task_ids;
     if call.task_ids.len() > most {
         let message = format!("notifications.taskIds may name at most {most} tasks");
-        return reply_response(Reply::bad_params(Some(&call.id), message));
+        return Err(Reply::bad_params(Some(&call.id), message));
     }
     if runtime.background.is_closing() {
-        return refuse(&call.id, "The server is shutting down");
+        return Err(refusal(&call.id, "The server is shutting down"));
     }
-    let owner = runtime.owner(&parts).key;
-    let mut agreed = Vec::new();
+    let mut tasks = Vec::new();
     let mut seen = HashSet::new();
     for text in &call.task_ids {
         let Some(id) = TaskId::parse(text).filter(|id| seen.insert(*id)) else {
             continue;
         };
-        match runtime.store.get(id, owner.as_deref()).await {
-            Ok(Some(snapshot)) => agreed.push((text.clone(), snapshot)),
+        match runtime.store.get(id, owner).await {
+            Ok(Some(snapshot)) => tasks.push((text.clone(), snapshot)),
             Ok(None) => {}
-            Err(error) => return reply_response(store_failed(Some(&call.id), &error)),
+            Err(error) => return Err(store_failed(Some(&call.id), &error)),
         }
     }
-    let ids = agreed.iter().map(|(_, task)| task.id).collect();
-    let watch = match hub.watch(&runtime.store, owner.as_deref(), ids) {
-        Ok(watch) => watch,
+    let ids = tasks.iter().map(|(_, task)| task.id).collect();
+    match hub.watch(&runtime.store, owner, ids) {
+        Ok(watch) => Ok(Agreed { tasks, watch }),
         Err(refused) => {
             let (per_owner, total) = (hub.limits().per_owner, hub.limits().total);
             let message = match refused {
@@ -87,32 +130,13 @@ pub(crate) async fn listen<B>(
                 Refused::Total => format!("Too many task subscriptions: at most {total} in all"),
             };
             crate::observe::events::refused("subscriptions", &message);
-            return refuse(&call.id, &message);
+            Err(refusal(&call.id, &message))
         }
-    };
-    let (tx, mut rx) = mpsc::channel::<Bytes>(BUFFER);
-    let names: Vec<&str> = agreed.iter().map(|(text, _)| text.as_str()).collect();
-    let ack = json!({
-        "jsonrpc": "2.0",
-        "method": "notifications/subscriptions/acknowledged",
-        "params": {
-            "notifications": {"taskIds": names},
-            "_meta": {SUBSCRIPTION_ID: &call.id},
-        },
-    });
-    // The buffer is empty: the ack always fits.
-    let _ = tx.try_send(sse_event(ack.to_string().as_bytes()));
-    let feeder = Feeder {
-        runtime: runtime.clone(),
-        owner,
-        id: call.id,
-        watch,
-        tx,
-        last: HashMap::new(),
-        deferred: HashMap::new(),
-    };
-    let first = agreed.into_iter().map(|(_, task)| task).collect();
-    tokio::spawn(feeder.run(first).in_current_span());
+    }
+}
+
+/// An SSE response whose events come from `rx`.
+pub(super) fn event_stream<B>(mut rx: mpsc::Receiver<Bytes>) -> Response<ResponseBody<B>> {
     let frames = futures_util::stream::poll_fn(move |cx| {
         rx.poll_recv(cx)
             .map(|next| next.map(|bytes| Ok::<_, BoxError>(Frame::data(bytes))))
@@ -126,16 +150,16 @@ pub(crate) async fn listen<B>(
     response
 }
 
-fn refuse<B>(id: &RawValue, message: &str) -> Response<ResponseBody<B>> {
+fn refusal(id: &RawValue, message: &str) -> Reply {
     let error = ErrorObject::new(LIMIT_REACHED, message);
-    reply_response(Reply::error(http::StatusCode::OK, Some(id), error))
+    Reply::error(http::StatusCode::OK, Some(id), error)
 }
 
 /// What a subscription last pushed of a task: its status and message.
 type Seen = (TaskStatus, Option<String>);
 
 /// Feeds one stream until it ends.
-struct Feeder {
+pub(super) struct Feeder {
     runtime: Arc<Runtime>,
     owner: Option<String>,
     id: Box<RawValue>,
@@ -144,6 +168,9 @@ struct Feeder {
     last: HashMap<TaskId, (Seen, Instant)>,
     /// Message changes held back by [`MESSAGE_EVERY`], by when they are due.
     deferred: HashMap<TaskId, Instant>,
+    /// In a merged listen, the end of the inner server's stream: the task
+    /// part stops with it, and the stream's end is the inner server's.
+    merged: Option<CancellationToken>,
 }
 
 /// Why a stream stopped.
@@ -157,13 +184,45 @@ enum Stop {
 }
 
 impl Feeder {
+    pub(super) fn new(
+        runtime: Arc<Runtime>,
+        owner: Option<String>,
+        id: Box<RawValue>,
+        watch: Watch,
+        tx: mpsc::Sender<Bytes>,
+        merged: Option<CancellationToken>,
+    ) -> Self {
+        Self {
+            runtime,
+            owner,
+            id,
+            watch,
+            tx,
+            last: HashMap::new(),
+            deferred: HashMap::new(),
+            merged,
+        }
+    }
+
+    /// Feeds the stream from `first` (the tasks' state now) on, on a task
+    /// of its own.
+    pub(super) fn start(self, first: Vec<TaskSnapshot>) {
+        tokio::spawn(self.run(first).in_current_span());
+    }
+
     async fn run(mut self, first: Vec<TaskSnapshot>) {
-        let stop = match self.feed(first).await {
-            Err(stop) => stop,
-            Ok(()) => Stop::Done,
+        let merged = self.merged.clone();
+        let stop = match &merged {
+            Some(inner_ended) => tokio::select! {
+                _ = inner_ended.cancelled() => Stop::Gone,
+                fed = self.feed(first) => fed.err().unwrap_or(Stop::Done),
+            },
+            None => self.feed(first).await.err().unwrap_or(Stop::Done),
         };
         let end = match stop {
             Stop::Gone => return,
+            // The inner server's stream goes on and ends the listen.
+            Stop::Done if merged.is_some() => return,
             Stop::Done => json!({
                 "jsonrpc": "2.0",
                 "id": &self.id,
@@ -171,6 +230,10 @@ impl Feeder {
             }),
             Stop::Slow => {
                 tracing::info!("a task subscription read too slowly and was ended");
+                if let Some(inner) = &merged {
+                    // The relay of the inner stream stops too.
+                    inner.cancel();
+                }
                 json!({
                     "jsonrpc": "2.0",
                     "id": &self.id,

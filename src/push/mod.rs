@@ -40,12 +40,14 @@
 //! up is dropped with a clear end: a JSON-RPC error as the listen's answer.
 //!
 //! A listen that also asks for other notifications (tool list changes,
-//! resources) is forwarded to the inner server with `taskIds` removed, so
-//! the inner server's acknowledgement never names tasks it does not know;
-//! the task part of such a mixed listen is not served yet.
+//! resources) goes to the inner server without `taskIds` and without the
+//! extension, so the inner server never acknowledges tasks it does not
+//! know; the client gets one stream carrying both (`mixed`).
 
 mod hub;
 mod listen;
+mod mixed;
 
 pub(crate) use hub::Hub;
 pub(crate) use listen::{ListenCall, listen};
+pub(crate) use mixed::merged;

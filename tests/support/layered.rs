@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use axum::body::Body;
-use mcp_tasks::{MemoryTaskStore, Principal, TasksLayer};
+use mcp_tasks::{
+    MemoryTaskStore, NewTask, Principal, Quota, TaskId, TaskStore, TasksLayer, Timestamp,
+};
 use serde_json::{Value, json};
 use tower::ServiceBuilder;
 
@@ -189,4 +191,23 @@ pub fn timestamp(value: &Value) -> SystemTime {
         .as_str()
         .unwrap_or_else(|| panic!("timestamp is not a string: {value}"));
     humantime::parse_rfc3339(text).unwrap_or_else(|error| panic!("{text:?}: {error}"))
+}
+
+/// A `working` task without owner created straight in `store` (no inner
+/// call behind it), living a minute.
+pub async fn stored_task(store: &MemoryTaskStore) -> TaskId {
+    let id = TaskId::generate().expect("a task id");
+    store
+        .create(NewTask {
+            id,
+            owner: None,
+            created_at: Timestamp::now(),
+            ttl: Some(Duration::from_secs(60)),
+            poll_interval: None,
+            status_message: None,
+            quota: Quota::default(),
+        })
+        .await
+        .expect("create");
+    id
 }

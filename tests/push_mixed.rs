@@ -1,0 +1,157 @@
+//! A listen that asks for task status and for tool list changes: the inner
+//! server (scripted here, in process) gets the listen without `taskIds` and
+//! without the tasks extension, and the client gets one stream carrying the
+//! inner server's acknowledgement (with the agreed `taskIds` added), its
+//! notifications, the layer's `notifications/tasks`, and the inner
+//! server's end.
+
+mod support;
+
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, StreamBody};
+use mcp_tasks::{MemoryTaskStore, RequestBody, TaskStore, TasksLayer};
+use serde_json::{Value, json};
+use support::in_process::{post, read_message, tasks_declared};
+use support::layered::stored_task;
+use tokio::sync::mpsc;
+use tower::{Layer, ServiceExt};
+
+type Frames = mpsc::Receiver<Result<http_body::Frame<Bytes>, Infallible>>;
+
+fn event(message: Value) -> Result<http_body::Frame<Bytes>, Infallible> {
+    Ok(http_body::Frame::data(Bytes::from(format!(
+        "data: {message}\n\n"
+    ))))
+}
+
+/// The SSE messages of a whole body, in order.
+fn messages(body: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(body)
+        .split("\n\n")
+        .filter_map(|event| event.strip_prefix("data: "))
+        .map(|data| serde_json::from_str(data).expect("JSON data"))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_mixed_listen_gets_one_stream_with_both_parts() {
+    let store = MemoryTaskStore::new();
+    let id = stored_task(&store).await;
+
+    let (script, frames) = mpsc::channel(16);
+    let frames = Arc::new(Mutex::new(Some(frames)));
+    let asked = Arc::new(Mutex::new(None::<Value>));
+    let inner = {
+        let (frames, asked) = (frames.clone(), asked.clone());
+        tower::service_fn(
+            move |request: http::Request<RequestBody<http_body_util::Full<Bytes>>>| {
+                let (frames, asked) = (frames.clone(), asked.clone());
+                async move {
+                    *asked.lock().unwrap() = Some(read_message(request.into_body()).await);
+                    let frames: Frames = frames.lock().unwrap().take().expect("one listen");
+                    let body = StreamBody::new(tokio_stream_from(frames));
+                    let response = http::Response::builder()
+                        .header("content-type", "text/event-stream")
+                        .body(body)
+                        .unwrap();
+                    Ok::<_, Infallible>(response)
+                }
+            },
+        )
+    };
+    let service = TasksLayer::new(store.clone()).layer(inner);
+    let listen = json!({"notifications": {"taskIds": [id.to_string()], "toolsListChanged": true}});
+    let request = post("subscriptions/listen", listen, None, tasks_declared());
+    let response = service.oneshot(request).await.expect("call");
+    assert_eq!(response.status(), 200);
+
+    // What reached the inner server: its own part only.
+    let seen = asked
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("the inner server was asked");
+    assert_eq!(
+        seen["params"]["notifications"],
+        json!({"toolsListChanged": true}),
+        "{seen}"
+    );
+    let extensions =
+        &seen["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"];
+    assert!(
+        extensions.get("io.modelcontextprotocol/tasks").is_none(),
+        "{seen}"
+    );
+
+    let sub = seen["id"].clone();
+    let meta = json!({"io.modelcontextprotocol/subscriptionId": sub});
+    let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+        "params": {"notifications": {"toolsListChanged": true}, "_meta": meta}});
+    script.send(event(ack)).await.unwrap();
+    let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": meta}});
+    script.send(event(changed)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    store
+        .complete(
+            id,
+            serde_json::value::to_raw_value(&json!({"content": []})).unwrap(),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let end =
+        json!({"jsonrpc": "2.0", "id": sub, "result": {"resultType": "complete", "_meta": meta}});
+    script.send(event(end)).await.unwrap();
+    drop(script);
+
+    let body = tokio::time::timeout(Duration::from_secs(5), response.into_body().collect())
+        .await
+        .expect("the stream ends with the inner one")
+        .expect("body")
+        .to_bytes();
+    let got = messages(&body);
+    let methods: Vec<&str> = got
+        .iter()
+        .map(|m| m["method"].as_str().unwrap_or("(response)"))
+        .collect();
+    assert_eq!(
+        methods[0], "notifications/subscriptions/acknowledged",
+        "{got:?}"
+    );
+    assert_eq!(
+        got[0]["params"]["notifications"],
+        json!({"toolsListChanged": true, "taskIds": [id.to_string()]}),
+        "the inner ack, with the agreed tasks added"
+    );
+    let statuses: Vec<&str> = got
+        .iter()
+        .filter(|m| m["method"] == "notifications/tasks")
+        .map(|m| m["params"]["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["working", "completed"], "{got:?}");
+    assert!(
+        methods.contains(&"notifications/tools/list_changed"),
+        "{got:?}"
+    );
+    assert_eq!(
+        got.last().unwrap()["result"]["resultType"],
+        "complete",
+        "{got:?}"
+    );
+    assert_eq!(
+        got.iter().filter(|m| m.get("result").is_some()).count(),
+        1,
+        "one end: the inner server's"
+    );
+}
+
+/// An mpsc receiver as a stream of body frames.
+fn tokio_stream_from(
+    mut frames: Frames,
+) -> impl futures_util::Stream<Item = Result<http_body::Frame<Bytes>, Infallible>> {
+    futures_util::stream::poll_fn(move |cx| frames.poll_recv(cx))
+}
