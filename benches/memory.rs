@@ -93,8 +93,13 @@ async fn parked_through_layer() -> Reading {
     let store = MemoryTaskStore::new();
     // A zero threshold parks each call at once; its driver then starts the
     // inner call, which never answers.
+    // The caps (10 000 live tasks, 1 000 running) lifted: over them a call
+    // stays synchronous, and this inner call never answers.
     let layered = TasksLayer::new(store.clone())
         .threshold(Duration::ZERO)
+        .max_tasks(None)
+        .max_tasks_per_principal(None)
+        .max_running(TASKS)
         .layer(inner::Inner {
             answers: inner::Answers::Never,
         });

@@ -154,8 +154,25 @@ where
                 // may refuse; then later requests get its 404 all the same).
                 self.runtime.sessions().end(session);
             }
-            State::Inner {
-                future: inner.call(request.map(RequestBody::streaming)),
+            let (parts, body) = request.into_parts();
+            let stream = legacy_get_stream(&self.runtime, &parts);
+            let request = Request::from_parts(parts, body);
+            match stream {
+                Some((session, owner)) => {
+                    let future = inner.call(request.map(RequestBody::streaming));
+                    let runtime = self.runtime.clone();
+                    State::Owned {
+                        future: Box::pin(async move {
+                            let response = future.await?;
+                            Ok(crate::push::session_stream(
+                                runtime, owner, session, response,
+                            ))
+                        }),
+                    }
+                }
+                None => State::Inner {
+                    future: inner.call(request.map(RequestBody::streaming)),
+                },
             }
         };
         ResponseFuture { state }
@@ -226,6 +243,17 @@ fn unreadable_body(error: BoxError, limit: usize) -> Reply {
     } else {
         Reply::invalid_request(None, format!("The request body could not be read: {error}"))
     }
+}
+
+/// A GET that opens the SSE stream of a live 2025-11-25 session: its
+/// session id and the requester's owner key, for the status notifications.
+fn legacy_get_stream(runtime: &Runtime, parts: &Parts) -> Option<(String, Option<String>)> {
+    if parts.method != Method::GET {
+        return None;
+    }
+    let session = parts.headers.get("mcp-session-id")?.to_str().ok()?;
+    runtime.sessions().tasks(session)?;
+    Some((session.to_owned(), runtime.owner(parts).key))
 }
 
 /// Picks the next state for a classified POST.

@@ -19,6 +19,17 @@ async fn status(client: &LegacyClient, task: &str) -> String {
     got["status"].as_str().unwrap_or_default().to_owned()
 }
 
+/// The params of every `notifications/tasks/status` the client received.
+fn status_notifications(client: &LegacyClient) -> Vec<Value> {
+    client
+        .wire()
+        .notifications()
+        .into_iter()
+        .filter(|n| n["method"] == "notifications/tasks/status")
+        .map(|n| n["params"].clone())
+        .collect()
+}
+
 async fn start(client: &LegacyClient, name: &str, arguments: Value) -> String {
     let created = client
         .request(
@@ -258,13 +269,7 @@ async fn a_waiting_tasks_result_stream_carries_the_status_notification() {
         .expect("tasks/result");
     assert!(text(&result).starts_with("Deleted s.txt"), "{result}");
 
-    let statuses: Vec<Value> = client
-        .wire()
-        .notifications()
-        .into_iter()
-        .filter(|n| n["method"] == "notifications/tasks/status")
-        .map(|n| n["params"].clone())
-        .collect();
+    let statuses = status_notifications(&client);
     let seen: Vec<&str> = statuses
         .iter()
         .map(|p| p["status"].as_str().unwrap_or_default())
@@ -275,5 +280,37 @@ async fn a_waiting_tasks_result_stream_carries_the_status_notification() {
         assert_eq!(params["ttl"], 60_000, "the 2025-11-25 task shape: {params}");
         assert!(params.get("resultType").is_none(), "{params}");
     }
+    client.close().await;
+}
+
+#[tokio::test]
+async fn the_sessions_get_stream_carries_the_status_of_its_tasks() {
+    let layered = Layered::start_sessions(|layer| layer).await;
+    let client = LegacyClient::connect(&layered.served.url).await;
+    let id = start(&client, "slow_compute", json!({"seconds": 0.5})).await;
+    // Polled to the end: no tasks/result stream is open.
+    let mut done = false;
+    for _ in 0..50 {
+        if status(&client, &id).await == "completed" {
+            done = true;
+            break;
+        }
+        tokio::time::sleep(ms(100)).await;
+    }
+    assert!(done, "the task completed");
+    let mut pushed = Vec::new();
+    for _ in 0..20 {
+        pushed = status_notifications(&client);
+        if !pushed.is_empty() {
+            break;
+        }
+        tokio::time::sleep(ms(100)).await;
+    }
+    let completed: Vec<&Value> = pushed
+        .iter()
+        .filter(|p| p["taskId"] == id.as_str() && p["status"] == "completed")
+        .collect();
+    assert_eq!(completed.len(), 1, "{pushed:?}");
+    assert_eq!(completed[0]["ttl"], 60_000, "{pushed:?}");
     client.close().await;
 }

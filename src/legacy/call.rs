@@ -107,6 +107,7 @@ pub(crate) async fn call(
     match runtime.start_as(id, start, first).await {
         Ok(snapshot) => {
             runtime.sessions().note_augmented(&call.session, &call.id);
+            runtime.sessions().note_task(&call.session, id);
             let created = Created {
                 task: render(&snapshot, TaskView::Legacy),
             };

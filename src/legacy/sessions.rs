@@ -18,14 +18,17 @@
 //! it), is [`Known::Unknown`]: its requests are served when they carry
 //! `MCP-Protocol-Version: 2025-11-25`. Tasks are not per-session state: they
 //! live in the store, bound to their principal, and outlive the session that
-//! created them.
+//! created them. A session only remembers the ids of its most recent tasks,
+//! so that its GET stream can carry their status notifications.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
+use tokio::sync::Notify;
 
+use crate::task::TaskId;
 use crate::wire::same_id;
 
 /// How many task-augmented request ids a session remembers, to swallow the
@@ -61,6 +64,10 @@ struct Session {
     ended: bool,
     /// Ids of the client's task-augmented `tools/call`s, most recent last.
     augmented: VecDeque<Box<RawValue>>,
+    /// The tasks created in the session, most recent last, for the status
+    /// notifications of its GET stream; `news` tells the stream of a new one.
+    tasks: VecDeque<TaskId>,
+    news: Arc<Notify>,
 }
 
 /// The registry of 2025-11-25 sessions.
@@ -106,6 +113,8 @@ impl Sessions {
                 last_seen: now,
                 ended: false,
                 augmented: VecDeque::new(),
+                tasks: VecDeque::new(),
+                news: Arc::default(),
             },
         );
     }
@@ -150,6 +159,28 @@ impl Sessions {
             }
             session.augmented.push_back(request.to_owned());
         }
+    }
+
+    /// Notes that task `task` was created in session `id`.
+    pub(crate) fn note_task(&self, id: &str, task: TaskId) {
+        if let Some(session) = self.lock().get_mut(id) {
+            if session.tasks.len() == AUGMENTED_IDS {
+                session.tasks.pop_front();
+            }
+            session.tasks.push_back(task);
+            session.news.notify_waiters();
+        }
+    }
+
+    /// The tasks created in live session `id` (the most recent
+    /// [`AUGMENTED_IDS`]), and what tells of the next one.
+    pub(crate) fn tasks(&self, id: &str) -> Option<(Vec<TaskId>, Arc<Notify>)> {
+        let map = self.lock();
+        let session = map.get(id).filter(|session| !session.ended)?;
+        Some((
+            session.tasks.iter().copied().collect(),
+            session.news.clone(),
+        ))
     }
 
     /// Whether `request` in session `id` is a task-augmented call.

@@ -17,18 +17,14 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use http::Response;
 use http_body::Body;
-use http_body_util::BodyExt;
 use serde_json::Value;
-use sse_stream::SseStream;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::listen::{BUFFER, Feeder, ListenCall, agree, event_stream};
 use crate::body::{BoxError, ResponseBody, reply_response};
-use crate::flight::tap::BodyError;
 use crate::runtime::Runtime;
-use crate::wire::content_type;
 
 /// Answers a merged listen from the inner server's `response`.
 pub(crate) async fn merged<RB>(
@@ -41,11 +37,10 @@ where
     RB: Body<Data = Bytes> + Send + 'static,
     RB::Error: Into<BoxError>,
 {
-    let streams = response.status().is_success()
-        && content_type(response.headers()).starts_with("text/event-stream");
-    if !streams {
-        return response.map(ResponseBody::inner);
-    }
+    let events = match super::inner_events(response) {
+        super::Inner::Stream(_, events) => events,
+        super::Inner::Answer(answer) => return answer,
+    };
     let agreed = match agree(&runtime, owner.as_deref(), &call).await {
         Ok(agreed) => agreed,
         // Refused: the client gets the refusal, the inner stream is dropped.
@@ -63,11 +58,6 @@ where
         tx.clone(),
         Some(inner_ended.clone()),
     );
-    let events = Box::pin(SseStream::new(
-        response
-            .into_body()
-            .map_err(|error| BodyError(error.into())),
-    ));
     let relay = relay(events, tx, names, feeder, first, inner_ended);
     tokio::spawn(relay.in_current_span());
     event_stream(rx)

@@ -1,0 +1,187 @@
+//! 2025-11-25: `notifications/tasks/status` on a session's GET stream.
+//!
+//! The GET stream is the inner server's; the layer relays it event by event
+//! and adds, between its events, one `notifications/tasks/status` (the
+//! 2025-11-25 task) each time a task created in that session changes status
+//! or status message, for tasks the requesting principal owns. The session
+//! remembers its most recent 64 tasks; a task created while the stream is
+//! open is watched from then on. A terminal task is announced once, then
+//! forgotten. The stream counts as one subscription of the principal
+//! ([`max_subscriptions`](crate::TasksLayer::max_subscriptions)); over the
+//! cap it is relayed without notifications. It ends with the inner
+//! server's stream or when the client leaves.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::Response;
+use http_body::Body;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::listen::{BUFFER, event_stream};
+use crate::body::{BoxError, ResponseBody};
+use crate::flight::live::sse_event;
+use crate::runtime::Runtime;
+use crate::task::TaskId;
+use crate::wire::view::{TaskView, render, status_in};
+
+/// How often every watched task is read again, whatever the feed said.
+const RESYNC: Duration = Duration::from_secs(5);
+
+/// What the client was last told of a task: its status and message.
+type Shown = (&'static str, Option<String>);
+
+/// The inner server's GET `response` for `session`, with the status
+/// notifications of the session's tasks added.
+pub(crate) fn session_stream<RB>(
+    runtime: Arc<Runtime>,
+    owner: Option<String>,
+    session: String,
+    response: Response<RB>,
+) -> Response<ResponseBody<RB>>
+where
+    RB: Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    let (head, events) = match super::inner_events(response) {
+        super::Inner::Stream(head, events) => (head, events),
+        super::Inner::Answer(answer) => return answer,
+    };
+    let (tx, rx) = mpsc::channel::<Bytes>(BUFFER);
+    let ended = CancellationToken::new();
+    let relay = {
+        let (tx, ended) = (tx.clone(), ended.clone());
+        async move {
+            let mut events = events;
+            loop {
+                let event = tokio::select! {
+                    _ = tx.closed() => break,
+                    event = events.next() => event,
+                };
+                let Some(Ok(event)) = event else { break };
+                if tx.send(Bytes::from(event)).await.is_err() {
+                    break;
+                }
+            }
+            ended.cancel();
+        }
+    };
+    tokio::spawn(relay.in_current_span());
+    let feeder = feed(runtime, owner, session, tx, ended);
+    tokio::spawn(feeder.in_current_span());
+    let mut response = event_stream(rx);
+    for (name, value) in &head.headers {
+        response
+            .headers_mut()
+            .entry(name)
+            .or_insert_with(|| value.clone());
+    }
+    response
+}
+
+/// Watches the session's tasks until the inner stream ends or the client
+/// leaves.
+async fn feed(
+    runtime: Arc<Runtime>,
+    owner: Option<String>,
+    session: String,
+    tx: mpsc::Sender<Bytes>,
+    ended: CancellationToken,
+) {
+    let mut shown: HashMap<TaskId, Option<Shown>> = HashMap::new();
+    let mut done: Vec<TaskId> = Vec::new();
+    let mut opened = true;
+    loop {
+        let Some((tasks, news)) = runtime.sessions().tasks(&session) else {
+            return;
+        };
+        let news = news.notified();
+        tokio::pin!(news);
+        news.as_mut().enable();
+        done.retain(|id| tasks.contains(id));
+        for id in tasks {
+            if !done.contains(&id) {
+                // A task created while the stream is open was `working`
+                // without a message when the client learned of it; one
+                // from before is read first, and told from its next change.
+                let known = (!opened).then_some(("working", None));
+                shown.entry(id).or_insert(known);
+            }
+        }
+        opened = false;
+        let ids: Vec<TaskId> = shown.keys().copied().collect();
+        let watch = match runtime
+            .common
+            .push
+            .watch(&runtime.store, owner.as_deref(), ids)
+        {
+            Ok(watch) => watch,
+            Err(_) => {
+                tracing::info!(
+                    "a session's GET stream is over the subscription cap: relayed without task notifications"
+                );
+                return;
+            }
+        };
+        // Baselines first (nothing to tell), then changes.
+        let mut all = true;
+        loop {
+            let dirty = watch.mailbox.take();
+            let read: Vec<TaskId> = if all || dirty.all {
+                shown.keys().copied().collect()
+            } else {
+                dirty.ids.into_iter().collect()
+            };
+            for id in read {
+                let Some(before) = shown.get(&id).cloned() else {
+                    continue;
+                };
+                let task = match runtime.store.get(id, owner.as_deref()).await {
+                    Ok(Some(task)) => task,
+                    Ok(None) => {
+                        // Gone, or not this principal's: nothing to tell.
+                        shown.remove(&id);
+                        done.push(id);
+                        continue;
+                    }
+                    Err(_) => continue,
+                };
+                let now = (
+                    status_in(&task, TaskView::Legacy),
+                    task.status_message.clone(),
+                );
+                if before.as_ref() != Some(&now) {
+                    if before.is_some() {
+                        let message = serde_json::json!({
+                            "jsonrpc": "2.0",
+                            "method": "notifications/tasks/status",
+                            "params": render(&task, TaskView::Legacy),
+                        });
+                        let event = sse_event(message.to_string().as_bytes());
+                        if tx.send(event).await.is_err() {
+                            return;
+                        }
+                    }
+                    shown.insert(id, Some(now));
+                }
+                if task.status().is_terminal() {
+                    shown.remove(&id);
+                    done.push(id);
+                }
+            }
+            all = false;
+            tokio::select! {
+                _ = ended.cancelled() => return,
+                _ = tx.closed() => return,
+                _ = &mut news => break,
+                _ = watch.mailbox.wake.notified() => {}
+                _ = tokio::time::sleep(RESYNC) => all = true,
+            }
+        }
+    }
+}
