@@ -99,7 +99,7 @@ pub use service::{ResponseFuture, TasksService};
 pub use store::RedisTaskStore;
 pub use store::{
     CancelOutcome, CreatedTask, InputProgress, InputRound, MemoryTaskStore, NewTask, Quota,
-    QuotaScope, StoreError, TaskList, TaskStore,
+    QuotaScope, StoreError, TaskChange, TaskList, TaskStore,
 };
 pub use task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
 pub use wire::{MODERN_VERSION, TASKS_EXTENSION};

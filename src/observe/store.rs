@@ -106,7 +106,7 @@ impl TaskStore for Measured {
         self.0.admin_delete(id)
     }
 
-    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<TaskId>> {
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<crate::store::TaskChange>> {
         self.0.changes()
     }
 

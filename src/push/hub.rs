@@ -9,7 +9,7 @@ use tokio::sync::Notify;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::config::SubscriptionLimits;
-use crate::store::TaskStore;
+use crate::store::{TaskChange, TaskStore};
 use crate::task::TaskId;
 
 /// What one subscription was woken for: the ids that changed since it last
@@ -80,6 +80,9 @@ pub(crate) struct Watch {
     ids: Vec<TaskId>,
     owner: Option<String>,
     pub mailbox: Arc<Mailbox>,
+    /// Whether the store's change feed wakes this watch; without one, the
+    /// subscription reads its tasks again on a timer.
+    pub fed: bool,
     table: Arc<Mutex<Table>>,
 }
 
@@ -139,6 +142,7 @@ impl Hub {
             key,
             ids,
             owner,
+            fed: table.reading,
             mailbox,
             table: self.table.clone(),
         })
@@ -148,7 +152,7 @@ impl Hub {
 /// Wakes the subscriptions watching each id the feed gives, until the hub
 /// or the feed is gone.
 async fn read(
-    mut feed: tokio::sync::broadcast::Receiver<TaskId>,
+    mut feed: tokio::sync::broadcast::Receiver<TaskChange>,
     table: std::sync::Weak<Mutex<Table>>,
 ) {
     loop {
@@ -156,12 +160,12 @@ async fn read(
         let Some(table) = table.upgrade() else { return };
         let mut table = lock(&table);
         match next {
-            Ok(id) => {
+            Ok(TaskChange::Changed(id)) => {
                 for (_, mailbox) in table.watchers.get(&id).into_iter().flatten() {
                     mailbox.mark(id);
                 }
             }
-            Err(RecvError::Lagged(_)) => {
+            Ok(TaskChange::Missed) | Err(RecvError::Lagged(_)) => {
                 for (_, mailbox) in table.watchers.values().flatten() {
                     mailbox.mark_all();
                 }
@@ -204,5 +208,37 @@ impl Drop for Watch {
             }
         }
         table.total -= 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_reader_wakes_the_watchers_of_a_change_and_everyone_after_a_miss() {
+        let table = Arc::new(Mutex::new(Table::default()));
+        let (watched, other) = (TaskId::from_u128(1), TaskId::from_u128(2));
+        let mailbox = Arc::new(Mailbox::default());
+        lock(&table)
+            .watchers
+            .insert(watched, vec![(0, mailbox.clone())]);
+        let (feed, rx) = tokio::sync::broadcast::channel(8);
+        let reader = tokio::spawn(read(rx, Arc::downgrade(&table)));
+
+        feed.send(TaskChange::Changed(other)).unwrap();
+        feed.send(TaskChange::Changed(watched)).unwrap();
+        mailbox.wake.notified().await;
+        let dirty = mailbox.take();
+        assert_eq!(dirty.ids, HashSet::from([watched]), "only the watched id");
+        assert!(!dirty.all);
+
+        feed.send(TaskChange::Missed).unwrap();
+        mailbox.wake.notified().await;
+        assert!(mailbox.take().all, "a miss wakes every watch to read all");
+
+        drop(feed);
+        reader.await.unwrap();
+        assert!(!lock(&table).reading, "a closed feed can be started again");
     }
 }

@@ -35,8 +35,9 @@ pub(super) const BUFFER: usize = 64;
 /// The least time between two pushes of a task's status message alone.
 const MESSAGE_EVERY: Duration = Duration::from_millis(250);
 
-/// How often every watched task is read again, whatever the feed said.
-const RESYNC: Duration = Duration::from_secs(5);
+/// How often a subscription reads its tasks again when the store has no
+/// change feed.
+pub(super) const RESYNC: Duration = Duration::from_secs(5);
 
 /// A declaring client's `subscriptions/listen` that asks for `taskIds`.
 #[derive(Debug)]
@@ -254,7 +255,9 @@ impl Feeder {
         }
         let closing = self.runtime.background.closing_signal();
         let keep_alive = self.runtime.config.keep_alive;
-        let mut resync = tokio::time::interval_at(Instant::now() + RESYNC, RESYNC);
+        // Without a change feed, the timer is all there is.
+        let mut resync =
+            (!self.watch.fed).then(|| tokio::time::interval_at(Instant::now() + RESYNC, RESYNC));
         let mut beat = tokio::time::interval_at(Instant::now() + keep_alive, keep_alive);
         loop {
             if self.last.is_empty() {
@@ -266,7 +269,7 @@ impl Feeder {
                 _ = self.tx.closed() => return Err(Stop::Gone),
                 _ = closing.cancelled() => return Ok(()),
                 _ = self.watch.mailbox.wake.notified() => {}
-                _ = resync.tick() => all = true,
+                _ = tick(&mut resync) => all = true,
                 _ = beat.tick() => {
                     self.send(Bytes::from_static(b": keep-alive\n\n"))?;
                     continue;
@@ -347,6 +350,15 @@ impl Feeder {
             return Err(Stop::Slow);
         }
         self.tx.try_send(event).map_err(|_| Stop::Gone)
+    }
+}
+
+async fn tick(timer: &mut Option<tokio::time::Interval>) {
+    match timer {
+        Some(timer) => {
+            timer.tick().await;
+        }
+        None => std::future::pending().await,
     }
 }
 

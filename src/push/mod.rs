@@ -29,9 +29,11 @@
 //! always equals `tasks/get` at that moment; a change superseded before the
 //! read (two transitions within a store read) is folded into the next one.
 //! With Redis the feed is pub/sub, so a subscription on one instance sees
-//! changes made on any; every subscription also reads all its tasks again
-//! every 5 s, which covers a store without a feed and a pub/sub message
-//! lost in a reconnect.
+//! changes made on any, and nothing polls Redis per subscriber: after a
+//! pub/sub reconnect (announcements may have been lost) the store says so
+//! ([`TaskChange::Missed`](crate::TaskChange::Missed)) and every
+//! subscription reads its tasks once. Only over a store without a feed do
+//! subscriptions read their tasks again on a timer (every 5 s).
 //!
 //! **Bounds:** subscriptions per principal and in all, and ids per listen
 //! ([`TasksLayer::max_subscriptions`](crate::TasksLayer::max_subscriptions),

@@ -13,7 +13,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -23,15 +22,12 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::listen::{BUFFER, event_stream};
+use super::listen::{BUFFER, RESYNC, event_stream};
 use crate::body::{BoxError, ResponseBody};
 use crate::flight::live::sse_event;
 use crate::runtime::Runtime;
 use crate::task::TaskId;
 use crate::wire::view::{TaskView, render, status_in};
-
-/// How often every watched task is read again, whatever the feed said.
-const RESYNC: Duration = Duration::from_secs(5);
 
 /// What the client was last told of a task: its status and message.
 type Shown = (&'static str, Option<String>);
@@ -180,7 +176,7 @@ async fn feed(
                 _ = tx.closed() => return,
                 _ = &mut news => break,
                 _ = watch.mailbox.wake.notified() => {}
-                _ = tokio::time::sleep(RESYNC) => all = true,
+                _ = tokio::time::sleep(RESYNC), if !watch.fed => all = true,
             }
         }
     }

@@ -28,7 +28,7 @@ use super::live::{self, Live};
 use super::owners::{Found, Owners};
 use super::{
     AdminPage, AdminTask, CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, Quota,
-    StoreError, StoreFuture, TaskCounts, TaskList, TaskStore,
+    StoreError, StoreFuture, TaskChange, TaskCounts, TaskList, TaskStore,
 };
 use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
 use crate::wire::jsonrpc::error_message;
@@ -90,7 +90,7 @@ struct Inner {
     /// The reaper task; started again if its runtime went away.
     reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The ids of tasks that changed ([`TaskStore::changes`]).
-    changes: broadcast::Sender<TaskId>,
+    changes: broadcast::Sender<TaskChange>,
 }
 
 impl Default for Inner {
@@ -296,7 +296,7 @@ impl MemoryTaskStore {
     /// Announces a change of `id` to the receivers of `changes`, if any.
     fn changed(&self, id: TaskId) {
         // No receiver is not an error: nobody listens.
-        let _ = self.inner.changes.send(id);
+        let _ = self.inner.changes.send(TaskChange::Changed(id));
     }
 
     /// Runs `f` on a task as `owner` sees it; `None` when it does not.
@@ -354,7 +354,9 @@ async fn reap(store: Weak<Inner>, wake: Arc<Notify>) {
                             .remove(entry.owner.as_deref(), entry.live_key(id));
                     }
                     entry.stop.cancel();
-                    let _ = inner.changes.send(TaskId::from_u128(id));
+                    let _ = inner
+                        .changes
+                        .send(TaskChange::Changed(TaskId::from_u128(id)));
                 }
             }
             next.map(|at| Duration::from_millis(at.as_millis().saturating_sub(now.as_millis())))
@@ -582,7 +584,7 @@ impl TaskStore for MemoryTaskStore {
         Box::pin(async move { self.admin_remove(id) })
     }
 
-    fn changes(&self) -> Option<broadcast::Receiver<TaskId>> {
+    fn changes(&self) -> Option<broadcast::Receiver<TaskChange>> {
         Some(self.inner.changes.subscribe())
     }
 }

@@ -185,6 +185,17 @@ pub struct TaskList {
     pub next_cursor: Option<String>,
 }
 
+/// One entry of a store's change feed ([`TaskStore::changes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskChange {
+    /// This task changed.
+    Changed(TaskId),
+    /// Changes may have been missed (the store lost and regained its feed,
+    /// e.g. a Redis pub/sub reconnect): every watched task must be read
+    /// again.
+    Missed,
+}
+
 /// One round of input the inner call asked for.
 #[derive(Clone, Debug)]
 pub struct InputRound {
@@ -325,15 +336,15 @@ pub trait TaskStore: Send + Sync + 'static {
         Box::pin(async { Err(StoreError::Unsupported("admin_delete")) })
     }
 
-    /// A feed of the ids of tasks that just changed in a way a subscriber
-    /// sees: a new status, a new status message, or the end of the task
-    /// (terminal, expired, deleted). Every instance over a shared store
-    /// hears every change. The layer reads the task again for each id, so
-    /// an id may come more often than needed, and a lagging receiver is
-    /// caught up by reading every subscribed task again. `None` (the
-    /// default): no feed; subscribers are then served by reading their
-    /// tasks again every few seconds.
-    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<TaskId>> {
+    /// A feed of the tasks that just changed in a way a subscriber sees: a
+    /// new status, a new status message, or the end of the task (terminal,
+    /// expired, deleted). Every instance over a shared store hears every
+    /// change. The layer reads the task again for each id, so an id may
+    /// come more often than needed; after [`TaskChange::Missed`] (or when
+    /// the receiver lags) it reads every subscribed task again. `None` (the
+    /// default): no feed; subscribers then read their tasks again every few
+    /// seconds.
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<TaskChange>> {
         None
     }
 

@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use mcp_tasks::{InputRound, TaskId, TaskStore};
+use mcp_tasks::{InputRound, TaskChange, TaskId, TaskStore};
 use tokio::sync::broadcast::Receiver;
 
 use super::{create, raw};
@@ -20,11 +20,15 @@ where
 }
 
 /// The next id the feed gives within a second.
-async fn next(feed: &mut Receiver<TaskId>, step: &str) -> TaskId {
-    tokio::time::timeout(Duration::from_secs(1), feed.recv())
+async fn next(feed: &mut Receiver<TaskChange>, step: &str) -> TaskId {
+    let change = tokio::time::timeout(Duration::from_secs(1), feed.recv())
         .await
         .unwrap_or_else(|_| panic!("rule: the change feed announces {step}"))
-        .expect("the feed is open")
+        .expect("the feed is open");
+    match change {
+        TaskChange::Changed(id) => id,
+        TaskChange::Missed => panic!("rule: nothing is missed on a healthy store ({step})"),
+    }
 }
 
 async fn every_visible_change_announces_the_task<S: TaskStore>(store: &S) {

@@ -209,7 +209,7 @@ struct Inner {
     lease: Arc<Lease>,
     shutdown: CancellationToken,
     /// What the subscriber heard on `<prefix>:ended` and `<prefix>:changed`.
-    changes: tokio::sync::broadcast::Sender<TaskId>,
+    changes: tokio::sync::broadcast::Sender<super::TaskChange>,
 }
 
 impl Drop for Inner {
@@ -554,7 +554,7 @@ impl TaskStore for RedisTaskStore {
     /// Stops renewing and sweeping, and drops the lease, so that other
     /// instances fail what this one still drives at their next sweep (within
     /// `lease / 2`). The store serves no further work after this.
-    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<TaskId>> {
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<super::TaskChange>> {
         Some(self.inner.changes.subscribe())
     }
 

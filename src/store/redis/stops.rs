@@ -21,6 +21,7 @@ use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::scripts::Keys;
+use crate::store::TaskChange;
 use crate::task::{TaskId, Timestamp};
 
 /// The tokens this instance handed out, by task id, with their deadlines.
@@ -177,7 +178,7 @@ pub(super) struct Subscriber {
     pub(super) shutdown: CancellationToken,
     pub(super) timeout: Duration,
     /// Where every id heard on either channel goes (the change feed).
-    pub(super) changes: tokio::sync::broadcast::Sender<TaskId>,
+    pub(super) changes: tokio::sync::broadcast::Sender<TaskChange>,
 }
 
 const KEEPALIVE: Duration = Duration::from_secs(15);
@@ -215,7 +216,12 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::Red
                 }
                 pubsub
             }
-            (Ok(pubsub), None) => pubsub,
+            (Ok(pubsub), None) => {
+                // Announcements may have been lost meanwhile: subscribers
+                // read their tasks again.
+                let _ = sub.changes.send(TaskChange::Missed);
+                pubsub
+            }
             (Err(error), Some(ready)) => {
                 let _ = ready.send(Err(error));
                 return;
@@ -245,7 +251,7 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::Red
                                 sub.stops.fire(id);
                             }
                             // Nobody listening is not an error.
-                            let _ = sub.changes.send(id);
+                            let _ = sub.changes.send(TaskChange::Changed(id));
                         }
                     }
                     None => break,
