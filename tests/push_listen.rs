@@ -7,6 +7,7 @@
 mod support;
 
 use std::convert::Infallible;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -222,20 +223,12 @@ async fn a_drain_ends_open_subscriptions_gracefully() {
 
 /// In process, so that the client can stop reading without the kernel's
 /// socket buffers reading for it: the stream ends with a JSON-RPC error
-/// once 64 events wait unread.
+/// once its buffer is full.
 #[tokio::test]
 async fn a_subscriber_that_stops_reading_is_ended_with_a_clear_error() {
     let store = MemoryTaskStore::new();
-    let id = stored_task(&store).await;
-    // The inner server is never asked: the layer serves the listen.
-    let inner = |_: http::Request<RequestBody<Full<Bytes>>>| async {
-        Ok::<_, Infallible>(http::Response::new(Full::<Bytes>::default()))
-    };
-    let service = TasksLayer::new(store.clone()).layer(tower::service_fn(inner));
-    let listen = json!({"notifications": {"taskIds": [id.to_string()]}});
-    let request = post("subscriptions/listen", listen, None, tasks_declared());
-    let response = service.oneshot(request).await.expect("call");
-    assert_eq!(response.status(), 200);
+    let id = stored_task(&store, Duration::from_secs(60)).await;
+    let response = listen_in_process(&store, id).await;
 
     // Nobody reads; each round trip is two status changes.
     let raw = |text: &str| RawValue::from_string(text.to_owned()).unwrap();
@@ -265,7 +258,9 @@ async fn a_subscriber_that_stops_reading_is_ended_with_a_clear_error() {
         .split("\n\n")
         .filter(|e| e.starts_with("data:"))
         .collect();
-    assert_eq!(events.len(), 64, "the buffer, not more: {}", events.len());
+    // The buffer: 64 events plus room for the first burst (the ack and
+    // the one task's state), the last slot kept for the error. Not more.
+    assert_eq!(events.len(), 66, "the buffer, not more: {}", events.len());
     let last = events.last().unwrap();
     assert!(last.contains("\"code\":-32000"), "{last}");
     assert!(last.contains("read too slowly"), "{last}");
@@ -306,4 +301,41 @@ async fn an_inner_server_without_listen_answers_its_part_and_breaks_no_task_only
             break;
         }
     }
+}
+
+/// A listen for `id` sent straight to a layer over `store` (no sockets).
+async fn listen_in_process(
+    store: &MemoryTaskStore,
+    id: mcp_tasks::TaskId,
+) -> http::Response<mcp_tasks::ResponseBody<Full<Bytes>>> {
+    // The inner server is never asked: the layer serves the listen.
+    let inner = |_: http::Request<RequestBody<Full<Bytes>>>| async {
+        Ok::<_, Infallible>(http::Response::new(Full::<Bytes>::default()))
+    };
+    let service = TasksLayer::new(store.clone()).layer(tower::service_fn(inner));
+    let listen = json!({"notifications": {"taskIds": [id.to_string()]}});
+    let request = post("subscriptions/listen", listen, None, tasks_declared());
+    let response = service.oneshot(request).await.expect("call");
+    assert_eq!(response.status(), 200);
+    response
+}
+
+/// The store announces no expiry; the stream reads the task when its TTL
+/// runs out, finds it gone, and ends.
+#[tokio::test]
+async fn a_subscription_ends_when_its_only_task_expires() {
+    let store = MemoryTaskStore::new();
+    let id = stored_task(&store, ms(400)).await;
+    let response = listen_in_process(&store, id).await;
+    let body = tokio::time::timeout(Duration::from_secs(3), response.into_body().collect())
+        .await
+        .expect("the stream ended within 3 s of a 400 ms TTL")
+        .expect("body")
+        .to_bytes();
+    let text = String::from_utf8_lossy(&body);
+    assert!(text.contains(r#""resultType":"complete""#), "{text}");
+    assert!(
+        !text.contains(r#""status":"completed""#),
+        "an expired task is not completed: {text}"
+    );
 }

@@ -40,7 +40,7 @@ fn messages(body: &[u8]) -> Vec<Value> {
 #[tokio::test]
 async fn a_mixed_listen_gets_one_stream_with_both_parts() {
     let store = MemoryTaskStore::new();
-    let id = stored_task(&store).await;
+    let id = stored_task(&store, Duration::from_secs(60)).await;
 
     let (script, frames) = mpsc::channel(16);
     let frames = Arc::new(Mutex::new(Some(frames)));

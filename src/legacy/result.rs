@@ -119,15 +119,19 @@ pub(crate) async fn answer<B>(
     let Some(task) = TaskId::parse(&call.task_id) else {
         return json(Reply::task_not_found(&call.id));
     };
-    match runtime.store.get(task, owner.as_deref()).await {
+    let shown = match runtime.store.get(task, owner.as_deref()).await {
         Ok(Some(snapshot)) => {
             if let Some(reply) = outcome(&call.id, &snapshot) {
                 return json(reply);
             }
+            let mut shown = None;
+            // What the client knows when it starts waiting: nothing to tell.
+            let _ = changed(&mut shown, &snapshot);
+            shown
         }
         Ok(None) => return json(Reply::task_not_found(&call.id)),
         Err(e) => return json(store_failed(Some(&call.id), &e)),
-    }
+    };
     let Some(waiting) = runtime.common.waiters.enter(task, owner.as_deref()) else {
         let limits = runtime.common.waiters.limits();
         let message = format!(
@@ -138,7 +142,7 @@ pub(crate) async fn answer<B>(
         return json(error(&call.id, LIMIT_REACHED, message));
     };
     let (tx, mut rx) = mpsc::channel::<Bytes>(4);
-    tokio::spawn(wait(runtime, owner, task, call.id, tx, waiting));
+    tokio::spawn(wait(runtime, owner, task, call.id, tx, waiting, shown));
     let frames = futures_util::stream::poll_fn(move |cx| {
         rx.poll_recv(cx)
             .map(|next| next.map(|bytes| Ok::<_, BoxError>(Frame::data(bytes))))
@@ -160,12 +164,11 @@ async fn wait(
     id: Box<RawValue>,
     tx: mpsc::Sender<Bytes>,
     _waiting: Waiting,
+    mut status: Option<Shown>,
 ) {
     let keep_alive = runtime.config.keep_alive;
     let mut relayed = HashSet::new();
     let mut last_sent = Instant::now();
-    // What the client knew when it started waiting: nothing to announce.
-    let mut status = None;
     loop {
         let snapshot = match runtime.store.get(task, owner.as_deref()).await {
             Ok(Some(snapshot)) => snapshot,

@@ -22,7 +22,7 @@ use super::hub::{Refused, Watch};
 use crate::body::{BoxError, ResponseBody, reply_response};
 use crate::flight::live::sse_event;
 use crate::runtime::{Runtime, store_failed};
-use crate::task::{TaskId, TaskSnapshot, TaskStatus};
+use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
 use crate::wire::jsonrpc::{ErrorObject, LIMIT_REACHED, Reply};
 use crate::wire::view::{TaskView, render};
 
@@ -83,7 +83,9 @@ pub(crate) async fn listen<B>(
             "_meta": {SUBSCRIPTION_ID: &call.id},
         },
     });
-    let (tx, rx) = mpsc::channel::<Bytes>(BUFFER);
+    // Room for the first burst (the ack and every task's state) on top of
+    // the usual buffer, so that only a client that stops reading is slow.
+    let (tx, rx) = mpsc::channel::<Bytes>(BUFFER + agreed.tasks.len() + 1);
     // The buffer is empty: the ack always fits.
     let _ = tx.try_send(sse_event(ack.to_string().as_bytes()));
     let first = agreed.tasks.into_iter().map(|(_, task)| task).collect();
@@ -107,21 +109,28 @@ pub(super) async fn agree(
     if runtime.background.is_closing() {
         return Err(refusal(&call.id, "The server is shutting down"));
     }
-    let mut tasks = Vec::new();
+    let mut asked = Vec::new();
     let mut seen = HashSet::new();
     for text in &call.task_ids {
-        let Some(id) = TaskId::parse(text).filter(|id| seen.insert(*id)) else {
-            continue;
-        };
-        match runtime.store.get(id, owner).await {
-            Ok(Some(snapshot)) => tasks.push((text.clone(), snapshot)),
-            Ok(None) => {}
-            Err(error) => return Err(store_failed(Some(&call.id), &error)),
+        if let Some(id) = TaskId::parse(text).filter(|id| seen.insert(*id)) {
+            asked.push((text, id));
         }
     }
-    let ids = tasks.iter().map(|(_, task)| task.id).collect();
+    // Watched before the first read: a change between the two still wakes
+    // the stream (and a repeated state is not pushed twice).
+    let ids = asked.iter().map(|(_, id)| *id).collect();
     match hub.watch(&runtime.store, owner, ids) {
-        Ok(watch) => Ok(Agreed { tasks, watch }),
+        Ok(mut watch) => {
+            let mut tasks = Vec::new();
+            for (text, id) in asked {
+                match runtime.store.get(id, owner).await {
+                    Ok(Some(snapshot)) => tasks.push((text.clone(), snapshot)),
+                    Ok(None) => watch.forget(id),
+                    Err(error) => return Err(store_failed(Some(&call.id), &error)),
+                }
+            }
+            Ok(Agreed { tasks, watch })
+        }
         Err(refused) => {
             let (per_owner, total) = (hub.limits().per_owner, hub.limits().total);
             let message = match refused {
@@ -156,8 +165,12 @@ fn refusal(id: &RawValue, message: &str) -> Reply {
     Reply::error(http::StatusCode::OK, Some(id), error)
 }
 
-/// What a subscription last pushed of a task: its status and message.
-type Seen = (TaskStatus, Option<String>);
+/// What a subscription last pushed of a task: its status, its message, and
+/// the input it asks for (a new round with the same message is news).
+type Seen = (TaskStatus, Option<String>, Option<String>);
+
+/// How long after a failed store read a task is read again.
+pub(super) const RETRY: Duration = Duration::from_secs(1);
 
 /// Feeds one stream until it ends.
 pub(super) struct Feeder {
@@ -167,8 +180,12 @@ pub(super) struct Feeder {
     watch: Watch,
     tx: mpsc::Sender<Bytes>,
     last: HashMap<TaskId, (Seen, Instant)>,
-    /// Message changes held back by [`MESSAGE_EVERY`], by when they are due.
+    /// Tasks to read again at a time: message changes held back by
+    /// [`MESSAGE_EVERY`], and reads that failed ([`RETRY`]).
     deferred: HashMap<TaskId, Instant>,
+    /// When each task's TTL runs out: the store announces no expiry, so
+    /// the stream reads the task then, finds it gone and lets it go.
+    expires: HashMap<TaskId, Instant>,
     /// In a merged listen, the end of the inner server's stream: the task
     /// part stops with it, and the stream's end is the inner server's.
     merged: Option<CancellationToken>,
@@ -201,6 +218,7 @@ impl Feeder {
             tx,
             last: HashMap::new(),
             deferred: HashMap::new(),
+            expires: HashMap::new(),
             merged,
         }
     }
@@ -263,7 +281,12 @@ impl Feeder {
             if self.last.is_empty() {
                 return Ok(());
             }
-            let due = self.deferred.values().min().copied();
+            let due = self
+                .deferred
+                .values()
+                .chain(self.expires.values())
+                .min()
+                .copied();
             let mut all = false;
             tokio::select! {
                 _ = self.tx.closed() => return Err(Stop::Gone),
@@ -283,13 +306,15 @@ impl Feeder {
             } else {
                 dirty.ids
             };
-            self.deferred.retain(|&id, at| {
-                let ripe = *at <= now;
-                if ripe {
-                    read.insert(id);
-                }
-                !ripe
-            });
+            for due in [&mut self.deferred, &mut self.expires] {
+                due.retain(|&id, at| {
+                    let ripe = *at <= now;
+                    if ripe {
+                        read.insert(id);
+                    }
+                    !ripe
+                });
+            }
             for id in read {
                 if !self.last.contains_key(&id) {
                     continue;
@@ -298,9 +323,11 @@ impl Feeder {
                     Ok(Some(task)) => self.consider(task)?,
                     // Expired or deleted: nothing more to report.
                     Ok(None) => self.forget(id),
-                    // Read again at the next resync.
+                    // Read again shortly: the change it was woken for may be
+                    // the last one.
                     Err(error) => {
-                        tracing::debug!(task = %id, %error, "a subscribed task was not read")
+                        tracing::debug!(task = %id, %error, "a subscribed task was not read");
+                        self.deferred.insert(id, Instant::now() + RETRY);
                     }
                 }
             }
@@ -309,11 +336,20 @@ impl Feeder {
 
     /// Pushes `task` if a subscriber would see a change.
     fn consider(&mut self, task: TaskSnapshot) -> Result<(), Stop> {
-        let seen: Seen = (task.status(), task.status_message.clone());
+        let asks = match &task.state {
+            TaskState::InputRequired { requests } => Some(requests.get().to_owned()),
+            _ => None,
+        };
+        let seen: Seen = (task.status(), task.status_message.clone(), asks);
         let now = Instant::now();
+        if let Some(at) = expiry(&task) {
+            self.expires.insert(task.id, at);
+        }
         match self.last.get(&task.id) {
             Some((before, _)) if *before == seen => return Ok(()),
-            Some(((status, _), at)) if *status == seen.0 && at.elapsed() < MESSAGE_EVERY => {
+            Some(((status, _, asked), at))
+                if *status == seen.0 && *asked == seen.2 && at.elapsed() < MESSAGE_EVERY =>
+            {
                 // Only the message changed, and too soon: the latest goes later.
                 self.deferred.insert(task.id, *at + MESSAGE_EVERY);
                 return Ok(());
@@ -338,6 +374,7 @@ impl Feeder {
     fn forget(&mut self, id: TaskId) {
         self.last.remove(&id);
         self.deferred.remove(&id);
+        self.expires.remove(&id);
         self.watch.forget(id);
     }
 
@@ -362,7 +399,17 @@ async fn tick(timer: &mut Option<tokio::time::Interval>) {
     }
 }
 
-async fn sleep_until(at: Option<Instant>) {
+/// When `task`'s TTL runs out, as a local instant; not sooner than 50 ms
+/// from now (clocks differ: Redis expires by its own).
+pub(super) fn expiry(task: &TaskSnapshot) -> Option<Instant> {
+    let deadline = task.created_at.saturating_add(task.ttl?);
+    let left = deadline
+        .as_millis()
+        .saturating_sub(Timestamp::now().as_millis());
+    Some(Instant::now() + Duration::from_millis(left.max(50)))
+}
+
+pub(super) async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,

@@ -47,8 +47,8 @@ where
         Err(refused) => return reply_response(refused),
     };
     let names: Vec<String> = agreed.names().into_iter().map(str::to_owned).collect();
+    let (tx, rx) = mpsc::channel::<Bytes>(BUFFER + agreed.tasks.len() + 1);
     let first = agreed.tasks.into_iter().map(|(_, task)| task).collect();
-    let (tx, rx) = mpsc::channel::<Bytes>(BUFFER);
     let inner_ended = CancellationToken::new();
     let feeder = Feeder::new(
         runtime,

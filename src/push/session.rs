@@ -19,10 +19,11 @@ use futures_util::StreamExt;
 use http::Response;
 use http_body::Body;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::listen::{BUFFER, RESYNC, event_stream};
+use super::listen::{BUFFER, RESYNC, RETRY, event_stream, expiry, sleep_until};
 use crate::body::{BoxError, ResponseBody};
 use crate::flight::live::sse_event;
 use crate::runtime::Runtime;
@@ -91,14 +92,21 @@ async fn feed(
 ) {
     let mut shown: HashMap<TaskId, Option<Shown>> = HashMap::new();
     let mut done: Vec<TaskId> = Vec::new();
+    // When to read every task again: a failed read, or a TTL running out
+    // (the store announces no expiry).
+    let mut again: HashMap<TaskId, Instant> = HashMap::new();
     let mut opened = true;
+    let Some((_, news)) = runtime.sessions().tasks(&session) else {
+        return;
+    };
     loop {
-        let Some((tasks, news)) = runtime.sessions().tasks(&session) else {
-            return;
-        };
+        // Listening before the list is read: a task noted in between wakes it.
         let news = news.notified();
         tokio::pin!(news);
         news.as_mut().enable();
+        let Some((tasks, _)) = runtime.sessions().tasks(&session) else {
+            return;
+        };
         done.retain(|id| tasks.contains(id));
         for id in tasks {
             if !done.contains(&id) {
@@ -137,6 +145,7 @@ async fn feed(
                 let Some(before) = shown.get(&id).cloned() else {
                     continue;
                 };
+                again.remove(&id);
                 let task = match runtime.store.get(id, owner.as_deref()).await {
                     Ok(Some(task)) => task,
                     Ok(None) => {
@@ -145,8 +154,14 @@ async fn feed(
                         done.push(id);
                         continue;
                     }
-                    Err(_) => continue,
+                    Err(_) => {
+                        again.insert(id, Instant::now() + RETRY);
+                        continue;
+                    }
                 };
+                if let Some(at) = expiry(&task) {
+                    again.insert(id, at);
+                }
                 let now = (
                     status_in(&task, TaskView::Legacy),
                     task.status_message.clone(),
@@ -167,11 +182,14 @@ async fn feed(
                 }
                 if task.status().is_terminal() {
                     shown.remove(&id);
+                    again.remove(&id);
                     done.push(id);
                 }
             }
             all = false;
+            let due = again.values().min().copied();
             tokio::select! {
+                _ = sleep_until(due) => all = true,
                 _ = ended.cancelled() => return,
                 _ = tx.closed() => return,
                 _ = &mut news => break,

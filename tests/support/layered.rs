@@ -194,15 +194,15 @@ pub fn timestamp(value: &Value) -> SystemTime {
 }
 
 /// A `working` task without owner created straight in `store` (no inner
-/// call behind it), living a minute.
-pub async fn stored_task(store: &MemoryTaskStore) -> TaskId {
+/// call behind it), living `ttl`.
+pub async fn stored_task(store: &MemoryTaskStore, ttl: Duration) -> TaskId {
     let id = TaskId::generate().expect("a task id");
     store
         .create(NewTask {
             id,
             owner: None,
             created_at: Timestamp::now(),
-            ttl: Some(Duration::from_secs(60)),
+            ttl: Some(ttl),
             poll_interval: None,
             status_message: None,
             quota: Quota::default(),
