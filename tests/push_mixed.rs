@@ -42,32 +42,7 @@ async fn a_mixed_listen_gets_one_stream_with_both_parts() {
     let store = MemoryTaskStore::new();
     let id = stored_task(&store, Duration::from_secs(60)).await;
 
-    let (script, frames) = mpsc::channel(16);
-    let frames = Arc::new(Mutex::new(Some(frames)));
-    let asked = Arc::new(Mutex::new(None::<Value>));
-    let inner = {
-        let (frames, asked) = (frames.clone(), asked.clone());
-        tower::service_fn(
-            move |request: http::Request<RequestBody<http_body_util::Full<Bytes>>>| {
-                let (frames, asked) = (frames.clone(), asked.clone());
-                async move {
-                    *asked.lock().unwrap() = Some(read_message(request.into_body()).await);
-                    let frames: Frames = frames.lock().unwrap().take().expect("one listen");
-                    let body = StreamBody::new(tokio_stream_from(frames));
-                    let response = http::Response::builder()
-                        .header("content-type", "text/event-stream")
-                        .body(body)
-                        .unwrap();
-                    Ok::<_, Infallible>(response)
-                }
-            },
-        )
-    };
-    let service = TasksLayer::new(store.clone()).layer(inner);
-    let listen = json!({"notifications": {"taskIds": [id.to_string()], "toolsListChanged": true}});
-    let request = post("subscriptions/listen", listen, None, tasks_declared());
-    let response = service.oneshot(request).await.expect("call");
-    assert_eq!(response.status(), 200);
+    let (response, script, asked) = open_mixed(&store, id).await;
 
     // What reached the inner server: its own part only.
     let seen = asked
@@ -149,9 +124,100 @@ async fn a_mixed_listen_gets_one_stream_with_both_parts() {
     );
 }
 
+/// A server response as the test reads it, with the scripted inner
+/// stream's sender and the request the inner server got.
+type Opened = (
+    http::Response<mcp_tasks::ResponseBody<StreamBody<FrameStream>>>,
+    mpsc::Sender<Result<http_body::Frame<Bytes>, Infallible>>,
+    Arc<Mutex<Option<Value>>>,
+);
+
+type FrameStream = std::pin::Pin<
+    Box<dyn futures_util::Stream<Item = Result<http_body::Frame<Bytes>, Infallible>> + Send>,
+>;
+
+/// Opens a mixed listen (task `id` and tool list changes) through a layer
+/// over `store` in front of an inner server whose SSE answer the test
+/// scripts through the returned sender.
+async fn open_mixed(store: &MemoryTaskStore, id: mcp_tasks::TaskId) -> Opened {
+    let (script, frames) = mpsc::channel(16);
+    let frames = Arc::new(Mutex::new(Some(frames)));
+    let asked = Arc::new(Mutex::new(None::<Value>));
+    let inner = {
+        let (frames, asked) = (frames.clone(), asked.clone());
+        tower::service_fn(
+            move |request: http::Request<RequestBody<http_body_util::Full<Bytes>>>| {
+                let (frames, asked) = (frames.clone(), asked.clone());
+                async move {
+                    *asked.lock().unwrap() = Some(read_message(request.into_body()).await);
+                    let frames: Frames = frames.lock().unwrap().take().expect("one listen");
+                    let stream: FrameStream = Box::pin(tokio_stream_from(frames));
+                    let body = StreamBody::new(stream);
+                    let response = http::Response::builder()
+                        .header("content-type", "text/event-stream")
+                        .body(body)
+                        .unwrap();
+                    Ok::<_, Infallible>(response)
+                }
+            },
+        )
+    };
+    let service = TasksLayer::new(store.clone()).layer(inner);
+    let listen = json!({"notifications": {"taskIds": [id.to_string()], "toolsListChanged": true}});
+    let request = post("subscriptions/listen", listen, None, tasks_declared());
+    let response = service.oneshot(request).await.expect("call");
+    assert_eq!(response.status(), 200);
+    (response, script, asked)
+}
+
 /// An mpsc receiver as a stream of body frames.
 fn tokio_stream_from(
     mut frames: Frames,
 ) -> impl futures_util::Stream<Item = Result<http_body::Frame<Bytes>, Infallible>> {
     futures_util::stream::poll_fn(move |cx| frames.poll_recv(cx))
+}
+
+/// A client that stops reading a merged stream gets the layer's error as
+/// the stream's last message; the inner server's events stop before it.
+#[tokio::test]
+async fn a_slow_client_of_a_merged_listen_gets_the_error_last() {
+    let store = MemoryTaskStore::new();
+    let id = stored_task(&store, Duration::from_secs(60)).await;
+    let (response, script, asked) = open_mixed(&store, id).await;
+    let sub = asked.lock().unwrap().clone().expect("asked")["id"].clone();
+    let meta = json!({"io.modelcontextprotocol/subscriptionId": sub});
+    let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+        "params": {"notifications": {"toolsListChanged": true}, "_meta": meta}});
+    script.send(event(ack)).await.unwrap();
+    // Nobody reads: each round trip is two status changes.
+    let raw = |text: &str| serde_json::value::RawValue::from_string(text.to_owned()).unwrap();
+    for round in 0..60 {
+        let key = format!("{round}.a");
+        let ask = mcp_tasks::InputRound {
+            requests: vec![(key.clone(), raw("{}"))],
+            resume: raw("{}"),
+        };
+        store.require_input(id, ask).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        store
+            .answer_input(id, None, vec![(key, raw("1"))])
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": meta}});
+    let _ = script.try_send(event(changed));
+    let body = tokio::time::timeout(Duration::from_secs(10), response.into_body().collect())
+        .await
+        .expect("the stream ended")
+        .expect("body")
+        .to_bytes();
+    let got = messages(&body);
+    let last = got.last().expect("messages");
+    assert_eq!(last["error"]["code"], -32000, "{last}");
+    assert_eq!(
+        got.iter().filter(|m| m.get("error").is_some()).count(),
+        1,
+        "one end"
+    );
 }

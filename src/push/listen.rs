@@ -186,9 +186,20 @@ pub(super) struct Feeder {
     /// When each task's TTL runs out: the store announces no expiry, so
     /// the stream reads the task then, finds it gone and lets it go.
     expires: HashMap<TaskId, Instant>,
-    /// In a merged listen, the end of the inner server's stream: the task
-    /// part stops with it, and the stream's end is the inner server's.
-    merged: Option<CancellationToken>,
+    /// In a merged listen, the link to the relay of the inner stream.
+    merged: Option<Merged>,
+}
+
+/// What the feeder of a merged listen shares with the relay of the inner
+/// server's stream.
+#[derive(Clone, Default)]
+pub(super) struct Merged {
+    /// The inner stream ended (the task part stops with it), or the task
+    /// part gave up on a slow client (the relay stops).
+    pub ended: CancellationToken,
+    /// The stream's last message when the task part ended it: the relay,
+    /// which owns the order of the stream, sends it.
+    pub last_word: Arc<std::sync::Mutex<Option<Bytes>>>,
 }
 
 /// Why a stream stopped.
@@ -208,7 +219,7 @@ impl Feeder {
         id: Box<RawValue>,
         watch: Watch,
         tx: mpsc::Sender<Bytes>,
-        merged: Option<CancellationToken>,
+        merged: Option<Merged>,
     ) -> Self {
         Self {
             runtime,
@@ -232,8 +243,8 @@ impl Feeder {
     async fn run(mut self, first: Vec<TaskSnapshot>) {
         let merged = self.merged.clone();
         let stop = match &merged {
-            Some(inner_ended) => tokio::select! {
-                _ = inner_ended.cancelled() => Stop::Gone,
+            Some(link) => tokio::select! {
+                _ = link.ended.cancelled() => Stop::Gone,
                 fed = self.feed(first) => fed.err().unwrap_or(Stop::Done),
             },
             None => self.feed(first).await.err().unwrap_or(Stop::Done),
@@ -249,10 +260,6 @@ impl Feeder {
             }),
             Stop::Slow => {
                 tracing::info!("a task subscription read too slowly and was ended");
-                if let Some(inner) = &merged {
-                    // The relay of the inner stream stops too.
-                    inner.cancel();
-                }
                 json!({
                     "jsonrpc": "2.0",
                     "id": &self.id,
@@ -263,8 +270,18 @@ impl Feeder {
                 })
             }
         };
-        // The last free slot is kept for this.
-        let _ = self.tx.try_send(sse_event(end.to_string().as_bytes()));
+        let end = sse_event(end.to_string().as_bytes());
+        match &merged {
+            // The relay sends it after what it already forwarded, and stops.
+            Some(link) => {
+                *link.last_word.lock().unwrap_or_else(|p| p.into_inner()) = Some(end);
+                link.ended.cancel();
+            }
+            // The last free slot is kept for this.
+            None => {
+                let _ = self.tx.try_send(end);
+            }
+        }
     }
 
     async fn feed(&mut self, first: Vec<TaskSnapshot>) -> Result<(), Stop> {

@@ -19,10 +19,9 @@ use http::Response;
 use http_body::Body;
 use serde_json::Value;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::listen::{BUFFER, Feeder, ListenCall, agree, event_stream};
+use super::listen::{BUFFER, Feeder, ListenCall, Merged, agree, event_stream};
 use crate::body::{BoxError, ResponseBody, reply_response};
 use crate::runtime::Runtime;
 
@@ -49,16 +48,16 @@ where
     let names: Vec<String> = agreed.names().into_iter().map(str::to_owned).collect();
     let (tx, rx) = mpsc::channel::<Bytes>(BUFFER + agreed.tasks.len() + 1);
     let first = agreed.tasks.into_iter().map(|(_, task)| task).collect();
-    let inner_ended = CancellationToken::new();
+    let link = Merged::default();
     let feeder = Feeder::new(
         runtime,
         owner,
         call.id,
         agreed.watch,
         tx.clone(),
-        Some(inner_ended.clone()),
+        Some(link.clone()),
     );
-    let relay = relay(events, tx, names, feeder, first, inner_ended);
+    let relay = relay(events, tx, names, feeder, first, link);
     tokio::spawn(relay.in_current_span());
     event_stream(rx)
 }
@@ -71,14 +70,14 @@ async fn relay<S>(
     names: Vec<String>,
     feeder: Feeder,
     first: Vec<crate::task::TaskSnapshot>,
-    inner_ended: CancellationToken,
+    link: Merged,
 ) where
     S: futures_util::Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Unpin,
 {
     let mut feeder = Some((feeder, first));
     loop {
         let event = tokio::select! {
-            _ = inner_ended.cancelled() => break,
+            _ = link.ended.cancelled() => break,
             _ = tx.closed() => break,
             event = events.next() => event,
         };
@@ -100,8 +99,20 @@ async fn relay<S>(
             break;
         }
     }
-    inner_ended.cancel();
+    link.ended.cancel();
+    let last_word = link
+        .last_word
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
+    if let Some(word) = last_word {
+        // A client too slow for this gets the end of the stream without it.
+        let _ = tokio::time::timeout(LAST_WORD_WAIT, tx.send(word)).await;
+    }
 }
+
+/// How long the relay waits to hand a slow client the stream's last word.
+const LAST_WORD_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The inner server's acknowledgement with `taskIds` added to what it
 /// agreed to; `None` for any other message.
