@@ -37,7 +37,7 @@ use crate::task::TaskId;
 use crate::wire::MODERN_VERSION;
 use crate::wire::envelope::{Envelope, Loose, Params, as_str, declares_tasks, decode_name, header};
 use crate::wire::jsonrpc::Reply;
-use crate::wire::raw::span;
+use crate::wire::raw::{Members, edit_object, span};
 
 /// Who answers a request, and what they need to know.
 #[derive(Debug)]
@@ -177,7 +177,7 @@ pub(crate) fn classify(
             } else if !declared() {
                 Route::Reply(Reply::missing_tasks_capability(Some(id)))
             } else {
-                listen_route(id, body)
+                listen_route(id, body, extensions)
             }
         }
         "tools/call" => {
@@ -216,44 +216,52 @@ pub(crate) fn classify(
 /// A declaring client's listen that asks for `taskIds`: served by the layer
 /// alone when that is all it asks for; otherwise the rest goes to the inner
 /// server (without `taskIds` and the extension) and the layer merges.
-fn listen_route(id: &RawValue, body: &[u8]) -> Route {
+fn listen_route(id: &RawValue, body: &[u8], extensions: Option<&RawValue>) -> Route {
     #[derive(serde::Deserialize)]
-    struct Listen {
-        params: ListenParams,
+    struct Listen<'a> {
+        #[serde(borrow)]
+        params: ListenParams<'a>,
     }
     #[derive(serde::Deserialize)]
-    struct ListenParams {
-        notifications: serde_json::Map<String, serde_json::Value>,
+    struct ListenParams<'a> {
+        #[serde(borrow)]
+        notifications: &'a RawValue,
     }
-    let Ok(listen) = serde_json::from_slice::<Listen>(body) else {
+    let filter = serde_json::from_slice::<Listen<'_>>(body)
+        .ok()
+        .and_then(|listen| {
+            Some((
+                listen.params.notifications,
+                Members::parse(listen.params.notifications.get()).ok()?,
+            ))
+        });
+    let Some((notifications, filter)) = filter else {
         return Route::Reply(Reply::bad_params(
             Some(id),
             "params.notifications must be an object",
         ));
     };
-    let filter = listen.params.notifications;
-    let task_ids = filter.get("taskIds").and_then(|ids| {
-        ids.as_array()?
-            .iter()
-            .map(|id| id.as_str().map(str::to_owned))
-            .collect::<Option<Vec<_>>>()
-    });
+    let task_ids = filter
+        .get("taskIds")
+        .and_then(|ids| serde_json::from_str::<Vec<String>>(ids.get()).ok());
     let Some(task_ids) = task_ids else {
         return Route::Reply(Reply::bad_params(
             Some(id),
             "params.notifications.taskIds must be an array of strings",
         ));
     };
-    let asks_more = filter.iter().any(|(key, value)| {
+    let asks_more = filter.0.iter().any(|(key, value)| {
+        let value = serde_json::from_str::<serde_json::Value>(value.get());
         key != "taskIds"
-            && !matches!(
-                value,
-                serde_json::Value::Null | serde_json::Value::Bool(false)
-            )
-            && value.as_array().is_none_or(|list| !list.is_empty())
+            && value.is_ok_and(|value| {
+                !matches!(
+                    value,
+                    serde_json::Value::Null | serde_json::Value::Bool(false)
+                ) && value.as_array().is_none_or(|list| !list.is_empty())
+            })
     });
     let forward = if asks_more {
-        match without_task_part(body) {
+        match without_task_part(body, notifications, extensions) {
             Some(body) => Some(body),
             None => return Route::Reply(Reply::internal(Some(id), "request parse lost its place")),
         }
@@ -269,20 +277,32 @@ fn listen_route(id: &RawValue, body: &[u8]) -> Route {
 
 /// A listen body without `notifications.taskIds` and without the tasks
 /// extension among the client's capabilities: what the inner server gets.
-fn without_task_part(body: &[u8]) -> Option<bytes::Bytes> {
-    let mut message: serde_json::Value = serde_json::from_slice(body).ok()?;
-    let params = message.get_mut("params")?;
-    params
-        .get_mut("notifications")?
-        .as_object_mut()?
-        .remove("taskIds");
-    if let Some(extensions) = params
-        .pointer_mut("/_meta/io.modelcontextprotocol~1clientCapabilities/extensions")
-        .and_then(serde_json::Value::as_object_mut)
-    {
-        extensions.remove(crate::wire::TASKS_EXTENSION);
+/// Every other byte stays as the client sent it.
+fn without_task_part(
+    body: &[u8],
+    notifications: &RawValue,
+    extensions: Option<&RawValue>,
+) -> Option<bytes::Bytes> {
+    let mut edits = vec![(
+        span(body, notifications.get())?,
+        edit_object(notifications.get(), &[("taskIds", None)])?,
+    )];
+    if let Some(extensions) = extensions {
+        edits.push((
+            span(body, extensions.get())?,
+            edit_object(extensions.get(), &[(crate::wire::TASKS_EXTENSION, None)])?,
+        ));
     }
-    serde_json::to_vec(&message).ok().map(bytes::Bytes::from)
+    edits.sort_by_key(|(range, _)| range.start);
+    let mut out = Vec::with_capacity(body.len());
+    let mut at = 0;
+    for (range, text) in edits {
+        out.extend_from_slice(body.get(at..range.start)?);
+        out.extend_from_slice(text.as_bytes());
+        at = range.end;
+    }
+    out.extend_from_slice(body.get(at..)?);
+    Some(bytes::Bytes::from(out))
 }
 
 fn is_owned(method: &str) -> bool {
