@@ -44,7 +44,20 @@ impl Background {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.tracker.spawn(future.in_current_span())
+        self.spawn_in(tracing::Span::current(), future)
+    }
+
+    /// Runs `future` on a tokio task of its own, tracked, in `span`.
+    pub(crate) fn spawn_in<F>(
+        &self,
+        span: tracing::Span,
+        future: F,
+    ) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.tracker.spawn(future.instrument(span))
     }
 
     /// The tracker, for work that spawns more tracked work.

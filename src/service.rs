@@ -34,6 +34,7 @@ use crate::classify::{Route, TaskCall, TaskMethod, classify};
 use crate::config::TasksConfig;
 use crate::flight::caller::Caller;
 use crate::legacy::route::{LegacyMethod, LegacyRoute};
+use crate::legacy::sessions::Known;
 use crate::legacy::{self, advertise};
 use crate::methods;
 use crate::observe;
@@ -154,11 +155,12 @@ where
                 // may refuse; then later requests get its 404 all the same).
                 self.runtime.sessions().end(session);
             }
-            let (parts, body) = request.into_parts();
-            let stream = legacy_get_stream(&self.runtime, &parts);
-            let request = Request::from_parts(parts, body);
-            match stream {
-                Some((session, owner)) => {
+            match live_get_stream(&self.runtime, &request) {
+                Some(session) => {
+                    // The owner resolver reads the parts.
+                    let (parts, body) = request.into_parts();
+                    let owner = self.runtime.owner(&parts).key;
+                    let request = Request::from_parts(parts, body);
                     let future = inner.call(request.map(RequestBody::streaming));
                     let runtime = self.runtime.clone();
                     State::Owned {
@@ -245,15 +247,15 @@ fn unreadable_body(error: BoxError, limit: usize) -> Reply {
     }
 }
 
-/// A GET that opens the SSE stream of a live 2025-11-25 session: its
-/// session id and the requester's owner key, for the status notifications.
-fn legacy_get_stream(runtime: &Runtime, parts: &Parts) -> Option<(String, Option<String>)> {
-    if parts.method != Method::GET {
+/// The session id of a GET that opens the SSE stream of a live
+/// 2025-11-25 session, for its status notifications. A GET in the session
+/// restarts its idle clock, like any request in it.
+fn live_get_stream<B>(runtime: &Runtime, request: &Request<B>) -> Option<String> {
+    if request.method() != Method::GET {
         return None;
     }
-    let session = parts.headers.get("mcp-session-id")?.to_str().ok()?;
-    runtime.sessions().tasks(session)?;
-    Some((session.to_owned(), runtime.owner(parts).key))
+    let session = request.headers().get("mcp-session-id")?.to_str().ok()?;
+    (runtime.sessions().touch(session) == Known::Live).then(|| session.to_owned())
 }
 
 /// Picks the next state for a classified POST.
@@ -299,16 +301,13 @@ where
             // Detached: once an answer completes a round, the re-issue must
             // happen even if this client hangs up.
             let background = runtime.background.clone();
-            let detached = background.spawn(
-                async move {
-                    let answered = methods::answer(&runtime, &parts, call).await;
-                    if let Some((task, round)) = answered.resume {
-                        runtime.resume(caller, &parts, task, round);
-                    }
-                    answered.reply
+            let detached = background.spawn_in(span.clone(), async move {
+                let answered = methods::answer(&runtime, &parts, call).await;
+                if let Some((task, round)) = answered.resume {
+                    runtime.resume(caller, &parts, task, round);
                 }
-                .instrument(span.clone()),
-            );
+                answered.reply
+            });
             owned(traced(span, async move {
                 let reply = detached
                     .await

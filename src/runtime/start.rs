@@ -6,7 +6,6 @@ use bytes::Bytes;
 use http::Request;
 use http::request::Parts;
 use serde_json::value::RawValue;
-use tracing::Instrument;
 
 use super::Runtime;
 use crate::deadline::Deadline;
@@ -190,71 +189,69 @@ impl Runtime {
         let (dialect, abort) = (start.dialect, self.background.abort_signal());
         let waited = start.waited;
         let span = work.trace.span.clone();
-        let quota = self.config.quota;
         let (created_tx, created_rx) = tokio::sync::oneshot::channel();
         let background = self.background.clone();
-        self.background.spawn(
-            async move {
-                // A drain may have closed since the check above; it waits for
-                // this tracked work, but must not see a task start after it.
-                if background.is_closing() {
-                    let why = Why::Draining;
+        self.background.spawn_in(span, async move {
+            // A drain may have closed since the check above; it waits for
+            // this tracked work, but must not see a task start after it.
+            if background.is_closing() {
+                let why = Why::Draining;
+                let _ = created_tx.send(Err(NotStarted {
+                    why,
+                    first: Some(Box::new(first)),
+                }));
+                return;
+            }
+            let created = match work.store.create(task).await {
+                Ok(created) => created,
+                Err(StoreError::QuotaExceeded(scope)) => {
+                    // Recorded below, where the layer's settings are.
+                    let _ = created_tx.send(Err(NotStarted {
+                        why: Why::Quota(scope),
+                        first: Some(Box::new(first)),
+                    }));
+                    return;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "the task store could not create a task");
+                    let why = Why::Store;
                     let _ = created_tx.send(Err(NotStarted {
                         why,
                         first: Some(Box::new(first)),
                     }));
                     return;
                 }
-                let created = match work.store.create(task).await {
-                    Ok(created) => created,
-                    Err(StoreError::QuotaExceeded(scope)) => {
-                        let why = Why::Quota(scope);
-                        let limit = match scope {
-                            QuotaScope::Owner => quota.per_owner,
-                            QuotaScope::Total => quota.total,
-                        };
-                        let message = format!("{scope} quota of {limit:?} live tasks reached");
-                        events::refused(why.label(), &message);
-                        let _ = created_tx.send(Err(NotStarted {
-                            why,
-                            first: Some(Box::new(first)),
-                        }));
-                        return;
-                    }
-                    Err(error) => {
-                        tracing::warn!(%error, "the task store could not create a task");
-                        let why = Why::Store;
-                        let _ = created_tx.send(Err(NotStarted {
-                            why,
-                            first: Some(Box::new(first)),
-                        }));
-                        return;
-                    }
-                };
-                work.stop = created.stop;
-                events::parked(id, waited);
-                let flight = match first {
-                    First::Running(mut flight) => {
-                        flight.parked();
-                        flight
-                    }
-                    First::Send { id, request } => {
-                        Flight::background(id, work.caller.call(*request), work.max_result)
-                    }
-                };
-                // The client may be gone; the task exists and is driven regardless.
-                let _ = created_tx.send(Ok(created.snapshot));
-                driver::drive(work, dialect, flight, Slot::Held(slot), abort).await;
-            }
-            .instrument(span),
-        );
-        created_rx.await.unwrap_or_else(|_| {
+            };
+            work.stop = created.stop;
+            events::parked(id, waited);
+            let flight = match first {
+                First::Running(mut flight) => {
+                    flight.parked();
+                    flight
+                }
+                First::Send { id, request } => {
+                    Flight::background(id, work.caller.call(*request), work.max_result)
+                }
+            };
+            // The client may be gone; the task exists and is driven regardless.
+            let _ = created_tx.send(Ok(created.snapshot));
+            driver::drive(work, dialect, flight, Slot::Held(slot), abort).await;
+        });
+        let started = created_rx.await.unwrap_or_else(|_| {
             tracing::error!(task = %id, "the task's creation ended without an answer");
             Err(NotStarted {
                 why: Why::Store,
                 first: None,
             })
-        })
+        });
+        if let Err(NotStarted {
+            why: why @ Why::Quota(_),
+            ..
+        }) = &started
+        {
+            why.record(self);
+        }
+        started
     }
 
     /// Re-issues a call whose input round the client completed, with the
@@ -324,7 +321,7 @@ impl Runtime {
                 let slot = Slot::Wait(self.background.slots());
                 let abort = self.background.abort_signal();
                 let driving = driver::drive(work, Box::new(Plain), flight, slot, abort);
-                self.background.spawn(driving.instrument(span));
+                self.background.spawn_in(span, driving);
             }
             Err(message) => {
                 let _entered = span.enter();
