@@ -63,12 +63,13 @@ fn outcome(id: &RawValue, task: &TaskSnapshot) -> Option<Reply> {
     })
 }
 
-/// What a status notification shows of a task.
-type Shown = (&'static str, Option<String>);
+/// What a status notification shows of a task: its 2025-11-25 status and
+/// its message.
+pub(crate) type Shown = (&'static str, Option<String>);
 
 /// A `notifications/tasks/status` event when `task` differs from what
 /// `shown` says the client saw (the first call only records it).
-fn changed(shown: &mut Option<Shown>, task: &TaskSnapshot) -> Option<Bytes> {
+pub(crate) fn changed(shown: &mut Option<Shown>, task: &TaskSnapshot) -> Option<Bytes> {
     let now = (
         status_in(task, TaskView::Legacy),
         task.status_message.clone(),

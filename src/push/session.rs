@@ -25,13 +25,9 @@ use tracing::Instrument;
 
 use super::listen::{BUFFER, RESYNC, RETRY, event_stream, expiry, sleep_until};
 use crate::body::{BoxError, ResponseBody};
-use crate::flight::live::sse_event;
+use crate::legacy::result::{Shown, changed};
 use crate::runtime::Runtime;
 use crate::task::TaskId;
-use crate::wire::view::{TaskView, render, status_in};
-
-/// What the client was last told of a task: its status and message.
-type Shown = (&'static str, Option<String>);
 
 /// The inner server's GET `response` for `session`, with the status
 /// notifications of the session's tasks added.
@@ -142,9 +138,9 @@ async fn feed(
                 dirty.ids.into_iter().collect()
             };
             for id in read {
-                let Some(before) = shown.get(&id).cloned() else {
+                if !shown.contains_key(&id) {
                     continue;
-                };
+                }
                 again.remove(&id);
                 let task = match runtime.store.get(id, owner.as_deref()).await {
                     Ok(Some(task)) => task,
@@ -162,23 +158,11 @@ async fn feed(
                 if let Some(at) = expiry(&task) {
                     again.insert(id, at);
                 }
-                let now = (
-                    status_in(&task, TaskView::Legacy),
-                    task.status_message.clone(),
-                );
-                if before.as_ref() != Some(&now) {
-                    if before.is_some() {
-                        let message = serde_json::json!({
-                            "jsonrpc": "2.0",
-                            "method": "notifications/tasks/status",
-                            "params": render(&task, TaskView::Legacy),
-                        });
-                        let event = sse_event(message.to_string().as_bytes());
-                        if tx.send(event).await.is_err() {
-                            return;
-                        }
-                    }
-                    shown.insert(id, Some(now));
+                let told = shown.get_mut(&id).and_then(|seen| changed(seen, &task));
+                if let Some(event) = told
+                    && tx.send(event).await.is_err()
+                {
+                    return;
                 }
                 if task.status().is_terminal() {
                     shown.remove(&id);
