@@ -27,17 +27,13 @@ use super::expiry::Expiry;
 use super::live::{self, Live};
 use super::owners::{Found, Owners};
 use super::{
-    AdminPage, AdminTask, CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, Quota,
-    StoreError, StoreFuture, TaskChange, TaskCounts, TaskList, TaskStore,
+    AdminPage, AdminTask, CHANGES, CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask,
+    Quota, StoreError, StoreFuture, TaskChange, TaskCounts, TaskList, TaskStore,
 };
 use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
 use crate::wire::jsonrpc::error_message;
 
 const SHARDS: usize = 16;
-
-/// How many changes a slow receiver of [`TaskStore::changes`] may fall
-/// behind before it lags (and reads every subscribed task again).
-const CHANGES: usize = 4096;
 
 /// The in-memory [`TaskStore`].
 ///

@@ -185,6 +185,10 @@ pub struct TaskList {
     pub next_cursor: Option<String>,
 }
 
+/// How many changes a slow receiver of [`TaskStore::changes`] may fall
+/// behind before it lags (and reads every subscribed task again).
+pub(crate) const CHANGES: usize = 4096;
+
 /// One entry of a store's change feed ([`TaskStore::changes`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TaskChange {

@@ -121,23 +121,24 @@ impl Reply {
     /// An error response with the given HTTP status; `id` is `null` when the
     /// request's id could not be read.
     pub fn error(status: StatusCode, id: Option<&RawValue>, error: ErrorObject) -> Self {
-        Self {
-            status,
-            code: Some(error.code),
-            body: encode(&Failure {
-                jsonrpc: "2.0",
-                id,
-                error,
-            }),
-        }
+        Self::failure(status, id, Some(error.code), error)
     }
 
     /// An error response carrying an error object verbatim (a failed
     /// task's).
     pub fn error_raw(status: StatusCode, id: Option<&RawValue>, error: &RawValue) -> Self {
+        Self::failure(status, id, error_fields(error).code, error)
+    }
+
+    fn failure(
+        status: StatusCode,
+        id: Option<&RawValue>,
+        code: Option<i64>,
+        error: impl Serialize,
+    ) -> Self {
         Self {
             status,
-            code: error_code(error),
+            code,
             body: encode(&Failure {
                 jsonrpc: "2.0",
                 id,
@@ -221,20 +222,19 @@ impl Reply {
     }
 }
 
-/// The `code` of a JSON-RPC error object, if it has one.
-fn error_code(error: &RawValue) -> Option<i64> {
-    #[derive(serde::Deserialize)]
-    struct Error {
-        code: Option<i64>,
-    }
-    serde_json::from_str::<Error>(error.get()).ok()?.code
+/// The `code` and `message` of a JSON-RPC error object, as far as it has
+/// them.
+#[derive(serde::Deserialize, Default)]
+struct ErrorFields {
+    code: Option<i64>,
+    message: Option<String>,
+}
+
+fn error_fields(error: &RawValue) -> ErrorFields {
+    serde_json::from_str(error.get()).unwrap_or_default()
 }
 
 /// The `message` of a JSON-RPC error object, if it has one.
 pub(crate) fn error_message(error: &RawValue) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Error {
-        message: Option<String>,
-    }
-    serde_json::from_str::<Error>(error.get()).ok()?.message
+    error_fields(error).message
 }

@@ -2,6 +2,7 @@
 //! found by scanning the shards (O(n), one shard locked at a time).
 
 use std::collections::BinaryHeap;
+use std::collections::hash_map::Entry as Slot;
 
 use super::{Entry, MemoryTaskStore, SHARDS};
 use crate::store::cursor::{ListCursor, MAX_PAGE};
@@ -88,21 +89,12 @@ impl MemoryTaskStore {
         &self,
         id: TaskId,
     ) -> Result<Option<CancelOutcome>, StoreError> {
-        let owner = {
-            let shard = self.shard(id.as_u128())?;
-            match shard.get(&id.as_u128()) {
-                Some(entry) => entry.owner.clone(),
-                None => return Ok(None),
-            }
-        };
-        // The owner never changes, so the owner's cancel is the operator's.
-        let outcome = self.with_owned(id, owner.as_deref(), |entry, now| {
-            entry.cancel(id.as_u128(), now)
-        })?;
-        if let Some(CancelOutcome::Cancelled(_)) = &outcome {
-            self.changed(id);
+        // Whoever owns it, unless expired; the change is announced.
+        match self.with_live(id, |entry, now| Ok(entry.cancel(id.as_u128(), now))) {
+            Ok(outcome) => Ok(Some(outcome)),
+            Err(StoreError::NotFound) => Ok(None),
+            Err(error) => Err(error),
         }
-        Ok(outcome)
     }
 
     /// [`TaskStore::admin_delete`](crate::TaskStore::admin_delete): out of
@@ -111,13 +103,14 @@ impl MemoryTaskStore {
         let id = id.as_u128();
         let mut shard = self.shard(id)?;
         let now = Timestamp::now();
-        // An expired task is already unknown; the reaper takes it.
-        if shard.get(&id).is_none_or(|entry| entry.expired(now)) {
-            return Ok(None);
-        }
-        let Some(entry) = shard.remove(&id) else {
+        let Slot::Occupied(found) = shard.entry(id) else {
             return Ok(None);
         };
+        // An expired task is already unknown; the reaper takes it.
+        if found.get().expired(now) {
+            return Ok(None);
+        }
+        let entry = found.remove();
         // Both indexes innermost, under the shard lock, as in `create`.
         let owner = entry.owner.as_deref();
         self.inner

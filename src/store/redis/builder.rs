@@ -26,10 +26,6 @@ pub struct RedisTaskStoreBuilder {
     lease: Duration,
 }
 
-/// How many changes a slow receiver of the change feed may fall behind
-/// before it lags (and reads every subscribed task again).
-const CHANGES: usize = 4096;
-
 impl RedisTaskStoreBuilder {
     pub(super) fn new(url: String) -> Self {
         Self {
@@ -104,7 +100,7 @@ impl RedisTaskStoreBuilder {
         // Registered before anything else: a create needs a live instance.
         lease.renew().await.map_err(backend)?;
         let (ready, subscribed) = oneshot::channel();
-        let changes = tokio::sync::broadcast::channel(CHANGES).0;
+        let changes = tokio::sync::broadcast::channel(crate::store::CHANGES).0;
         let subscriber = Subscriber {
             changes: changes.clone(),
             client,

@@ -551,13 +551,13 @@ impl TaskStore for RedisTaskStore {
         Box::pin(self.list_page(owner, cursor, limit))
     }
 
-    /// Stops renewing and sweeping, and drops the lease, so that other
-    /// instances fail what this one still drives at their next sweep (within
-    /// `lease / 2`). The store serves no further work after this.
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<super::TaskChange>> {
         Some(self.inner.changes.subscribe())
     }
 
+    /// Stops renewing and sweeping, and drops the lease, so that other
+    /// instances fail what this one still drives at their next sweep (within
+    /// `lease / 2`). The store serves no further work after this.
     fn release(&self) -> StoreFuture<'_, ()> {
         Box::pin(async move {
             self.inner.shutdown.cancel();
