@@ -1,0 +1,180 @@
+//! The layer's cost on its fast path, in process, over the real rmcp
+//! fixture (issue #11): the HTTP benchmark's routes and requests
+//! (`benches/http_server.rs`) called through the router's `oneshot`, without
+//! sockets, so that what the layer adds to a realistic inner server shows
+//! without the loopback's noise.
+//!
+//! Run: `cargo bench --bench fast_path`. Each group measures the same
+//! request bare and behind the layer, in the same run, on a current-thread
+//! runtime (the inner server's tasks run on the measuring thread, so a
+//! figure is the CPU time of one call):
+//!
+//! | Group       | Request (declaring client)       | Routes                        |
+//! |-------------|----------------------------------|-------------------------------|
+//! | `call_json` | fast `tools/call` (`greet`)      | `/bare/json`, `/layered/json` |
+//! | `call_sse`  | the same, SSE answer             | `/bare/sse`, `/layered/sse`   |
+//! | `list`      | `tools/list` (passes through)    | `/bare/json`, `/layered/json` |
+//!
+//! Every answer is read to its end and checked to be a JSON-RPC result.
+//!
+//! Criterion measures one variant after the other, and this machine's speed
+//! drifts by more than the layer's cost between them. `cargo bench --bench
+//! fast_path -- --paired [ROUNDS] [CALLS]` (30 rounds of 1,000 calls by
+//! default) alternates instead: each round times CALLS calls bare and CALLS
+//! layered, in an order that flips every round, and the report gives the
+//! median of the rounds' own ratios.
+//! Results: `BENCHMARKS.md`, "HTTP over loopback (issue #11)".
+
+#[path = "../tests/support/client/mod.rs"]
+mod client;
+#[path = "../tests/support/fixture/mod.rs"]
+mod fixture;
+#[path = "support/http_requests.rs"]
+mod http_requests;
+
+use criterion::{Criterion, criterion_group};
+use http_body_util::BodyExt;
+use mcp_tasks::{MemoryTaskStore, TasksLayer};
+use tower::{Layer, ServiceExt};
+
+use fixture::{FixtureMode, FixtureOptions, Probe};
+use http_requests::{Prepared, Requests};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// The HTTP benchmark's bare and layered routes, JSON and SSE.
+fn router() -> axum::Router {
+    let layer = TasksLayer::new(MemoryTaskStore::new());
+    let fixture = |json: bool| {
+        let options = FixtureOptions::new(FixtureMode::Stateless).json_response(json);
+        fixture::service_with(options, Probe::new())
+    };
+    axum::Router::new()
+        .route_service("/bare/json", fixture(true))
+        .route_service("/bare/sse", fixture(false))
+        .route_service("/layered/json", layer.layer(fixture(true)))
+        .route_service("/layered/sse", layer.layer(fixture(false)))
+}
+
+/// One call of `request` on `path`, its answer read whole and checked.
+async fn roundtrip(router: axum::Router, request: &Prepared, path: &str) {
+    let response = router
+        .oneshot(request.to_request(path))
+        .await
+        .expect("infallible");
+    assert_eq!(response.status(), http::StatusCode::OK, "{path}");
+    let body = response.into_body().collect().await.expect("body");
+    let body = body.to_bytes();
+    assert!(
+        body.windows(9).any(|w| w == br#""result":"#),
+        "{path}: {}",
+        String::from_utf8_lossy(&body)
+    );
+}
+
+fn fast_path(c: &mut Criterion) {
+    let rt = runtime();
+    let router = router();
+    let requests = Requests::new();
+    let cases = [
+        ("call_json", requests.fast_call(1), "json"),
+        ("call_sse", requests.fast_call(1), "sse"),
+        ("list", requests.tools_list(1), "json"),
+    ];
+    for (name, request, answers) in &cases {
+        let mut group = c.benchmark_group(*name);
+        for variant in ["bare", "layered"] {
+            let path = format!("/{variant}/{answers}");
+            group.bench_function(variant, |b| {
+                b.to_async(&rt)
+                    .iter(|| roundtrip(router.clone(), request, &path))
+            });
+        }
+        group.finish();
+    }
+}
+
+/// `--paired [ROUNDS] [CALLS]`: rounds of CALLS calls bare then layered
+/// (the order flips every round), so that both variants of a round see the
+/// same machine; prints each case's median time per call and the median of
+/// the rounds' own throughput ratios (layered / bare).
+fn paired(rounds: usize, calls: usize) {
+    let rt = runtime();
+    let router = router();
+    let requests = Requests::new();
+    let cases = [
+        ("call_json", requests.fast_call(1), "json", 0.97),
+        ("call_sse", requests.fast_call(1), "sse", 0.97),
+        ("list", requests.tools_list(1), "json", 0.98),
+    ];
+    println!("paired: {rounds} rounds of {calls} calls per variant, order flipped every round");
+    println!(
+        "| Case | Bare µs/call | Layered µs/call | Added µs | Ratio (median of rounds) | Rounds' ratios p25–p75 |"
+    );
+    println!(
+        "|------|-------------:|----------------:|---------:|-------------------------:|------------------------|"
+    );
+    for (name, request, answers, _target) in &cases {
+        let bare_path = format!("/bare/{answers}");
+        let layered_path = format!("/layered/{answers}");
+        let batch = |path: &str| {
+            let started = std::time::Instant::now();
+            rt.block_on(async {
+                for _ in 0..calls {
+                    roundtrip(router.clone(), request, path).await;
+                }
+            });
+            started.elapsed().as_secs_f64() * 1e6 / calls as f64
+        };
+        batch(&bare_path);
+        batch(&layered_path);
+        let (mut bare, mut layered, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 0..rounds {
+            let (b, l) = if round % 2 == 0 {
+                let b = batch(&bare_path);
+                (b, batch(&layered_path))
+            } else {
+                let l = batch(&layered_path);
+                (batch(&bare_path), l)
+            };
+            bare.push(b);
+            layered.push(l);
+            ratios.push(b / l);
+        }
+        let (b, l) = (quantile(&mut bare, 0.5), quantile(&mut layered, 0.5));
+        println!(
+            "| {name} | {b:.2} | {l:.2} | {:+.2} | {:.3}× | {:.3}–{:.3} |",
+            l - b,
+            quantile(&mut ratios, 0.5),
+            quantile(&mut ratios, 0.25),
+            quantile(&mut ratios, 0.75),
+        );
+    }
+}
+
+fn quantile(values: &mut [f64], q: f64) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[((values.len() - 1) as f64 * q).round() as usize]
+}
+
+criterion_group!(benches, fast_path);
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|arg| arg == "--paired") {
+        let number = |index: usize, default: usize| {
+            args.get(index)
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(default)
+        };
+        paired(number(at + 1, 30), number(at + 2, 1000));
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
