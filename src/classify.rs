@@ -35,7 +35,10 @@ use crate::legacy::{self, sessions::Sessions};
 use crate::policy::ToolPolicy;
 use crate::task::TaskId;
 use crate::wire::MODERN_VERSION;
-use crate::wire::envelope::{Envelope, Loose, Params, as_str, declares_tasks, decode_name, header};
+use crate::wire::envelope::{
+    Envelope, Loose, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, Params, as_str, declares_tasks,
+    decode_name, header,
+};
 use crate::wire::jsonrpc::Reply;
 use crate::wire::raw::{Members, edit_object, span};
 
@@ -63,8 +66,6 @@ pub(crate) enum Route {
 pub(crate) struct ToolCall {
     pub id: Box<RawValue>,
     pub policy: ToolPolicy,
-    /// Where `params` is in the body.
-    pub params: Range<usize>,
     /// Where `params._meta.clientCapabilities.extensions` is in the body.
     pub extensions: Range<usize>,
     /// Where `params.name` (the JSON string) is in the body, for the span.
@@ -90,6 +91,25 @@ pub(crate) struct TaskCall {
     pub input_responses: Option<Box<RawValue>>,
 }
 
+/// Whether the layer must read the body of a POST with these headers.
+///
+/// A 2026-07-28 request names its method in `Mcp-Method`, which the
+/// specification has intermediaries route on and has the server that
+/// processes the body check against it (`-32020` on a mismatch). A method
+/// the layer neither answers nor edits the answer of goes to the inner
+/// server as it came, unbuffered and unparsed: that server checks the
+/// headers against the body. Anything else (the methods below, a request
+/// without these headers, an older protocol generation) is buffered and
+/// classified.
+pub(crate) fn needs_body(headers: &HeaderMap) -> bool {
+    if header(headers, &MCP_PROTOCOL_VERSION) != Some(MODERN_VERSION) {
+        return true;
+    }
+    header(headers, &MCP_METHOD).is_none_or(|method| {
+        is_owned(method) || matches!(method, "server/discover" | "subscriptions/listen")
+    })
+}
+
 /// Classifies one buffered POST body.
 pub(crate) fn classify(
     headers: &HeaderMap,
@@ -100,7 +120,7 @@ pub(crate) fn classify(
     // Unreadable bodies are answered only on the 2026-07-28 wire; anything
     // else (older, session-based clients that may batch, non-MCP routes) is
     // the inner server's business.
-    let modern_header = header(headers, "mcp-protocol-version") == Some(MODERN_VERSION);
+    let modern_header = header(headers, &MCP_PROTOCOL_VERSION) == Some(MODERN_VERSION);
     let first = body.iter().copied().find(|b| !b.is_ascii_whitespace());
     if first == Some(b'[') {
         if !modern_header {
@@ -111,13 +131,10 @@ pub(crate) fn classify(
             "Batch requests are not supported: send one JSON-RPC message per POST",
         ));
     }
-    // A 2026-07-28 request names its method in `Mcp-Method` (checked against
-    // the body below): one the layer does not own never needs the span of
-    // `params`. Older generations keep it (their `tools/call` may carry
-    // `params.task`).
-    let passes_through =
-        modern_header && header(headers, "mcp-method").is_some_and(|m| !is_owned(m));
-    let envelope = match Envelope::parse(body, !passes_through) {
+    // Only older generations need the span of `params` (their `tools/call`
+    // may carry `params.task`); a 2026-07-28 call's params are found again
+    // only if it is parked.
+    let envelope = match Envelope::parse(body, !modern_header) {
         Ok(envelope) => envelope,
         Err(_) if !modern_header => return Route::Forward,
         Err(error) => return unusual(body, error),
@@ -148,7 +165,13 @@ pub(crate) fn classify(
         // Notifications and responses are the inner server's business.
         return Route::Forward;
     };
-    if let Err(reply) = check_headers(headers, id, method, meta_version, params, config) {
+    // The name a `tools/call` or task method is about, read once.
+    let named = match method {
+        "tools/call" => as_str(params.name),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => as_str(params.task_id),
+        _ => None,
+    };
+    if let Err(reply) = check_headers(headers, id, method, meta_version, named.as_deref(), config) {
         return Route::Reply(reply);
     }
     let owned = is_owned(method);
@@ -181,24 +204,19 @@ pub(crate) fn classify(
             }
         }
         "tools/call" => {
-            let name = as_str(params.name);
-            let policy = config.policy_for(name.as_deref().unwrap_or_default());
+            let policy = config.policy_for(named.as_deref().unwrap_or_default());
             match (declared() && version == MODERN_VERSION, policy) {
                 (false, ToolPolicy::Threshold | ToolPolicy::Always | ToolPolicy::Never) => {
                     Route::Forward
                 }
-                (true, policy) => match (
-                    spanned.span(body),
-                    extensions.and_then(|raw| span(body, raw.get())),
-                ) {
-                    (Some(params), Some(extensions)) => Route::ToolCall(ToolCall {
+                (true, policy) => match extensions.and_then(|raw| span(body, raw.get())) {
+                    Some(extensions) => Route::ToolCall(ToolCall {
                         id: id.to_owned(),
                         policy,
-                        params,
                         extensions,
                         name: spanned.name_span(body),
                     }),
-                    _ => Route::Reply(Reply::internal(Some(id), "request parse lost its place")),
+                    None => Route::Reply(Reply::internal(Some(id), "request parse lost its place")),
                 },
                 (false, ToolPolicy::Required) => {
                     Route::Reply(Reply::missing_tasks_capability(Some(id)))
@@ -206,7 +224,7 @@ pub(crate) fn classify(
             }
         }
         "tasks/get" | "tasks/update" | "tasks/cancel" => {
-            task_route(id, method, version, declared(), params)
+            task_route(id, method, version, declared(), named.as_deref(), params)
         }
         "tasks/list" | "tasks/result" => Route::Reply(Reply::method_not_found(Some(id), method)),
         _ => Route::Forward,
@@ -339,6 +357,7 @@ fn task_route(
     method: &str,
     version: &str,
     declared: bool,
+    task_id: Option<&str>,
     params: &Params<'_>,
 ) -> Route {
     if version != MODERN_VERSION {
@@ -347,7 +366,7 @@ fn task_route(
     if !declared {
         return Route::Reply(Reply::missing_tasks_capability(Some(id)));
     }
-    let Some(task_id) = as_str(params.task_id) else {
+    let Some(task_id) = task_id else {
         return Route::Reply(Reply::bad_params(
             Some(id),
             "params.taskId must be a string",
@@ -365,7 +384,7 @@ fn task_route(
     Route::Task(TaskCall {
         id: id.to_owned(),
         method,
-        task: TaskId::parse(&task_id),
+        task: TaskId::parse(task_id),
         input_responses,
     })
 }
@@ -376,11 +395,11 @@ fn check_headers(
     id: &RawValue,
     method: &str,
     meta_version: Option<&str>,
-    params: &Params<'_>,
+    named: Option<&str>,
     config: &TasksConfig,
 ) -> Result<(), Reply> {
     let mismatch = |message: String| Err(Reply::header_mismatch(Some(id), message));
-    let header_version = header(headers, "mcp-protocol-version");
+    let header_version = header(headers, &MCP_PROTOCOL_VERSION);
     if let Some(version) = meta_version
         && header_version != Some(version)
     {
@@ -389,7 +408,7 @@ fn check_headers(
             header_version.unwrap_or("(missing)")
         ));
     }
-    match header(headers, "mcp-method") {
+    match header(headers, &MCP_METHOD) {
         Some(value) if value == method => {}
         other => {
             return mismatch(format!(
@@ -398,21 +417,19 @@ fn check_headers(
             ));
         }
     }
-    let (expected, required) = match method {
-        "tools/call" => (as_str(params.name), true),
-        "tasks/get" | "tasks/update" | "tasks/cancel" => {
-            (as_str(params.task_id), config.require_task_name_header)
-        }
+    let required = match method {
+        "tools/call" => true,
+        "tasks/get" | "tasks/update" | "tasks/cancel" => config.require_task_name_header,
         _ => return Ok(()),
     };
-    let Some(raw) = headers.get("mcp-name") else {
+    let Some(raw) = headers.get(&MCP_NAME) else {
         if required {
             return mismatch(format!("Mcp-Name header is required for {method}"));
         }
         return Ok(());
     };
     let given = raw.to_str().ok().and_then(decode_name);
-    if given.is_none() || given != expected {
+    if given.is_none() || given.as_deref() != named {
         return mismatch(format!(
             "Mcp-Name header does not match the {} in the body",
             if method == "tools/call" {

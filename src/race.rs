@@ -51,11 +51,18 @@ use crate::wire::is_content_type;
 use crate::wire::jsonrpc::Reply;
 use crate::wire::view::{TaskView, render};
 
-/// The `params` object at `range` of the forwarded body, for re-issuing.
-fn raw_params(body: &[u8], range: std::ops::Range<usize>) -> Box<RawValue> {
-    body.get(range)
-        .and_then(|bytes| std::str::from_utf8(bytes).ok())
-        .and_then(|text| RawValue::from_string(text.to_owned()).ok())
+/// The `params` object of the forwarded body, as sent, for re-issuing.
+/// Read only when a call is parked: a call that answers in time never
+/// needs it.
+fn raw_params(body: &[u8]) -> Box<RawValue> {
+    #[derive(serde::Deserialize)]
+    struct Call<'a> {
+        #[serde(borrow)]
+        params: Option<&'a RawValue>,
+    }
+    serde_json::from_slice::<Call<'_>>(body)
+        .ok()
+        .and_then(|call| call.params.map(ToOwned::to_owned))
         .unwrap_or_else(crate::wire::raw::empty_object)
 }
 
@@ -85,10 +92,7 @@ where
 {
     // The forwarded body loses the tasks extension, byte-exact otherwise; the
     // params kept for re-issuing are those of the forwarded body.
-    let (body, params) = match rewrite::strip_tasks_extension(&bytes, call.extensions.clone()) {
-        Some((body, shorter)) => (body, call.params.start..call.params.end - shorter),
-        None => (bytes, call.params.clone()),
-    };
+    let body = rewrite::strip_tasks_extension(&bytes, call.extensions.clone()).unwrap_or(bytes);
     parts.headers.remove(CONTENT_LENGTH);
     if call.policy == ToolPolicy::Never {
         let request = Request::from_parts(parts, RequestBody::buffered(body));
@@ -107,7 +111,6 @@ where
         id: call.id,
         owner,
         body,
-        params,
         template,
         caller: Caller::<S, B>::boxed(inner),
     };
@@ -214,9 +217,8 @@ struct Parking {
     id: Box<RawValue>,
     /// The store's owner key.
     owner: Option<String>,
-    /// The forwarded body, and where its `params` are.
+    /// The forwarded body.
     body: Bytes,
-    params: std::ops::Range<usize>,
     template: Template,
     caller: Box<dyn CallInner>,
 }
@@ -257,7 +259,6 @@ impl Parking {
             id,
             owner,
             body,
-            params,
             template,
             caller,
         } = self;
@@ -267,7 +268,7 @@ impl Parking {
             status_message: progress,
             caller,
             template,
-            params: raw_params(&body, params),
+            params: raw_params(&body),
             dialect: Box::new(Plain),
             waited: arrived.elapsed(),
         };

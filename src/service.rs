@@ -7,8 +7,12 @@
 //!                                       ├─► Task ─────► store (get / update / cancel)
 //!                                       ├─► Legacy ───► a 2025-11-25 session's task part
 //!                                       └─► Reply ────► an error the layer answers
-//! request ─► (not POST) ─────────────────────► inner ─► response, untouched
+//! request ─► (not POST, or routed by its headers) ─► inner ─► response, untouched
 //! ```
+//!
+//! A 2026-07-28 POST whose `Mcp-Method` the layer does not handle is
+//! routed on that header alone (see `classify::needs_body`): never
+//! buffered, never parsed.
 //!
 //! The pass-through path (`Forward`, non-POST) runs inside the named
 //! [`ResponseFuture`] without boxing; only the paths the layer owns box.
@@ -30,7 +34,7 @@ use tower_service::Service;
 use tracing::Instrument;
 
 use crate::body::{BoxError, RequestBody, ResponseBody, reply_response};
-use crate::classify::{Route, TaskCall, TaskMethod, classify};
+use crate::classify::{Route, TaskCall, TaskMethod, classify, needs_body};
 use crate::config::TasksConfig;
 use crate::flight::caller::Caller;
 use crate::legacy::route::{LegacyMethod, LegacyRoute};
@@ -138,7 +142,10 @@ where
         // The clone is not ready; the service that was polled ready goes along.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let state = if request.method() == Method::POST && is_json(request.headers()) {
+        let state = if request.method() == Method::POST
+            && is_json(request.headers())
+            && needs_body(request.headers())
+        {
             let (parts, body) = request.into_parts();
             State::Collect {
                 collect: Limited::new(body, self.runtime.config.max_body_bytes).collect(),

@@ -31,7 +31,7 @@ use super::sessions::{Known, Sessions};
 use crate::config::TasksConfig;
 use crate::policy::ToolPolicy;
 use crate::task::TaskId;
-use crate::wire::envelope::{Spanned, as_str, header};
+use crate::wire::envelope::{MCP_PROTOCOL_VERSION, Spanned, as_str, header};
 use crate::wire::jsonrpc::{ErrorObject, INVALID_PARAMS, METHOD_NOT_FOUND, Reply};
 use crate::wire::raw::span;
 
@@ -154,7 +154,7 @@ pub(crate) fn classify(
     // when it says 2025-11-25: its tasks are in the store, owner-checked.
     let legacy = match (
         sessions.touch(session),
-        header(headers, "mcp-protocol-version"),
+        header(headers, &MCP_PROTOCOL_VERSION),
     ) {
         // Ended: the inner server answers 404, as it must.
         (Known::Ended, _) => false,

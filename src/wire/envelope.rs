@@ -6,6 +6,7 @@ use std::ops::Range;
 
 use base64::Engine as _;
 use http::HeaderMap;
+use http::header::{AsHeaderName, HeaderName};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
@@ -224,7 +225,14 @@ pub(crate) fn declares_tasks(extensions: Option<&RawValue>) -> bool {
     })
 }
 
-pub(crate) fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+/// The routing headers of the 2026-07-28 Streamable HTTP binding, named
+/// once: a lookup by a ready `HeaderName` skips parsing the name.
+pub(crate) const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+pub(crate) const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+
+/// The value of header `name`, when it is visible ASCII.
+pub(crate) fn header(headers: &HeaderMap, name: impl AsHeaderName) -> Option<&str> {
     headers.get(name).and_then(|value| value.to_str().ok())
 }
 
