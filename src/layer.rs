@@ -114,6 +114,9 @@ impl TasksLayer {
     }
 
     /// The largest POST body the layer buffers; larger ones get HTTP 413.
+    /// A 2026-07-28 request whose `Mcp-Method` the layer does not handle is
+    /// never buffered: it streams to the inner server, whose own limits
+    /// apply.
     pub fn max_body_bytes(mut self, limit: usize) -> Self {
         self.config.max_body_bytes = limit;
         self

@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use bytes::Bytes;
-use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
-use http::{HeaderMap, Request};
+use http::Request;
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -110,12 +110,15 @@ pub(crate) fn on_input_required(
 
 /// The headers and extensions a re-issued call is sent with.
 ///
-/// Kept small because a parked task holds one: no header map at all when
-/// the client sent nothing beyond what a re-issued call sets itself.
+/// Kept small because a parked task holds one, and cheap to take because
+/// every declaring client's call takes one before it is sent: the kept
+/// headers are a slice (one allocation, nothing when the client sent
+/// nothing beyond what a re-issued call sets itself), not a `HeaderMap`,
+/// whose first insert allocates room for six entries and a hash index.
 #[derive(Clone, Debug)]
 pub(crate) struct Template {
     pub uri: http::Uri,
-    pub headers: Option<Box<HeaderMap>>,
+    pub headers: Box<[(HeaderName, HeaderValue)]>,
     pub extensions: http::Extensions,
 }
 
@@ -137,21 +140,26 @@ const NOT_KEPT: [&str; 13] = [
     "expect",
 ];
 
+fn is_param_header(name: &HeaderName) -> bool {
+    name.as_str().starts_with("mcp-param-")
+}
+
 impl Template {
     /// Takes credentials and extensions from a request the client sent.
     ///
     /// Only headers the re-issued call does not set itself are kept, so a
     /// parked task holds little beyond its credentials.
     pub(crate) fn from_parts(parts: &http::request::Parts) -> Self {
-        let mut headers = HeaderMap::new();
-        for (name, value) in &parts.headers {
-            if !NOT_KEPT.contains(&name.as_str()) {
-                headers.append(name.clone(), value.clone());
-            }
-        }
+        let kept = |(name, _): &(&HeaderName, &HeaderValue)| !NOT_KEPT.contains(&name.as_str());
+        let headers = parts
+            .headers
+            .iter()
+            .filter(kept)
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
         Self {
             uri: parts.uri.clone(),
-            headers: (!headers.is_empty()).then(|| Box::new(headers)),
+            headers,
             extensions: parts.extensions.clone(),
         }
     }
@@ -164,11 +172,11 @@ impl Template {
         version: &'static str,
     ) -> Result<Request<Bytes>, http::Error> {
         let mut request = Request::post(self.uri.clone()).body(Bytes::from(body))?;
-        if let Some(headers) = &self.headers {
-            *request.headers_mut() = HeaderMap::clone(headers);
-        }
         *request.extensions_mut() = self.extensions.clone();
         let headers = request.headers_mut();
+        for (name, value) in &self.headers {
+            headers.append(name.clone(), value.clone());
+        }
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(
             ACCEPT,
@@ -180,12 +188,9 @@ impl Template {
 
     /// The `Mcp-Param-*` headers, as text.
     pub(crate) fn param_headers(&self) -> Vec<(String, String)> {
-        let Some(headers) = &self.headers else {
-            return Vec::new();
-        };
-        headers
+        self.headers
             .iter()
-            .filter(|(name, _)| name.as_str().starts_with("mcp-param-"))
+            .filter(|(name, _)| is_param_header(name))
             .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
             .collect()
     }
@@ -193,23 +198,34 @@ impl Template {
     /// Replaces the `Mcp-Param-*` headers with `params` (those of the
     /// original call, when this template comes from a `tasks/update`).
     pub(crate) fn set_param_headers(&mut self, params: &[(String, String)]) {
-        let headers = self.headers.get_or_insert_with(Default::default);
-        let stale: Vec<_> = headers
-            .keys()
-            .filter(|name| name.as_str().starts_with("mcp-param-"))
-            .cloned()
+        let original = params.iter().filter_map(|(name, value)| {
+            Some((
+                HeaderName::from_bytes(name.as_bytes()).ok()?,
+                HeaderValue::from_str(value).ok()?,
+            ))
+        });
+        let headers = std::mem::take(&mut self.headers);
+        self.headers = headers
+            .into_iter()
+            .filter(|(name, _)| !is_param_header(name))
+            .chain(original)
             .collect();
-        for name in stale {
-            headers.remove(name);
-        }
-        for (name, value) in params {
-            if let (Ok(name), Ok(value)) = (
-                http::HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::from_str(value),
-            ) {
-                headers.append(name, value);
-            }
-        }
+    }
+
+    /// The kept header `name`, if any.
+    pub(crate) fn header(&self, name: &str) -> Option<&HeaderValue> {
+        self.headers
+            .iter()
+            .find(|(kept, _)| kept == name)
+            .map(|(_, value)| value)
+    }
+
+    /// Sets header `name` to `value`, replacing any kept value.
+    pub(crate) fn set_header(&mut self, name: HeaderName, value: HeaderValue) {
+        let mut headers: Vec<_> = std::mem::take(&mut self.headers).into_vec();
+        headers.retain(|(kept, _)| *kept != name);
+        headers.push((name, value));
+        self.headers = headers.into_boxed_slice();
     }
 }
 
@@ -344,9 +360,8 @@ mod tests {
             .0;
         let mut from_update = Template::from_parts(&update);
         from_update.set_param_headers(&resume.param_headers);
-        let headers = from_update.headers.unwrap();
-        assert_eq!(headers["mcp-param-region"], "eu");
-        assert_eq!(headers["authorization"], "Bearer fresh");
+        assert_eq!(from_update.header("mcp-param-region").unwrap(), "eu");
+        assert_eq!(from_update.header("authorization").unwrap(), "Bearer fresh");
     }
 
     #[test]

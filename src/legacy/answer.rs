@@ -14,7 +14,7 @@
 use std::time::Duration;
 
 use http::request::Parts;
-use http::{HeaderValue, StatusCode};
+use http::{HeaderName, HeaderValue, StatusCode};
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
@@ -126,10 +126,7 @@ pub(crate) fn deliver(
         .as_deref()
         .and_then(|s| HeaderValue::from_str(s).ok())
     {
-        template
-            .headers
-            .get_or_insert_with(Default::default)
-            .insert("mcp-session-id", session);
+        template.set_header(HeaderName::from_static("mcp-session-id"), session);
     }
     let store = runtime.store.clone();
     runtime.background.spawn(async move {

@@ -28,7 +28,6 @@ use super::route::{LEGACY_VERSION, relay_id};
 use crate::flight::driver::{Dialect, Step, Work};
 use crate::store::{InputRound, StoreError};
 use crate::task::TaskId;
-use crate::wire::envelope::header;
 use crate::wire::raw::{Members, edit_object};
 
 /// How long the layer waits for the inner server to take a message it
@@ -148,9 +147,8 @@ async fn relay(work: &mut Work, message: Box<RawValue>) -> Result<(), String> {
         .and_then(|text| RawValue::from_string(text).ok());
     let session = work
         .template
-        .headers
-        .as_deref()
-        .and_then(|headers| header(headers, "mcp-session-id"))
+        .header("mcp-session-id")
+        .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
     let resume = serde_json::value::to_raw_value(&Pending {
         inner_id: inner_id.clone(),
