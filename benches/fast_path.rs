@@ -19,10 +19,12 @@
 //!
 //! Criterion measures one variant after the other, and this machine's speed
 //! drifts by more than the layer's cost between them. `cargo bench --bench
-//! fast_path -- --paired [ROUNDS] [CALLS]` (30 rounds of 1,000 calls by
-//! default) alternates instead: each round times CALLS calls bare and CALLS
-//! layered, in an order that flips every round, and the report gives the
-//! median of the rounds' own ratios.
+//! fast_path -- --paired [ROUNDS] [CALLS] [--multi]` (30 rounds of 1,000
+//! calls by default) alternates instead: each round times CALLS calls bare
+//! and CALLS layered, in an order that flips every round, and the report
+//! gives the median of the rounds' own ratios. `--multi` runs the calls on a
+//! one-worker multi-thread runtime, as the HTTP benchmark's server does.
+//!
 //! Results: `BENCHMARKS.md`, "HTTP over loopback (issue #11)".
 
 #[path = "../tests/support/client/mod.rs"]
@@ -102,33 +104,56 @@ fn fast_path(c: &mut Criterion) {
 /// `--paired [ROUNDS] [CALLS]`: rounds of CALLS calls bare then layered
 /// (the order flips every round), so that both variants of a round see the
 /// same machine; prints each case's median time per call and the median of
-/// the rounds' own throughput ratios (layered / bare).
-fn paired(rounds: usize, calls: usize) {
-    let rt = runtime();
+/// the rounds' own throughput ratios (layered / bare). With `--multi`, the
+/// calls run as a task of a one-worker multi-thread runtime, the flavour of
+/// the HTTP benchmark's server.
+fn paired(rounds: usize, calls: usize, multi: bool) {
+    let rt = if multi {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime")
+    } else {
+        runtime()
+    };
     let router = router();
     let requests = Requests::new();
     let cases = [
-        ("call_json", requests.fast_call(1), "json", 0.97),
-        ("call_sse", requests.fast_call(1), "sse", 0.97),
-        ("list", requests.tools_list(1), "json", 0.98),
+        ("call_json", requests.fast_call(1), "json"),
+        ("call_sse", requests.fast_call(1), "sse"),
+        ("list", requests.tools_list(1), "json"),
     ];
-    println!("paired: {rounds} rounds of {calls} calls per variant, order flipped every round");
+    let flavour = if multi {
+        "one-worker multi-thread"
+    } else {
+        "current-thread"
+    };
+    println!(
+        "paired: {rounds} rounds of {calls} calls per variant, order flipped every round, {flavour} runtime"
+    );
     println!(
         "| Case | Bare µs/call | Layered µs/call | Added µs | Ratio (median of rounds) | Rounds' ratios p25–p75 |"
     );
     println!(
         "|------|-------------:|----------------:|---------:|-------------------------:|------------------------|"
     );
-    for (name, request, answers, _target) in &cases {
+    for (name, request, answers) in &cases {
         let bare_path = format!("/bare/{answers}");
         let layered_path = format!("/layered/{answers}");
         let batch = |path: &str| {
+            let (router, request, path) = (router.clone(), request.clone(), path.to_owned());
             let started = std::time::Instant::now();
-            rt.block_on(async {
+            let work = async move {
                 for _ in 0..calls {
-                    roundtrip(router.clone(), request, path).await;
+                    roundtrip(router.clone(), &request, &path).await;
                 }
-            });
+            };
+            if multi {
+                rt.block_on(rt.spawn(work)).expect("the calls panicked");
+            } else {
+                rt.block_on(work);
+            }
             started.elapsed().as_secs_f64() * 1e6 / calls as f64
         };
         batch(&bare_path);
@@ -166,13 +191,15 @@ criterion_group!(benches, fast_path);
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    let multi = args.iter().any(|arg| arg == "--multi");
+    let args: Vec<String> = args.into_iter().filter(|arg| arg != "--multi").collect();
     if let Some(at) = args.iter().position(|arg| arg == "--paired") {
         let number = |index: usize, default: usize| {
             args.get(index)
                 .and_then(|n| n.parse().ok())
                 .unwrap_or(default)
         };
-        paired(number(at + 1, 30), number(at + 2, 1000));
+        paired(number(at + 1, 30), number(at + 2, 1000), multi);
         return;
     }
     benches();
