@@ -47,6 +47,7 @@ use crate::mrtr::Template;
 use crate::policy::ToolPolicy;
 use crate::rewrite;
 use crate::runtime::{First, NotStarted, Runtime, Start};
+use crate::wire::envelope::Envelope;
 use crate::wire::is_content_type;
 use crate::wire::jsonrpc::Reply;
 use crate::wire::view::{TaskView, render};
@@ -55,14 +56,9 @@ use crate::wire::view::{TaskView, render};
 /// Read only when a call is parked: a call that answers in time never
 /// needs it.
 fn raw_params(body: &[u8]) -> Box<RawValue> {
-    #[derive(serde::Deserialize)]
-    struct Call<'a> {
-        #[serde(borrow)]
-        params: Option<&'a RawValue>,
-    }
-    serde_json::from_slice::<Call<'_>>(body)
+    Envelope::parse(body, true)
         .ok()
-        .and_then(|call| call.params.map(ToOwned::to_owned))
+        .and_then(|envelope| envelope.params?.raw.map(ToOwned::to_owned))
         .unwrap_or_else(crate::wire::raw::empty_object)
 }
 

@@ -18,7 +18,7 @@ use sse_stream::SseStream;
 
 use crate::body::{BoxError, ResponseBody};
 use crate::flight::tap::BodyError;
-use crate::wire::raw::{Members, edit_object, span, write_object};
+use crate::wire::raw::{Members, edit_members, edit_object, span};
 use crate::wire::{TASKS_EXTENSION, content_type};
 
 /// Removes the tasks extension from the `extensions` object found at
@@ -28,13 +28,7 @@ pub(crate) fn strip_tasks_extension(body: &Bytes, extensions: Range<usize>) -> O
     let text = std::str::from_utf8(body.get(extensions.clone())?).ok()?;
     let members = Members::parse(text).ok()?;
     members.get(TASKS_EXTENSION)?;
-    let kept = members
-        .0
-        .iter()
-        .filter(|(key, _)| key != TASKS_EXTENSION)
-        .map(|(key, value)| (key.as_ref(), value.get()));
-    let mut object = String::with_capacity(text.len());
-    write_object(&mut object, kept);
+    let object = edit_members(&members, text.len(), &[(TASKS_EXTENSION, None)]);
     let mut out = Vec::with_capacity(body.len());
     out.extend_from_slice(&body[..extensions.start]);
     out.extend_from_slice(object.as_bytes());

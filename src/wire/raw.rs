@@ -70,7 +70,16 @@ pub(crate) fn write_object<'k>(
 /// when `object` is not a JSON object.
 pub(crate) fn edit_object(object: &str, edits: &[(&str, Option<&str>)]) -> Option<String> {
     let members = Members::parse(object).ok()?;
-    let mut out = String::with_capacity(object.len() + 64);
+    Some(edit_members(&members, object.len(), edits))
+}
+
+/// [`edit_object`] over members read already; `len` is the object's length.
+pub(crate) fn edit_members(
+    members: &Members<'_>,
+    len: usize,
+    edits: &[(&str, Option<&str>)],
+) -> String {
+    let mut out = String::with_capacity(len + 64);
     let kept = members
         .0
         .iter()
@@ -80,7 +89,7 @@ pub(crate) fn edit_object(object: &str, edits: &[(&str, Option<&str>)]) -> Optio
         .iter()
         .filter_map(|(key, value)| Some((*key, (*value)?)));
     write_object(&mut out, kept.chain(added));
-    Some(out)
+    out
 }
 
 /// The JSON object `{}`.
