@@ -79,15 +79,20 @@ async fn roundtrip(router: axum::Router, request: &Prepared, path: &str) {
     );
 }
 
-fn fast_path(c: &mut Criterion) {
-    let rt = runtime();
-    let router = router();
+/// The measured cases: name, request, and the answer mode of the routes.
+fn cases() -> [(&'static str, Prepared, &'static str); 3] {
     let requests = Requests::new();
-    let cases = [
+    [
         ("call_json", requests.fast_call(1), "json"),
         ("call_sse", requests.fast_call(1), "sse"),
         ("list", requests.tools_list(1), "json"),
-    ];
+    ]
+}
+
+fn fast_path(c: &mut Criterion) {
+    let rt = runtime();
+    let router = router();
+    let cases = cases();
     for (name, request, answers) in &cases {
         let mut group = c.benchmark_group(*name);
         for variant in ["bare", "layered"] {
@@ -118,12 +123,7 @@ fn paired(rounds: usize, calls: usize, multi: bool) {
         runtime()
     };
     let router = router();
-    let requests = Requests::new();
-    let cases = [
-        ("call_json", requests.fast_call(1), "json"),
-        ("call_sse", requests.fast_call(1), "sse"),
-        ("list", requests.tools_list(1), "json"),
-    ];
+    let cases = cases();
     let flavour = if multi {
         "one-worker multi-thread"
     } else {

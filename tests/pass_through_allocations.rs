@@ -111,7 +111,7 @@ async fn a_request_routed_past_the_layer_by_its_headers_allocates_nothing() {
 /// A request whose body never ends: its head, then nothing.
 fn unfinished(method: &str) -> (http::Request<StreamBody<Chunks>>, Sender) {
     let (sender, receiver) = tokio::sync::mpsc::channel(1);
-    let body = StreamBody::new(tokio_stream_from(receiver));
+    let body = StreamBody::new(chunks_from(receiver));
     let request = http::Request::post("/mcp")
         .header("content-type", "application/json")
         .header("mcp-protocol-version", "2026-07-28")
@@ -125,7 +125,7 @@ type Frame = Result<http_body::Frame<bytes::Bytes>, std::convert::Infallible>;
 type Sender = tokio::sync::mpsc::Sender<Frame>;
 type Chunks = futures_util::stream::BoxStream<'static, Frame>;
 
-fn tokio_stream_from(mut receiver: tokio::sync::mpsc::Receiver<Frame>) -> Chunks {
+fn chunks_from(mut receiver: tokio::sync::mpsc::Receiver<Frame>) -> Chunks {
     Box::pin(futures_util::stream::poll_fn(move |cx| {
         receiver.poll_recv(cx)
     }))
