@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::FutureExt;
+use futures_util::future::Either;
 use http::header::CONTENT_LENGTH;
 use http::request::Parts;
 use http::{Request, Response};
@@ -69,15 +70,17 @@ fn raw_params(body: &[u8]) -> Box<RawValue> {
 /// buffered (a JSON body streams through, however long it then takes; an
 /// SSE one is relayed live, and can still be parked until its answer).
 /// What the request alone holds (the owner, the credentials for
-/// re-issuing) is taken before it is sent; the flight and the params kept
-/// for re-issuing are built only at parking.
-pub(crate) async fn tool_call<S, B, RB>(
+/// re-issuing) is taken, and the call sent, before this returns; the
+/// future then only races, so it stays small (every wrapper moves it).
+/// The flight and the params kept for re-issuing are built only at parking.
+pub(crate) fn tool_call<S, B, RB>(
     runtime: Arc<Runtime>,
     mut inner: S,
     mut parts: Parts,
     bytes: Bytes,
     call: ToolCall,
-) -> Result<Response<ResponseBody<RB>>, S::Error>
+    span: tracing::Span,
+) -> impl Future<Output = Result<Response<ResponseBody<RB>>, S::Error>> + Send + 'static
 where
     S: Service<Request<RequestBody<B>>, Response = Response<RB>> + Clone + Send + 'static,
     B: Send + 'static,
@@ -90,50 +93,60 @@ where
     // params kept for re-issuing are those of the forwarded body.
     let body = rewrite::strip_tasks_extension(&bytes, call.extensions.clone()).unwrap_or(bytes);
     parts.headers.remove(CONTENT_LENGTH);
-    if call.policy == ToolPolicy::Never {
-        let request = Request::from_parts(parts, RequestBody::buffered(body));
-        return Ok(inner.call(request).await?.map(ResponseBody::inner));
-    }
+    let policy = call.policy;
     // What a parked call needs later and only the request has: its owner,
     // and the credentials and extensions for re-issuing.
-    let owner = runtime.owner(&parts).key;
-    let template = Template::from_parts(&parts);
-    let request = Request::from_parts(parts, RequestBody::buffered(body.clone()));
+    let taken = (policy != ToolPolicy::Never)
+        .then(|| (runtime.owner(&parts).key, Template::from_parts(&parts)));
+    let sent = taken.is_some().then(|| body.clone());
+    let request = Request::from_parts(parts, RequestBody::buffered(body));
     let mut future = Box::pin(inner.call(request));
+    let Some(((owner, template), body)) = taken.zip(sent) else {
+        // Policy `Never`: the call is not raced.
+        return Either::Left(async move { Ok(future.await?.map(ResponseBody::inner)) });
+    };
     let parking = Parking {
         arrived: Instant::now(),
-        span: tracing::Span::current(),
-        runtime,
+        span,
         id: call.id,
         owner,
         body,
         template,
         caller: Caller::<S, B>::boxed(inner),
+        runtime,
     };
-    // `Always` and a zero threshold park before the first answer; otherwise
-    // the call races the threshold and an answer in time goes back unchanged.
+    // `Always` and a zero threshold park before the first answer;
+    // otherwise the call races the threshold and an answer in time goes
+    // back unchanged. A threshold too large to reach (`Duration::MAX`)
+    // never parks.
     let threshold = parking.runtime.config.threshold;
-    if call.policy == ToolPolicy::Always || threshold.is_zero() {
-        let flight = parking.flight(erase(future));
-        return Ok(parking.park(flight, None).await);
-    }
-    let Some(deadline) = Instant::now().checked_add(threshold) else {
-        // A threshold too large to reach (`Duration::MAX`): never parked.
-        return Ok(future.await?.map(ResponseBody::inner));
-    };
-    match timeout_at(deadline, future.as_mut()).await {
-        Ok(Ok(response)) if is_sse(&response) => Ok(live(response, deadline, parking)),
-        Ok(Ok(response)) => Ok(response.map(ResponseBody::inner)),
-        Ok(Err(error)) => {
-            let error: BoxError = error.into();
-            tracing::warn!(%error, "the inner service failed");
-            Ok(Flight::inner_failed(&parking.id).map(ResponseBody::boxed))
-        }
-        Err(_) => {
+    let park_now = policy == ToolPolicy::Always || threshold.is_zero();
+    let deadline = parking.arrived.checked_add(threshold);
+    // The captures are used in place, not re-bound: each binding of a
+    // capture would take room of its own in the future.
+    Either::Right(async move {
+        if park_now {
             let flight = parking.flight(erase(future));
-            Ok(parking.park(flight, None).await)
+            // Boxed: parking is rare, and its future large.
+            return Ok(Box::pin(parking.park(flight, None)).await);
         }
-    }
+        let Some(deadline) = deadline else {
+            return Ok(future.await?.map(ResponseBody::inner));
+        };
+        match timeout_at(deadline, future.as_mut()).await {
+            Ok(Ok(response)) if is_sse(&response) => Ok(live(response, deadline, parking)),
+            Ok(Ok(response)) => Ok(response.map(ResponseBody::inner)),
+            Ok(Err(error)) => {
+                let error: BoxError = error.into();
+                tracing::warn!(%error, "the inner service failed");
+                Ok(Flight::inner_failed(&parking.id).map(ResponseBody::boxed))
+            }
+            Err(_) => {
+                let flight = parking.flight(erase(future));
+                Ok(Box::pin(parking.park(flight, None)).await)
+            }
+        }
+    })
 }
 
 /// A successful `text/event-stream` response: relayed live.
@@ -190,11 +203,12 @@ where
         match timeout_at(deadline, until_answer(&mut flight, &mut progress)).await {
             Ok(answer) => answer.into_response::<RB>().into_body(),
             // The stream ends with the task handle (or, refused, goes on).
-            Err(_) => match parking.start(flight, progress).await {
+            // Boxed, as parking is rare: the racing future stays small.
+            Err(_) => match Box::pin(parking.start(flight, progress)).await {
                 Parked::Task(reply) | Parked::Lost(reply) => {
                     ResponseBody::full(sse_event(&reply.body))
                 }
-                Parked::Refused(flight) => flight.into_response::<RB>().await.into_body(),
+                Parked::Refused(flight) => Box::pin(flight.into_response::<RB>()).await.into_body(),
             },
         }
     });

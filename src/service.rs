@@ -297,10 +297,8 @@ where
         Route::ToolCall(call) => {
             let span = observe::request_span("tools/call");
             observe::record_tool(&span, call.name.clone().and_then(|name| bytes.get(name)));
-            owned(traced(
-                span,
-                race::tool_call(runtime, inner, parts, bytes, call),
-            ))
+            let call = race::tool_call(runtime, inner, parts, bytes, call, span.clone());
+            owned(traced(span, call))
         }
         Route::Task(call) if call.method == TaskMethod::Update => {
             let span = task_method_span(&call);
