@@ -30,7 +30,8 @@ impl Segmenter {
     /// `None` if `bytes` holds no event end. The state moves past the bytes
     /// of that piece (or all of them).
     pub(crate) fn event_end(&mut self, bytes: &[u8]) -> Option<usize> {
-        for (at, byte) in bytes.iter().enumerate() {
+        let mut at = 0;
+        while let Some(&byte) = bytes.get(at) {
             match byte {
                 b'\n' if self.after_cr => {
                     self.after_cr = false;
@@ -61,8 +62,13 @@ impl Segmenter {
                     }
                     self.after_cr = false;
                     self.line_start = false;
+                    // The rest of the line changes nothing: jump to its end.
+                    let rest = &bytes[at + 1..];
+                    at += 1 + memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len());
+                    continue;
                 }
             }
+            at += 1;
         }
         if self.cut_pending {
             // A blank `\r` at the end: cut here; a `\n` that follows belongs
@@ -167,6 +173,54 @@ mod tests {
         for split in 0..stream.len() {
             let (a, b) = stream.split_at(split);
             assert_eq!(pieces(&[a, b]).concat(), stream, "split at {split}");
+        }
+    }
+
+    /// Where events end in `bytes`, read one line terminator at a time: after
+    /// a terminator that follows another one (a blank line).
+    fn blank_line_ends(bytes: &[u8]) -> Vec<usize> {
+        let (mut ends, mut line_start, mut at) = (Vec::new(), false, 0);
+        while at < bytes.len() {
+            let terminator = match (bytes[at], bytes.get(at + 1)) {
+                (b'\r', Some(b'\n')) => 2,
+                (b'\r' | b'\n', _) => 1,
+                _ => 0,
+            };
+            if terminator == 0 {
+                line_start = false;
+                at += 1;
+                continue;
+            }
+            at += terminator;
+            if line_start {
+                ends.push(at);
+            }
+            line_start = true;
+        }
+        ends
+    }
+
+    #[test]
+    fn event_ends_match_blank_lines_in_every_short_stream() {
+        // Every stream of up to 8 bytes over text and both terminators,
+        // handed over whole: the cuts are exactly after the blank lines.
+        let alphabet = [b'a', b':', b'\r', b'\n'];
+        for len in 0..=8u32 {
+            for code in 0..4usize.pow(len) {
+                let bytes: Vec<u8> = (0..len)
+                    .map(|i| alphabet[code / 4usize.pow(i) % 4])
+                    .collect();
+                let mut segmenter = Segmenter::default();
+                let mut rest = Bytes::from(bytes.clone());
+                let (mut at, mut ends) = (0, Vec::new());
+                while let Some((piece, end)) = segmenter.next_piece(&mut rest) {
+                    at += piece.len();
+                    if end {
+                        ends.push(at);
+                    }
+                }
+                assert_eq!(ends, blank_line_ends(&bytes), "{bytes:?}");
+            }
         }
     }
 }

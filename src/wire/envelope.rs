@@ -30,11 +30,28 @@ impl<'a> Envelope<'a, Spanned<'a>> {
     /// Parses `body`, keeping where `params` lies in it if `keep_span`.
     /// Keeping it costs serde_json two scratch allocations, so a request
     /// that passes through goes without.
+    ///
+    /// A body that is UTF-8 throughout (any real one) is checked once, as a
+    /// whole, and read as text: cheaper than checking each string on the
+    /// way. Any other is read as bytes, with serde_json's own errors.
     pub(crate) fn parse(body: &'a [u8], keep_span: bool) -> serde_json::Result<Self> {
+        let Ok(text) = std::str::from_utf8(body) else {
+            return Self::parse_with(serde_json::Deserializer::from_slice(body), keep_span);
+        };
+        Self::parse_with(serde_json::Deserializer::from_str(text), keep_span)
+    }
+
+    fn parse_with<R: serde_json::de::Read<'a>>(
+        mut reader: serde_json::Deserializer<R>,
+        keep_span: bool,
+    ) -> serde_json::Result<Self> {
         if keep_span {
-            return serde_json::from_slice(body);
+            let envelope = Self::deserialize(&mut reader)?;
+            reader.end()?;
+            return Ok(envelope);
         }
-        let plain: Envelope<'a, Params<'a>> = serde_json::from_slice(body)?;
+        let plain = Envelope::<'a, Params<'a>>::deserialize(&mut reader)?;
+        reader.end()?;
         Ok(Self {
             id: plain.id,
             method: plain.method,

@@ -7,7 +7,9 @@ pub(crate) mod raw;
 pub mod view;
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
+use memchr::memmem::Finder;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -127,8 +129,7 @@ pub(crate) fn read_inner_message(
     }
     match message.result {
         Some(result) => {
-            let head: ResultHead<'_> = serde_json::from_str(result.get())?;
-            let outcome = if head.result_type.as_deref() == Some("input_required") {
+            let outcome = if is_input_required(result)? {
                 Outcome::InputRequired(result.to_owned())
             } else {
                 Outcome::Result(result.to_owned())
@@ -137,6 +138,19 @@ pub(crate) fn read_inner_message(
         }
         None => Ok(InnerMessage::Other),
     }
+}
+
+/// Whether a result says `"resultType": "input_required"`. A result without
+/// the text `resultType` and without escapes (through which a key could
+/// spell it otherwise) has no such member, and is not read a second time.
+fn is_input_required(result: &RawValue) -> Result<bool, serde_json::Error> {
+    static KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("resultType"));
+    let text = result.get().as_bytes();
+    if KEY.find(text).is_none() && memchr::memchr(b'\\', text).is_none() {
+        return Ok(false);
+    }
+    let head: ResultHead<'_> = serde_json::from_str(result.get())?;
+    Ok(head.result_type.as_deref() == Some("input_required"))
 }
 
 fn progress_line(params: &RawValue) -> Option<String> {
@@ -176,6 +190,35 @@ mod tests {
             read,
             InnerMessage::Response(Outcome::InputRequired(_))
         ));
+    }
+
+    #[test]
+    fn input_required_is_found_however_the_key_is_spelled_and_only_at_the_top() {
+        let outcome = |result: &str| {
+            let message = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+            match read_inner_message(&message, &id("1")).unwrap() {
+                InnerMessage::Response(Outcome::InputRequired(_)) => "input_required",
+                InnerMessage::Response(Outcome::Result(_)) => "result",
+                _ => "other",
+            }
+        };
+        assert_eq!(
+            outcome(r#"{"result\u0054ype":"input_required"}"#),
+            "input_required"
+        );
+        assert_eq!(
+            outcome(r#"{"resultType":"input_required"}"#),
+            "input_required"
+        );
+        assert_eq!(outcome(r#"{"resultType":"complete"}"#), "result");
+        assert_eq!(
+            outcome(r#"{"content":[{"type":"text","text":"resultType input_required"}]}"#),
+            "result"
+        );
+        assert_eq!(
+            outcome(r#"{"content":[{"type":"text","text":"a\"b"}]}"#),
+            "result"
+        );
     }
 
     #[test]
