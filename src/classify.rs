@@ -36,8 +36,8 @@ use crate::policy::ToolPolicy;
 use crate::task::TaskId;
 use crate::wire::MODERN_VERSION;
 use crate::wire::envelope::{
-    Envelope, Loose, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, Params, as_str, declares_tasks,
-    decode_name, header,
+    Envelope, Loose, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, Params, as_str, decode_name,
+    header, tasks_member,
 };
 use crate::wire::jsonrpc::Reply;
 use crate::wire::raw::{Members, edit_object, span};
@@ -68,6 +68,9 @@ pub(crate) struct ToolCall {
     pub policy: ToolPolicy,
     /// Where `params._meta.clientCapabilities.extensions` is in the body.
     pub extensions: Range<usize>,
+    /// Where the value of its tasks member is, when a cut can remove that
+    /// member (see `rewrite::strip_tasks_extension`).
+    pub tasks: Option<Range<usize>>,
     /// Where `params.name` (the JSON string) is in the body, for the span.
     pub name: Option<Range<usize>>,
 }
@@ -120,7 +123,8 @@ pub(crate) fn classify(
     // Unreadable bodies are answered only on the 2026-07-28 wire; anything
     // else (older, session-based clients that may batch, non-MCP routes) is
     // the inner server's business.
-    let modern_header = header(headers, &MCP_PROTOCOL_VERSION) == Some(MODERN_VERSION);
+    let header_version = header(headers, &MCP_PROTOCOL_VERSION);
+    let modern_header = header_version == Some(MODERN_VERSION);
     let first = body.iter().copied().find(|b| !b.is_ascii_whitespace());
     if first == Some(b'[') {
         if !modern_header {
@@ -171,7 +175,16 @@ pub(crate) fn classify(
         "tasks/get" | "tasks/update" | "tasks/cancel" => as_str(params.task_id),
         _ => None,
     };
-    if let Err(reply) = check_headers(headers, id, method, meta_version, named.as_deref(), config) {
+    let checked = check_headers(
+        headers,
+        header_version,
+        id,
+        method,
+        meta_version,
+        named.as_deref(),
+        config,
+    );
+    if let Err(reply) = checked {
         return Route::Reply(reply);
     }
     let owned = is_owned(method);
@@ -186,7 +199,7 @@ pub(crate) fn classify(
         .and_then(|m| m.capabilities.as_ref())
         .and_then(|c| c.extensions);
     // Read only where it matters, to keep the pass-through path lean.
-    let declared = || declares_tasks(extensions);
+    let declared = || tasks_member(extensions).declared;
     let version = meta_version.unwrap_or_default();
     match method {
         "server/discover" => Route::Discover,
@@ -205,7 +218,8 @@ pub(crate) fn classify(
         }
         "tools/call" => {
             let policy = config.policy_for(named.as_deref().unwrap_or_default());
-            match (declared() && version == MODERN_VERSION, policy) {
+            let tasks = tasks_member(extensions);
+            match (tasks.declared && version == MODERN_VERSION, policy) {
                 (false, ToolPolicy::Threshold | ToolPolicy::Always | ToolPolicy::Never) => {
                     Route::Forward
                 }
@@ -214,6 +228,7 @@ pub(crate) fn classify(
                         id: id.to_owned(),
                         policy,
                         extensions,
+                        tasks: tasks.value.and_then(|value| span(body, value.get())),
                         name: spanned.name_span(body),
                     }),
                     None => Route::Reply(Reply::internal(Some(id), "request parse lost its place")),
@@ -392,6 +407,7 @@ fn task_route(
 /// Step 2: the routing headers agree with the body.
 fn check_headers(
     headers: &HeaderMap,
+    header_version: Option<&str>,
     id: &RawValue,
     method: &str,
     meta_version: Option<&str>,
@@ -399,7 +415,6 @@ fn check_headers(
     config: &TasksConfig,
 ) -> Result<(), Reply> {
     let mismatch = |message: String| Err(Reply::header_mismatch(Some(id), message));
-    let header_version = header(headers, &MCP_PROTOCOL_VERSION);
     if let Some(version) = meta_version
         && header_version != Some(version)
     {

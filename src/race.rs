@@ -91,7 +91,8 @@ where
 {
     // The forwarded body loses the tasks extension, byte-exact otherwise; the
     // params kept for re-issuing are those of the forwarded body.
-    let body = rewrite::strip_tasks_extension(&bytes, call.extensions.clone()).unwrap_or(bytes);
+    let body = rewrite::strip_tasks_extension(&bytes, call.extensions.clone(), call.tasks.clone())
+        .unwrap_or(bytes);
     parts.headers.remove(CONTENT_LENGTH);
     let policy = call.policy;
     // What a parked call needs later and only the request has: its owner,

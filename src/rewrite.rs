@@ -24,7 +24,21 @@ use crate::wire::{TASKS_EXTENSION, content_type};
 /// Removes the tasks extension from the `extensions` object found at
 /// `extensions` in `body`. Every other byte of the body is kept as the client
 /// sent it. `None` when that object has no such member.
-pub(crate) fn strip_tasks_extension(body: &Bytes, extensions: Range<usize>) -> Option<Bytes> {
+///
+/// With `tasks`, the place of that member's value (the only member of that
+/// name, its key written plainly), the member and one comma are cut out of
+/// the body; otherwise the object is read and written again without it.
+pub(crate) fn strip_tasks_extension(
+    body: &Bytes,
+    extensions: Range<usize>,
+    tasks: Option<Range<usize>>,
+) -> Option<Bytes> {
+    if let Some(cut) = tasks.and_then(|value| member_cut(body, value)) {
+        let mut out = Vec::with_capacity(body.len() - cut.len());
+        out.extend_from_slice(&body[..cut.start]);
+        out.extend_from_slice(&body[cut.end..]);
+        return Some(Bytes::from(out));
+    }
     let text = std::str::from_utf8(body.get(extensions.clone())?).ok()?;
     let members = Members::parse(text).ok()?;
     members.get(TASKS_EXTENSION)?;
@@ -34,6 +48,37 @@ pub(crate) fn strip_tasks_extension(body: &Bytes, extensions: Range<usize>) -> O
     out.extend_from_slice(object.as_bytes());
     out.extend_from_slice(&body[extensions.end..]);
     Some(Bytes::from(out))
+}
+
+/// The bytes to cut from `body` to remove the tasks member whose value is
+/// at `value`: its plainly written key, the colon, the value, and the comma
+/// before it (or, for the first member, the one after it). `None` when the
+/// bytes around the value are not that shape.
+fn member_cut(body: &[u8], value: Range<usize>) -> Option<Range<usize>> {
+    let skip_back = |end: usize| body[..end].iter().rposition(|b| !b.is_ascii_whitespace());
+    let colon = skip_back(value.start)?;
+    let key_end = skip_back(colon)? + 1;
+    let key_start = key_end.checked_sub(TASKS_EXTENSION.len() + 2)?;
+    let key = &body[key_start..key_end];
+    let quoted = key.first() == Some(&b'"') && key.last() == Some(&b'"');
+    if body[colon] != b':' || !quoted || &key[1..key.len() - 1] != TASKS_EXTENSION.as_bytes() {
+        return None;
+    }
+    let before = skip_back(key_start)?;
+    match body[before] {
+        b',' => Some(before..value.end),
+        b'{' => {
+            let after = body.get(value.end..)?;
+            let next = after.iter().position(|b| !b.is_ascii_whitespace())?;
+            let end = if after[next] == b',' {
+                value.end + next + 1
+            } else {
+                value.end
+            };
+            Some(key_start..end)
+        }
+        _ => None,
+    }
 }
 
 /// Adds the tasks extension to a `server/discover` response.
@@ -143,15 +188,87 @@ mod tests {
     use super::*;
     use crate::wire::META_CLIENT_CAPABILITIES;
 
-    /// Strips at the `extensions` object, found as a test would.
+    /// Strips at the `extensions` object, found as a test would, and as
+    /// classify does: by a cut when the member allows one.
     fn strip(body: &[u8]) -> Bytes {
+        let (stripped, _) = strip_both_ways(body);
+        stripped
+    }
+
+    /// The body stripped as `strip_tasks_extension` does it, and whether it
+    /// took the cut; checked against the object written again without it.
+    fn strip_both_ways(body: &[u8]) -> (Bytes, bool) {
         let start = body
-            .windows(14)
-            .position(|w| w == b"\"extensions\":{")
+            .windows(13)
+            .position(|w| w == b"\"extensions\":")
             .unwrap()
             + 13;
-        let end = start + body[start..].windows(3).position(|w| w == b"{}}").unwrap() + 3;
-        strip_tasks_extension(&Bytes::copy_from_slice(body), start..end).unwrap()
+        let mut reader = serde_json::Deserializer::from_slice(&body[start..]);
+        let raw = <&RawValue as serde::Deserialize>::deserialize(&mut reader).unwrap();
+        let extensions = span(body, raw.get()).unwrap();
+        let member = crate::wire::envelope::tasks_member(Some(raw));
+        let tasks = member.value.and_then(|value| span(body, value.get()));
+        let bytes = Bytes::copy_from_slice(body);
+        let stripped = strip_tasks_extension(&bytes, extensions.clone(), tasks.clone()).unwrap();
+        let rewritten = strip_tasks_extension(&bytes, extensions, None).unwrap();
+        // The same but for spacing (no test body has spaces in strings).
+        let unspaced = |bytes: &[u8]| -> Vec<u8> {
+            bytes
+                .iter()
+                .copied()
+                .filter(|b| !b.is_ascii_whitespace())
+                .collect()
+        };
+        assert_eq!(unspaced(&stripped), unspaced(&rewritten), "{stripped:?}");
+        let cut = tasks.is_some_and(|value| member_cut(body, value).is_some());
+        (stripped, cut)
+    }
+
+    #[test]
+    fn the_member_is_cut_out_wherever_it_stands_and_however_it_is_spaced() {
+        let cases = [
+            (
+                r#"{"a":{},"io.modelcontextprotocol/tasks":{},"z":{}}"#,
+                r#"{"a":{},"z":{}}"#,
+            ),
+            (
+                r#"{"io.modelcontextprotocol/tasks":{"x":1},"z":{}}"#,
+                r#"{"z":{}}"#,
+            ),
+            (
+                r#"{ "io.modelcontextprotocol/tasks" : {} , "z":{}}"#,
+                r#"{  "z":{}}"#,
+            ),
+            (
+                r#"{"a":{} ,"io.modelcontextprotocol/tasks":{}}"#,
+                r#"{"a":{} }"#,
+            ),
+            (r#"{"io.modelcontextprotocol/tasks":{}}"#, r#"{}"#),
+            (r#"{ "io.modelcontextprotocol/tasks" : {} }"#, r#"{  }"#),
+        ];
+        for (extensions, expected) in cases {
+            let body = format!(r#"{{"params":{{"_meta":{{"extensions":{extensions}}}}},"id":1}}"#);
+            let (stripped, cut) = strip_both_ways(body.as_bytes());
+            assert!(cut, "{extensions}");
+            assert_eq!(
+                std::str::from_utf8(&stripped).unwrap(),
+                format!(r#"{{"params":{{"_meta":{{"extensions":{expected}}}}},"id":1}}"#)
+            );
+        }
+    }
+
+    #[test]
+    fn escaped_or_repeated_members_are_removed_by_rewriting_the_object() {
+        for extensions in [
+            r#"{"io.modelcontextprotocol\/tasks":{},"z":{}}"#,
+            r#"{"io.modelcontextprotocol/tasks":{},"io.modelcontextprotocol/tasks":{}}"#,
+        ] {
+            let body = format!(r#"{{"extensions":{extensions}}}"#);
+            let (stripped, cut) = strip_both_ways(body.as_bytes());
+            assert!(!cut, "{extensions}");
+            let out: Value = serde_json::from_slice(&stripped).unwrap();
+            assert!(out["extensions"].get(TASKS_EXTENSION).is_none(), "{out}");
+        }
     }
 
     #[test]

@@ -146,48 +146,6 @@ pub(crate) struct ListenFilter {
     pub task_ids: Option<IgnoredAny>,
 }
 
-/// Whether a JSON value is an object (the value is read and discarded).
-struct IsObject(bool);
-
-impl<'de> Deserialize<'de> for IsObject {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Kind;
-        impl<'de> serde::de::Visitor<'de> for Kind {
-            type Value = bool;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<bool, M::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(true)
-            }
-            fn visit_seq<S: serde::de::SeqAccess<'de>>(self, mut seq: S) -> Result<bool, S::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(false)
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_unit<E>(self) -> Result<bool, E> {
-                Ok(false)
-            }
-        }
-        deserializer.deserialize_any(Kind).map(Self)
-    }
-}
-
 #[derive(Deserialize, Default)]
 pub(crate) struct Meta<'a> {
     #[serde(borrow, rename = "io.modelcontextprotocol/protocolVersion")]
@@ -202,31 +160,53 @@ pub(crate) struct Capabilities<'a> {
     pub extensions: Option<&'a RawValue>,
 }
 
-/// Whether an object has a member named `key`, read without allocating.
-struct HasMember<const TASKS: bool>(bool);
+/// The tasks extension's member of an `extensions` object, read in one
+/// pass that allocates nothing for keys written plainly.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct TasksMember<'a> {
+    /// An object value declares the extension (`null` or `false` does not).
+    pub declared: bool,
+    /// The declaring value, when a cut can remove its member: the only
+    /// member of that name, its key written without escapes (so its text is
+    /// exactly the quoted name).
+    pub value: Option<&'a RawValue>,
+}
 
-impl<'de, const TASKS: bool> Deserialize<'de> for HasMember<TASKS> {
+impl<'de> Deserialize<'de> for TasksMember<'de> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Keys;
-        impl<'de> serde::de::Visitor<'de> for Keys {
-            type Value = bool;
+        struct Members;
+        impl<'de> serde::de::Visitor<'de> for Members {
+            type Value = TasksMember<'de>;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("an object")
             }
-            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<bool, M::Error> {
-                let mut found = false;
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    // The extension is declared by an object, not by `null`.
-                    if key == TASKS_EXTENSION {
-                        found |= map.next_value::<IsObject>()?.0;
-                    } else {
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<Self::Value, M::Error> {
+                let (mut member, mut named, mut plain) = (TasksMember::default(), 0, true);
+                while let Some(key) = map.next_key::<Text<'de>>()? {
+                    if *key != *TASKS_EXTENSION {
                         map.next_value::<IgnoredAny>()?;
+                        continue;
+                    }
+                    let value = map.next_value::<&'de RawValue>()?;
+                    named += 1;
+                    plain &= matches!(key.0, Cow::Borrowed(_));
+                    if value.get().starts_with('{') {
+                        member = TasksMember {
+                            declared: true,
+                            value: Some(value),
+                        };
                     }
                 }
-                Ok(found)
+                if named != 1 || !plain {
+                    member.value = None;
+                }
+                Ok(member)
             }
         }
-        deserializer.deserialize_map(Keys).map(Self)
+        deserializer.deserialize_map(Members)
     }
 }
 
@@ -235,11 +215,12 @@ pub(crate) fn as_str(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
     raw.and_then(|raw| serde_json::from_str::<Cow<'_, str>>(raw.get()).ok())
 }
 
-/// Whether an `extensions` object declares the tasks extension.
-pub(crate) fn declares_tasks(extensions: Option<&RawValue>) -> bool {
-    extensions.is_some_and(|raw| {
-        serde_json::from_str::<HasMember<true>>(raw.get()).is_ok_and(|has| has.0)
-    })
+/// The tasks extension's member of an `extensions` object (none when
+/// there is no object).
+pub(crate) fn tasks_member(extensions: Option<&RawValue>) -> TasksMember<'_> {
+    extensions
+        .and_then(|raw| serde_json::from_str(raw.get()).ok())
+        .unwrap_or_default()
 }
 
 /// The routing headers of the 2026-07-28 Streamable HTTP binding, named
@@ -283,17 +264,39 @@ mod tests {
     #[test]
     fn the_extension_is_declared_by_a_member_of_extensions() {
         let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
-        assert!(declares_tasks(Some(&raw(
-            r#"{"a":1,"io.modelcontextprotocol/tasks":{}}"#
-        ))));
-        assert!(!declares_tasks(Some(&raw(r#"{"tasks":{"list":{}}}"#))));
-        assert!(!declares_tasks(Some(&raw(r#"[]"#))));
-        assert!(!declares_tasks(Some(&raw(
-            r#"{"io.modelcontextprotocol/tasks":null}"#
-        ))));
-        assert!(!declares_tasks(Some(&raw(
-            r#"{"io.modelcontextprotocol/tasks":false}"#
-        ))));
-        assert!(!declares_tasks(None));
+        let member = |s: &str| {
+            let raw = raw(s);
+            let member = tasks_member(Some(&raw));
+            (member.declared, member.value.map(|v| v.get().to_owned()))
+        };
+        let declared = |value: &str| (true, Some(value.to_owned()));
+        assert_eq!(
+            member(r#"{"a":1,"io.modelcontextprotocol/tasks":{}}"#),
+            declared("{}")
+        );
+        assert_eq!(
+            member(r#"{"io.modelcontextprotocol/tasks" : {"x":[1]} }"#),
+            declared(r#"{"x":[1]}"#)
+        );
+        assert_eq!(member(r#"{"tasks":{"list":{}}}"#), (false, None));
+        assert_eq!(member(r#"[]"#), (false, None));
+        assert_eq!(
+            member(r#"{"io.modelcontextprotocol/tasks":null}"#),
+            (false, None)
+        );
+        assert_eq!(
+            member(r#"{"io.modelcontextprotocol/tasks":false}"#),
+            (false, None)
+        );
+        // Declared, but no plain single member a cut could remove.
+        assert_eq!(
+            member(r#"{"io.modelcontextprotocol\/tasks":{}}"#),
+            (true, None)
+        );
+        assert_eq!(
+            member(r#"{"io.modelcontextprotocol/tasks":{},"io.modelcontextprotocol/tasks":null}"#),
+            (true, None)
+        );
+        assert!(!tasks_member(None).declared);
     }
 }
