@@ -275,9 +275,9 @@ enum Handled {
 /// Records an answer; returns the next flight when the call must be retried.
 async fn handle(work: &mut Work, dialect: &mut dyn Dialect, answer: Answer) -> Handled {
     let settled = Handled::Ended(Ended::Settled);
-    let outcome = match answer {
-        Answer::Json { outcome, .. } | Answer::Sse { outcome, .. } => outcome,
-        Answer::Unusable { reason, .. } => {
+    let outcome = match answer.into_outcome() {
+        Ok(outcome) => outcome,
+        Err(reason) => {
             let message = format!("The tool call failed: {reason}");
             settle(work, internal(message)).await;
             // The stream broke, but the tool may still run.

@@ -42,7 +42,7 @@ use serde_json::value::RawValue;
 
 use crate::body::{BoxBody, BoxError, ResponseBody};
 use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR, Reply};
-use crate::wire::{InnerMessage, Outcome, content_type, read_inner_message};
+use crate::wire::{InnerMessage, Outcome, content_type, read_inner_message, read_outcome};
 use collect::{Collected, collect};
 use tap::Tap;
 
@@ -77,17 +77,13 @@ fn done(answer: Answer) -> Event {
 
 /// How the inner server answered, with what is needed to relay it unchanged.
 pub(crate) enum Answer {
-    /// A JSON-RPC response in a JSON body.
-    Json {
-        head: Parts,
-        bytes: Bytes,
-        outcome: Outcome,
-    },
-    /// A JSON-RPC response on an SSE stream.
+    /// A JSON-RPC response in a JSON body (`bytes`).
+    Json { head: Parts, bytes: Bytes },
+    /// A JSON-RPC response on an SSE stream, `message` the data of its event.
     Sse {
         head: Parts,
         tap: Box<Tap>,
-        outcome: Outcome,
+        message: String,
     },
     /// Anything that is not an MCP answer: an HTTP error, another content
     /// type, an unreadable message, a stream that ended without the response.
@@ -107,6 +103,21 @@ impl Answer {
                 Response::from_parts(head, ResponseBody::boxed(body))
             }
             Self::Unusable { response, .. } => response.map(ResponseBody::boxed),
+        }
+    }
+
+    /// How the call ended, for a task to record; `Err` with the reason when
+    /// the answer is unusable. Read only here: an answer relayed to its
+    /// client never needs it.
+    pub(crate) fn into_outcome(self) -> Result<Outcome, String> {
+        match self {
+            Self::Json { bytes, .. } => std::str::from_utf8(&bytes)
+                .map_err(|e| e.to_string())
+                .and_then(|text| read_outcome(text).map_err(|e| e.to_string()))
+                .map_err(|error| format!("the JSON body is not JSON-RPC: {error}")),
+            Self::Sse { message, .. } => read_outcome(&message)
+                .map_err(|error| format!("an SSE event is not JSON-RPC: {error}")),
+            Self::Unusable { reason, .. } => Err(reason),
         }
     }
 }
@@ -195,12 +206,11 @@ impl Flight {
                     Some(Ok(event)) => {
                         // Events without data (a priming event that only
                         // sets an id for resumption) carry no message.
-                        let Some(data) = event.data.as_deref().filter(|d| !d.trim().is_empty())
-                        else {
+                        let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
                             continue;
                         };
-                        match read_inner_message(data, &self.id) {
-                            Ok(InnerMessage::Response(outcome)) => return self.finish_sse(outcome),
+                        match read_inner_message(&data, &self.id) {
+                            Ok(InnerMessage::Response) => return self.finish_sse(data),
                             Ok(InnerMessage::Progress(Some(line))) => return Event::Progress(line),
                             Ok(InnerMessage::Request(message)) => {
                                 // Relayed only with an answer in time.
@@ -311,11 +321,7 @@ impl Flight {
             .map_err(|e| e.to_string())
             .and_then(|text| read_inner_message(text, &self.id).map_err(|e| e.to_string()));
         match read {
-            Ok(InnerMessage::Response(outcome)) => Answer::Json {
-                head,
-                bytes,
-                outcome,
-            },
+            Ok(InnerMessage::Response) => Answer::Json { head, bytes },
             Ok(_) => Answer::Unusable {
                 reason: "the JSON body is not the response to this call".to_owned(),
                 response: Response::from_parts(head, full(bytes)),
@@ -327,12 +333,12 @@ impl Flight {
         }
     }
 
-    fn finish_sse(&mut self, outcome: Outcome) -> Event {
+    fn finish_sse(&mut self, message: String) -> Event {
         match std::mem::replace(&mut self.stage, Stage::Finished) {
             Stage::Sse(head, tap) => done(Answer::Sse {
                 head: *head,
                 tap,
-                outcome,
+                message,
             }),
             _ => done(self.failed("lost the SSE stream".to_owned())),
         }

@@ -53,8 +53,9 @@ pub(crate) enum Outcome {
 /// One JSON-RPC message of the inner server, as a flight sees it.
 #[derive(Debug)]
 pub(crate) enum InnerMessage {
-    /// The response to the request the flight sent.
-    Response(Outcome),
+    /// The response to the request the flight sent (its outcome is read
+    /// with [`read_outcome`]).
+    Response,
     /// A `notifications/progress`, with a human-readable line if one can be made.
     Progress(Option<String>),
     /// A request of the inner server to the client (2025-11-25 sessions),
@@ -124,29 +125,42 @@ pub(crate) fn read_inner_message(
     if !ours {
         return Ok(InnerMessage::Other);
     }
-    if let Some(error) = message.error {
-        return Ok(InnerMessage::Response(Outcome::Error(error.to_owned())));
+    if message.error.is_some() || message.result.is_some() {
+        return Ok(InnerMessage::Response);
     }
-    match message.result {
-        Some(result) => {
-            let outcome = if is_input_required(result)? {
-                Outcome::InputRequired(result.to_owned())
-            } else {
-                Outcome::Result(result.to_owned())
-            };
-            Ok(InnerMessage::Response(outcome))
-        }
-        None => Ok(InnerMessage::Other),
-    }
+    Ok(InnerMessage::Other)
 }
 
-/// Whether a result says `"resultType": "input_required"`. A result without
-/// the text `resultType` and without escapes (through which a key could
-/// spell it otherwise) has no such member, and is not read a second time.
+/// How the call ended, read from its response (a message that
+/// [`read_inner_message`] found to be [`InnerMessage::Response`]). Read
+/// apart, and only by those who need it: an answer relayed to its client as
+/// it came never is.
+pub(crate) fn read_outcome(text: &str) -> Result<Outcome, serde_json::Error> {
+    let message: Message<'_> = serde_json::from_str(text)?;
+    if let Some(error) = message.error {
+        return Ok(Outcome::Error(error.to_owned()));
+    }
+    let Some(result) = message.result else {
+        return Err(serde::de::Error::custom(
+            "a response without result or error",
+        ));
+    };
+    Ok(if is_input_required(result)? {
+        Outcome::InputRequired(result.to_owned())
+    } else {
+        Outcome::Result(result.to_owned())
+    })
+}
+
+/// Whether a result (an object) says `"resultType": "input_required"`. An
+/// object without the text `resultType` and without escapes (through which
+/// a key could spell it otherwise) has no such member, and is not read a
+/// second time.
 fn is_input_required(result: &RawValue) -> Result<bool, serde_json::Error> {
     static KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("resultType"));
     let text = result.get().as_bytes();
-    if KEY.find(text).is_none() && memchr::memchr(b'\\', text).is_none() {
+    let plain = text.first() == Some(&b'{') && memchr::memchr(b'\\', text).is_none();
+    if plain && KEY.find(text).is_none() {
         return Ok(false);
     }
     let head: ResultHead<'_> = serde_json::from_str(result.get())?;
@@ -186,20 +200,34 @@ mod tests {
     fn an_input_required_result_is_never_read_as_a_plain_result() {
         let message = r#"{"jsonrpc":"2.0","id":"a","result":{"resultType":"input_required","inputRequests":{}}}"#;
         let read = read_inner_message(message, &id(r#""a""#)).unwrap();
+        assert!(matches!(read, InnerMessage::Response));
         assert!(matches!(
-            read,
-            InnerMessage::Response(Outcome::InputRequired(_))
+            read_outcome(message).unwrap(),
+            Outcome::InputRequired(_)
         ));
+    }
+
+    #[test]
+    fn responses_to_this_call_carry_a_result_or_an_error() {
+        let read = |message: &str| read_inner_message(message, &id("1")).unwrap();
+        let error = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"x"}}"#;
+        assert!(matches!(read(error), InnerMessage::Response));
+        assert!(matches!(read_outcome(error).unwrap(), Outcome::Error(_)));
+        let neither = r#"{"jsonrpc":"2.0","id":1}"#;
+        assert!(matches!(read(neither), InnerMessage::Other));
+        assert!(read_outcome(neither).is_err());
+        // A result that is not an object cannot say resultType.
+        assert!(read_outcome(r#"{"jsonrpc":"2.0","id":1,"result":[1]}"#).is_err());
     }
 
     #[test]
     fn input_required_is_found_however_the_key_is_spelled_and_only_at_the_top() {
         let outcome = |result: &str| {
             let message = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
-            match read_inner_message(&message, &id("1")).unwrap() {
-                InnerMessage::Response(Outcome::InputRequired(_)) => "input_required",
-                InnerMessage::Response(Outcome::Result(_)) => "result",
-                _ => "other",
+            match read_outcome(&message).unwrap() {
+                Outcome::InputRequired(_) => "input_required",
+                Outcome::Result(_) => "result",
+                Outcome::Error(_) => "error",
             }
         };
         assert_eq!(
