@@ -25,6 +25,10 @@
 //! gives the median of the rounds' own ratios. `--multi` runs the calls on a
 //! one-worker multi-thread runtime, as the HTTP benchmark's server does.
 //!
+//! `--count CASE VARIANT CALLS` only makes CALLS calls, untimed: the fixed
+//! workload that `scripts/instructions.sh` runs under valgrind to count the
+//! instructions of one call, bare and layered.
+//!
 //! Results: `BENCHMARKS.md`, "HTTP over loopback (issue #11)".
 
 #[path = "../tests/support/client/mod.rs"]
@@ -187,6 +191,24 @@ fn quantile(values: &mut [f64], q: f64) -> f64 {
     values[((values.len() - 1) as f64 * q).round() as usize]
 }
 
+/// `--count CASE VARIANT CALLS`: only CALLS calls of one case on one
+/// variant, nothing timed: a fixed workload for an instruction counter
+/// (`scripts/instructions.sh` runs it under valgrind).
+fn count(case: &str, variant: &str, calls: usize) {
+    let rt = runtime();
+    let router = router();
+    let (_, request, answers) = cases()
+        .into_iter()
+        .find(|(name, _, _)| *name == case)
+        .unwrap_or_else(|| panic!("no case {case}"));
+    let path = format!("/{variant}/{answers}");
+    rt.block_on(async {
+        for _ in 0..calls {
+            roundtrip(router.clone(), &request, &path).await;
+        }
+    });
+}
+
 criterion_group!(benches, fast_path);
 
 fn main() {
@@ -200,6 +222,11 @@ fn main() {
                 .unwrap_or(default)
         };
         paired(number(at + 1, 30), number(at + 2, 1000), multi);
+        return;
+    }
+    if let Some(at) = args.iter().position(|arg| arg == "--count") {
+        let arg = |index: usize| args.get(at + index).map(String::as_str).unwrap_or_default();
+        count(arg(1), arg(2), arg(3).parse().unwrap_or(1000));
         return;
     }
     benches();

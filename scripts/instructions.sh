@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Instructions per call of the fast path (issue #11), bare and behind the
+# layer, counted by valgrind's cachegrind: a figure this noisy virtual
+# machine cannot blur, for before/after comparisons that throughput cannot
+# resolve to a few percent.
+#
+# Builds the `fast_path` bench (release, line tables) and runs its
+# `--count CASE VARIANT CALLS` mode (the HTTP benchmark's requests over the
+# real rmcp fixture, in process, nothing timed) under cachegrind, with N and
+# with 2N calls; the difference divided by N is what one call costs, with
+# the start-up (runtime, router, fixture) cancelled out. Cachegrind also
+# simulates the caches: the first-level instruction and data misses per
+# call come out the same way. Prints a Markdown table per case: bare,
+# layered, what the layer adds, and bare/layered (what the throughput
+# ratio would be if time followed instructions; it does not exactly, as
+# cache misses and the memory copies valgrind counts by the byte weigh
+# differently). Results: BENCHMARKS.md, "HTTP over loopback (issue #11)".
+#
+# Usage:
+#   scripts/instructions.sh                       # all cases, N = 1000
+#   INSTRUCTIONS_CASES=call_json scripts/instructions.sh
+#   FAST_PATH_BENCH=/tmp/fast_path-before scripts/instructions.sh
+#
+# Environment:
+#   INSTRUCTIONS_CASES   cases of benches/fast_path.rs (call_json call_sse list)
+#   INSTRUCTIONS_CALLS   N (1000)
+#   FAST_PATH_BENCH      a prebuilt fast_path bench executable (a build of
+#                        another commit, for before/after) instead of
+#                        building this tree's; it must have `--count`
+#   VALGRIND             the valgrind to use (valgrind on PATH; when missing
+#                        and run as root, apt-get installs Debian's valgrind)
+#   CARGO_TARGET_DIR     respected when building
+#
+# Exits 2 on a setup error.
+set -euo pipefail
+
+INSTRUCTIONS_CASES="${INSTRUCTIONS_CASES:-call_json call_sse list}"
+INSTRUCTIONS_CALLS="${INSTRUCTIONS_CALLS:-1000}"
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=lib/common.sh
+source "$REPO/scripts/lib/common.sh"
+# shellcheck source=lib/build-bench.sh
+source "$REPO/scripts/lib/build-bench.sh"
+help_if_asked "$@"
+
+VALGRIND="${VALGRIND:-$(command -v valgrind || true)}"
+if [[ -z "$VALGRIND" ]]; then
+  [[ "$(id -u)" == 0 ]] || die "valgrind is missing; install it (Debian: valgrind) or set VALGRIND"
+  log "installing valgrind (apt-get)"
+  apt-get install -y valgrind >&2 || die "apt-get install valgrind failed"
+  VALGRIND="$(command -v valgrind)" || die "valgrind is still missing after installing it"
+fi
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcp-tasks-instructions.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+
+if [[ -n "${FAST_PATH_BENCH:-}" ]]; then
+  [[ -x "$FAST_PATH_BENCH" ]] || die "FAST_PATH_BENCH is not an executable: $FAST_PATH_BENCH"
+  BENCH="$FAST_PATH_BENCH"
+else
+  build_benches "$WORK" fast_path
+  BENCH="$WORK/fast_path"
+fi
+
+# counts CASE VARIANT CALLS: "instructions I1-misses D1-misses" of one run.
+counts() {
+  local out="$WORK/cachegrind.txt"
+  "$VALGRIND" --tool=cachegrind --cache-sim=yes --cachegrind-out-file=/dev/null \
+    "$BENCH" --count "$1" "$2" "$3" >/dev/null 2>"$out" \
+    || die "the bench failed under valgrind ($1 $2 $3): $(tail -n 5 "$out")"
+  awk '/ I *refs:/ {i = $4} / I1 *misses:/ {i1 = $4} / D1 *misses:/ {d1 = $4}
+       END {gsub(",", "", i); gsub(",", "", i1); gsub(",", "", d1); print i, i1, d1}' "$out"
+}
+
+# per_call CASE VARIANT: "instructions I1-misses D1-misses" of one call.
+per_call() {
+  local n="$INSTRUCTIONS_CALLS" once twice
+  once="$(counts "$1" "$2" "$n")"
+  twice="$(counts "$1" "$2" $((2 * n)))"
+  awk -v a="$once" -v b="$twice" -v n="$n" 'BEGIN {
+    split(a, x, " "); split(b, y, " ");
+    printf "%.0f %.0f %.0f\n", (y[1] - x[1]) / n, (y[2] - x[2]) / n, (y[3] - x[3]) / n }'
+}
+
+log "counting with $BENCH, N = $INSTRUCTIONS_CALLS (each case runs 4 times under valgrind)"
+echo "| Case | Per call | Bare | Layered | Added | Bare / layered |"
+echo "|------|----------|-----:|--------:|------:|---------------:|"
+for case in $INSTRUCTIONS_CASES; do
+  bare="$(per_call "$case" bare)"
+  layered="$(per_call "$case" layered)"
+  awk -v c="$case" -v b="$bare" -v l="$layered" 'BEGIN {
+    split(b, x, " "); split(l, y, " ");
+    split("instructions,I1 misses,D1 misses", names, ",");
+    for (k = 1; k <= 3; k++)
+      printf "| %s | %s | %d | %d | %+d | %.3f× |\n", c, names[k], x[k], y[k], y[k] - x[k], x[k] / y[k] }'
+done
