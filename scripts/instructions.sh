@@ -16,23 +16,34 @@
 # cache misses and the memory copies valgrind counts by the byte weigh
 # differently). Results: BENCHMARKS.md, "HTTP over loopback (issue #11)".
 #
+# With INSTRUCTIONS_HTTP=1 it counts over loopback HTTP instead: the HTTP
+# benchmark's server (benches/http_server.rs, one worker, one task parked)
+# runs under cachegrind and curl sends it N (then 2N) calls one after the
+# other on one connection; every answer must hold a JSON-RPC result. What
+# the kernel does for the sockets is not counted (cachegrind sees user
+# space only).
+#
 # Usage:
 #   scripts/instructions.sh                       # all cases, N = 1000
 #   INSTRUCTIONS_CASES=call_json scripts/instructions.sh
 #   FAST_PATH_BENCH=/tmp/fast_path-before scripts/instructions.sh
+#   INSTRUCTIONS_HTTP=1 scripts/instructions.sh   # over HTTP
 #
 # Environment:
-#   INSTRUCTIONS_CASES   cases of benches/fast_path.rs (call_json call_sse list)
+#   INSTRUCTIONS_CASES   cases (call_json call_sse list)
 #   INSTRUCTIONS_CALLS   N (1000)
+#   INSTRUCTIONS_HTTP    1: over loopback HTTP (0)
 #   FAST_PATH_BENCH      a prebuilt fast_path bench executable (a build of
 #                        another commit, for before/after) instead of
 #                        building this tree's; it must have `--count`
+#   HTTP_BENCH_SERVER    the same for the http_server bench (HTTP mode)
 #   VALGRIND             the valgrind to use (valgrind on PATH; when missing
 #                        and run as root, apt-get installs Debian's valgrind)
 #   CARGO_TARGET_DIR     respected when building
 #
 # Exits 2 on a setup error.
 set -euo pipefail
+shopt -s inherit_errexit
 
 INSTRUCTIONS_CASES="${INSTRUCTIONS_CASES:-call_json call_sse list}"
 INSTRUCTIONS_CALLS="${INSTRUCTIONS_CALLS:-1000}"
@@ -42,7 +53,11 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$REPO/scripts/lib/common.sh"
 # shellcheck source=lib/build-bench.sh
 source "$REPO/scripts/lib/build-bench.sh"
+# shellcheck source=lib/start-server.sh
+source "$REPO/scripts/lib/start-server.sh"
 help_if_asked "$@"
+INSTRUCTIONS_HTTP="${INSTRUCTIONS_HTTP:-0}"
+SERVER_START_TIMEOUT="${SERVER_START_TIMEOUT:-300}"
 
 VALGRIND="${VALGRIND:-$(command -v valgrind || true)}"
 if [[ -z "$VALGRIND" ]]; then
@@ -55,22 +70,59 @@ fi
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcp-tasks-instructions.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
-if [[ -n "${FAST_PATH_BENCH:-}" ]]; then
-  [[ -x "$FAST_PATH_BENCH" ]] || die "FAST_PATH_BENCH is not an executable: $FAST_PATH_BENCH"
-  BENCH="$FAST_PATH_BENCH"
+if ((INSTRUCTIONS_HTTP)); then
+  NAME=http_server PREBUILT="${HTTP_BENCH_SERVER:-}"
+  command -v curl >/dev/null || die "curl is missing (Debian: curl)"
 else
-  build_benches "$WORK" fast_path
-  BENCH="$WORK/fast_path"
+  NAME=fast_path PREBUILT="${FAST_PATH_BENCH:-}"
 fi
+if [[ -n "$PREBUILT" ]]; then
+  [[ -x "$PREBUILT" ]] || die "not an executable: $PREBUILT"
+  BENCH="$PREBUILT"
+else
+  build_benches "$WORK" "$NAME"
+  BENCH="$WORK/$NAME"
+fi
+
+# totals LOG: "instructions I1-misses D1-misses" from cachegrind's summary.
+totals() {
+  awk '/ I *refs:/ {i = $4} / I1 *misses:/ {i1 = $4} / D1 *misses:/ {d1 = $4}
+       END {gsub(",", "", i); gsub(",", "", i1); gsub(",", "", d1); print i, i1, d1}' "$1"
+}
+
+# http_calls CASE VARIANT CALLS: CALLS calls of CASE on the server at URL,
+# one after the other on one connection; dies unless each got a result.
+http_calls() {
+  local answers=json request=call
+  [[ "$1" == call_sse ]] && answers=sse
+  [[ "$1" == list ]] && request=list
+  local config="$WORK/curl.config" i
+  : >"$config"
+  for ((i = 0; i < $3; i++)); do
+    ((i == 0)) || echo next >>"$config"
+    printf 'url = "%s/%s/%s"\ndata-binary = "@%s"\nheader = "@%s"\n' \
+      "$URL" "$2" "$answers" "$WORK/requests/$request.body" "$WORK/requests/$request.headers" \
+      >>"$config"
+  done
+  local results
+  results="$(curl -sS --config "$config" | grep -o '"result":' | wc -l)"
+  ((results == $3)) || die "$1 $2: $results of $3 answers held a result"
+}
 
 # counts CASE VARIANT CALLS: "instructions I1-misses D1-misses" of one run.
 counts() {
   local out="$WORK/cachegrind.txt"
-  "$VALGRIND" --tool=cachegrind --cache-sim=yes --cachegrind-out-file=/dev/null \
-    "$BENCH" --count "$1" "$2" "$3" >/dev/null 2>"$out" \
-    || die "the bench failed under valgrind ($1 $2 $3): $(tail -n 5 "$out")"
-  awk '/ I *refs:/ {i = $4} / I1 *misses:/ {i1 = $4} / D1 *misses:/ {d1 = $4}
-       END {gsub(",", "", i); gsub(",", "", i1); gsub(",", "", d1); print i, i1, d1}' "$out"
+  local valgrind=("$VALGRIND" --tool=cachegrind --cache-sim=yes --cachegrind-out-file=/dev/null)
+  if ((INSTRUCTIONS_HTTP)); then
+    start_command "$out" "${valgrind[@]}" "$BENCH" 127.0.0.1:0 --park 1 --requests "$WORK/requests"
+    http_calls "$@"
+    kill -TERM "$SERVER_PID"
+    wait "$SERVER_PID" || die "the server failed under valgrind: $(tail -n 5 "$out")"
+  else
+    "${valgrind[@]}" "$BENCH" --count "$1" "$2" "$3" >/dev/null 2>"$out" \
+      || die "the bench failed under valgrind ($1 $2 $3): $(tail -n 5 "$out")"
+  fi
+  totals "$out"
 }
 
 # per_call CASE VARIANT: "instructions I1-misses D1-misses" of one call.
@@ -83,10 +135,13 @@ per_call() {
     printf "%.0f %.0f %.0f\n", (y[1] - x[1]) / n, (y[2] - x[2]) / n, (y[3] - x[3]) / n }'
 }
 
-log "counting with $BENCH, N = $INSTRUCTIONS_CALLS (each case runs 4 times under valgrind)"
+where="in process"
+((INSTRUCTIONS_HTTP)) && where="over loopback HTTP"
+log "counting $where with $BENCH, N = $INSTRUCTIONS_CALLS (each case runs 4 times under valgrind)"
 echo "| Case | Per call | Bare | Layered | Added | Bare / layered |"
 echo "|------|----------|-----:|--------:|------:|---------------:|"
 for case in $INSTRUCTIONS_CASES; do
+  [[ "$case" =~ ^(call_json|call_sse|list)$ ]] || die "unknown case $case (call_json, call_sse, list)"
   bare="$(per_call "$case" bare)"
   layered="$(per_call "$case" layered)"
   awk -v c="$case" -v b="$bare" -v l="$layered" 'BEGIN {
