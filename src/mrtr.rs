@@ -122,23 +122,28 @@ pub(crate) struct Template {
     pub extensions: http::Extensions,
 }
 
-/// Headers the template does not keep: those every re-issued call sets
-/// itself, and hop-by-hop headers that belonged to the client's connection.
-const NOT_KEPT: [&str; 13] = [
-    "content-length",
-    "content-type",
-    "accept",
-    "mcp-protocol-version",
-    "mcp-method",
-    "mcp-name",
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "expect",
-];
+/// Whether the template keeps a header: not one every re-issued call sets
+/// itself, nor a hop-by-hop header that belonged to the client's
+/// connection. (A `match` on the name: one comparison by length and bytes,
+/// where a list would compare each entry.)
+fn is_kept(name: &HeaderName) -> bool {
+    !matches!(
+        name.as_str(),
+        "content-length"
+            | "content-type"
+            | "accept"
+            | "mcp-protocol-version"
+            | "mcp-method"
+            | "mcp-name"
+            | "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "expect"
+    )
+}
 
 fn is_param_header(name: &HeaderName) -> bool {
     name.as_str().starts_with("mcp-param-")
@@ -150,7 +155,7 @@ impl Template {
     /// Only headers the re-issued call does not set itself are kept, so a
     /// parked task holds little beyond its credentials.
     pub(crate) fn from_parts(parts: &http::request::Parts) -> Self {
-        let kept = |(name, _): &(&HeaderName, &HeaderValue)| !NOT_KEPT.contains(&name.as_str());
+        let kept = |(name, _): &(&HeaderName, &HeaderValue)| is_kept(name);
         let headers = parts
             .headers
             .iter()
@@ -335,6 +340,43 @@ mod tests {
             .into_parts()
             .0;
         Template::from_parts(&parts)
+    }
+
+    #[test]
+    fn the_template_keeps_credentials_and_custom_headers_but_not_per_call_or_hop_headers() {
+        let mut request = Request::post("/mcp");
+        for name in [
+            "content-length",
+            "content-type",
+            "accept",
+            "mcp-protocol-version",
+            "mcp-method",
+            "mcp-name",
+            "connection",
+            "keep-alive",
+            "proxy-connection",
+            "te",
+            "trailer",
+            "transfer-encoding",
+            "expect",
+            "authorization",
+            "mcp-param-region",
+            "x-tenant",
+            "host",
+        ] {
+            request = request.header(name, "v");
+        }
+        let parts = request.body(()).unwrap().into_parts().0;
+        let template = Template::from_parts(&parts);
+        let kept: Vec<&str> = template
+            .headers
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .collect();
+        assert_eq!(
+            kept,
+            ["authorization", "mcp-param-region", "x-tenant", "host"]
+        );
     }
 
     #[test]
