@@ -22,6 +22,7 @@
 //! JSON answer: relayed if the call answers in time, dropped if it is parked.
 
 use std::future::Future;
+use std::ops::Range;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -89,17 +90,20 @@ where
     RB: Body<Data = Bytes> + Send + 'static,
     RB::Error: Into<BoxError>,
 {
-    // The forwarded body loses the tasks extension, byte-exact otherwise; the
-    // params kept for re-issuing are those of the forwarded body.
-    let body = rewrite::strip_tasks_extension(&bytes, call.extensions.clone(), call.tasks.clone())
-        .unwrap_or(bytes);
-    parts.headers.remove(CONTENT_LENGTH);
+    // The forwarded body loses the tasks extension, byte-exact otherwise. A
+    // parked call finds its params for re-issuing in the body as sent,
+    // stripped again then: the forwarded body goes to the inner server whole,
+    // never shared (sharing a fresh buffer costs an allocation).
+    let strip = (call.extensions, call.tasks);
     let policy = call.policy;
+    let sent = (policy != ToolPolicy::Never).then(|| bytes.clone());
+    let body =
+        rewrite::strip_tasks_extension(&bytes, strip.0.clone(), strip.1.clone()).unwrap_or(bytes);
+    parts.headers.remove(CONTENT_LENGTH);
     // What a parked call needs later and only the request has: its owner,
     // and the credentials and extensions for re-issuing.
     let taken = (policy != ToolPolicy::Never)
         .then(|| (runtime.owner(&parts).key, Template::from_parts(&parts)));
-    let sent = taken.is_some().then(|| body.clone());
     let request = Request::from_parts(parts, RequestBody::buffered(body));
     let mut future = Box::pin(inner.call(request));
     let Some(((owner, template), body)) = taken.zip(sent) else {
@@ -112,6 +116,7 @@ where
         id: call.id,
         owner,
         body,
+        strip,
         template,
         caller: Caller::<S, B>::boxed(inner),
         runtime,
@@ -228,8 +233,10 @@ struct Parking {
     id: Box<RawValue>,
     /// The store's owner key.
     owner: Option<String>,
-    /// The forwarded body.
+    /// The body as the client sent it.
     body: Bytes,
+    /// Where its `extensions` object and the tasks member's value are.
+    strip: (Range<usize>, Option<Range<usize>>),
     template: Template,
     caller: Box<dyn CallInner>,
 }
@@ -270,16 +277,19 @@ impl Parking {
             id,
             owner,
             body,
+            strip: (extensions, tasks),
             template,
             caller,
         } = self;
+        // The params as forwarded: without the tasks extension.
+        let forwarded = rewrite::strip_tasks_extension(&body, extensions, tasks).unwrap_or(body);
         let start = Start {
             owner,
             ttl: runtime.config.ttl,
             status_message: progress,
             caller,
             template,
-            params: raw_params(&body),
+            params: raw_params(&forwarded),
             dialect: Box::new(Plain),
             waited: arrived.elapsed(),
         };

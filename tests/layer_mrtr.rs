@@ -81,6 +81,17 @@ async fn a_parked_tool_that_asks_for_input_waits_in_input_required_until_tasks_u
         "{stats:?}"
     );
     assert!(stats.last_request_state.is_some(), "{stats:?}");
+    // With the params as forwarded: the client's other capabilities, not
+    // the tasks extension the layer serves itself.
+    let meta = stats.last_meta.expect("the re-issued call's _meta");
+    let capabilities = &meta["io.modelcontextprotocol/clientCapabilities"];
+    assert!(capabilities.is_object(), "{meta}");
+    assert!(
+        capabilities["extensions"]
+            .get("io.modelcontextprotocol/tasks")
+            .is_none(),
+        "{meta}"
+    );
 }
 
 #[tokio::test]
