@@ -104,8 +104,9 @@ http_calls() {
       "$URL" "$2" "$answers" "$WORK/requests/$request.body" "$WORK/requests/$request.headers" \
       >>"$config"
   done
+  curl -sS --config "$config" >"$WORK/answers" || die "curl failed on $1 $2 at $URL"
   local results
-  results="$(curl -sS --config "$config" | grep -o '"result":' | wc -l)"
+  results="$(grep -o '"result":' "$WORK/answers" | wc -l)"
   ((results == $3)) || die "$1 $2: $results of $3 answers held a result"
 }
 
