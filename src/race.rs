@@ -73,6 +73,8 @@ fn raw_params(body: &[u8]) -> Box<RawValue> {
 /// What the request alone holds (the owner, the credentials for
 /// re-issuing) is taken, and the call sent, before this returns; the
 /// future then only races, so it stays small (every wrapper moves it).
+/// Call it inside the request's span: the call is sent, and the owner
+/// resolved, from here.
 /// The flight and the params kept for re-issuing are built only at parking.
 pub(crate) fn tool_call<S, B, RB>(
     runtime: Arc<Runtime>,
@@ -80,7 +82,6 @@ pub(crate) fn tool_call<S, B, RB>(
     mut parts: Parts,
     bytes: Bytes,
     call: ToolCall,
-    span: tracing::Span,
 ) -> impl Future<Output = Result<Response<ResponseBody<RB>>, S::Error>> + Send + 'static
 where
     S: Service<Request<RequestBody<B>>, Response = Response<RB>> + Clone + Send + 'static,
@@ -112,7 +113,9 @@ where
     };
     let parking = Parking {
         arrived: Instant::now(),
-        span,
+        // The request's span, entered by the caller (or, when no subscriber
+        // takes it, the span around the request).
+        span: tracing::Span::current(),
         id: call.id,
         owner,
         body,

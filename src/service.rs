@@ -297,7 +297,13 @@ where
         Route::ToolCall(call) => {
             let span = observe::request_span("tools/call");
             observe::record_tool(&span, call.name.clone().and_then(|name| bytes.get(name)));
-            let call = race::tool_call(runtime, inner, parts, bytes, call, span.clone());
+            // The call is sent now, inside the request's span, as the owned
+            // future would send it: the inner service's own spans and the
+            // owner resolver's events belong to this request.
+            let call = {
+                let _entered = span.enter();
+                race::tool_call(runtime, inner, parts, bytes, call)
+            };
             owned(traced(span, call))
         }
         Route::Task(call) if call.method == TaskMethod::Update => {

@@ -251,3 +251,54 @@ async fn a_request_span_carries_the_json_rpc_error_code_the_layer_answered() {
         );
     }
 }
+
+/// What the inner service does when the layer calls it (a tracing layer of
+/// its own opens its span there; so does a resolver's log line) belongs to
+/// the `tools/call` request: the layer calls it inside the request's span.
+#[tokio::test]
+async fn the_inner_service_is_called_inside_the_request_span() {
+    use http_body_util::{BodyExt, Full};
+    use tower::{Layer as _, ServiceExt};
+
+    let recorder = Recorder::default();
+    let subscriber = tracing_subscriber::registry().with(recorder.clone());
+    let _default = tracing::subscriber::set_default(subscriber);
+
+    let inner = tower::service_fn(|_: http::Request<_>| {
+        // Opened as a tracing layer in front of the server would open it.
+        let span = tracing::info_span!("inner.call");
+        async move {
+            drop(span);
+            let body =
+                r#"{"jsonrpc":"2.0","id":7,"result":{"content":[],"resultType":"complete"}}"#;
+            let response = http::Response::builder()
+                .header("content-type", "application/json")
+                .body(Full::new(bytes::Bytes::from(body)))
+                .unwrap();
+            Ok::<_, std::convert::Infallible>(response)
+        }
+    });
+    let service = mcp_tasks::TasksLayer::new(mcp_tasks::MemoryTaskStore::new()).layer(inner);
+    let client = McpClient::new("http://127.0.0.1:1");
+    let body = client.build_request(7, "tools/call", json!({"name": "greet"}), true);
+    let mut request = http::Request::post("/mcp");
+    for (name, value) in McpClient::standard_headers("tools/call", Some("greet")) {
+        request = request.header(name, value);
+    }
+    let request = request
+        .body(Full::new(bytes::Bytes::from(body.to_string())))
+        .unwrap();
+    let response = service.oneshot(request).await.unwrap();
+    let answer = response.into_body().collect().await.unwrap().to_bytes();
+    assert!(String::from_utf8_lossy(&answer).contains(r#""result""#));
+
+    let seen = recorder.0.lock().unwrap();
+    let calls = seen.find("mcp.request", "mcp.method.name", "tools/call");
+    assert_eq!(calls.len(), 1, "{:?}", seen.spans);
+    let called = seen
+        .spans
+        .iter()
+        .position(|span| span.name == "inner.call")
+        .expect("the inner service was called");
+    assert!(seen.under(called, calls[0]), "{:?}", seen.spans);
+}
