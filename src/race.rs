@@ -96,21 +96,21 @@ where
     // stripped again then: the forwarded body goes to the inner server whole,
     // never shared (sharing a fresh buffer costs an allocation).
     let strip = (call.extensions, call.tasks);
-    let policy = call.policy;
-    let sent = (policy != ToolPolicy::Never).then(|| bytes.clone());
-    let body =
-        rewrite::strip_tasks_extension(&bytes, strip.0.clone(), strip.1.clone()).unwrap_or(bytes);
+    let forwarded = rewrite::strip_tasks_extension(&bytes, strip.0.clone(), strip.1.clone())
+        .unwrap_or_else(|| bytes.clone());
     parts.headers.remove(CONTENT_LENGTH);
+    if call.policy == ToolPolicy::Never {
+        // Not raced: nothing is kept for parking.
+        let future = inner.call(Request::from_parts(parts, RequestBody::buffered(forwarded)));
+        let future = Box::pin(future);
+        return Either::Left(async move { Ok(future.await?.map(ResponseBody::inner)) });
+    }
     // What a parked call needs later and only the request has: its owner,
     // and the credentials and extensions for re-issuing.
-    let taken = (policy != ToolPolicy::Never)
-        .then(|| (runtime.owner(&parts).key, Template::from_parts(&parts)));
-    let request = Request::from_parts(parts, RequestBody::buffered(body));
+    let owner = runtime.owner(&parts).key;
+    let template = Template::from_parts(&parts);
+    let request = Request::from_parts(parts, RequestBody::buffered(forwarded));
     let mut future = Box::pin(inner.call(request));
-    let Some(((owner, template), body)) = taken.zip(sent) else {
-        // Policy `Never`: the call is not raced.
-        return Either::Left(async move { Ok(future.await?.map(ResponseBody::inner)) });
-    };
     let parking = Parking {
         arrived: Instant::now(),
         // The request's span, entered by the caller (or, when no subscriber
@@ -118,7 +118,7 @@ where
         span: tracing::Span::current(),
         id: call.id,
         owner,
-        body,
+        body: bytes,
         strip,
         template,
         caller: Caller::<S, B>::boxed(inner),
@@ -129,7 +129,7 @@ where
     // back unchanged. A threshold too large to reach (`Duration::MAX`)
     // never parks.
     let threshold = parking.runtime.config.threshold;
-    let park_now = policy == ToolPolicy::Always || threshold.is_zero();
+    let park_now = call.policy == ToolPolicy::Always || threshold.is_zero();
     let deadline = parking.arrived.checked_add(threshold);
     // The captures are used in place, not re-bound: each binding of a
     // capture would take room of its own in the future.
