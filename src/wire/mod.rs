@@ -7,9 +7,7 @@ pub(crate) mod raw;
 pub mod view;
 
 use std::borrow::Cow;
-use std::sync::LazyLock;
 
-use memchr::memmem::Finder;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -152,17 +150,9 @@ pub(crate) fn read_outcome(text: &str) -> Result<Outcome, serde_json::Error> {
     })
 }
 
-/// Whether a result (an object) says `"resultType": "input_required"`. An
-/// object without the text `resultType` and without escapes (through which
-/// a key could spell it otherwise) has no such member, and is not read a
-/// second time.
+/// Whether a result says `"resultType": "input_required"` (an error when
+/// the result is not an object).
 fn is_input_required(result: &RawValue) -> Result<bool, serde_json::Error> {
-    static KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("resultType"));
-    let text = result.get().as_bytes();
-    let plain = text.first() == Some(&b'{') && memchr::memchr(b'\\', text).is_none();
-    if plain && KEY.find(text).is_none() {
-        return Ok(false);
-    }
     let head: ResultHead<'_> = serde_json::from_str(result.get())?;
     Ok(head.result_type.as_deref() == Some("input_required"))
 }
