@@ -156,15 +156,20 @@ impl Template {
     /// parked task holds little beyond its credentials.
     pub(crate) fn from_parts(parts: &http::request::Parts) -> Self {
         let kept = |(name, _): &(&HeaderName, &HeaderValue)| is_kept(name);
-        let headers = parts
-            .headers
-            .iter()
-            .filter(kept)
-            .map(|(name, value)| (name.clone(), value.clone()))
-            .collect();
+        // Counted first, so the list is allocated once at its final size
+        // (a call that answers in time builds and drops one of these).
+        let count = parts.headers.iter().filter(kept).count();
+        let mut headers = Vec::with_capacity(count);
+        headers.extend(
+            parts
+                .headers
+                .iter()
+                .filter(kept)
+                .map(|(name, value)| (name.clone(), value.clone())),
+        );
         Self {
             uri: parts.uri.clone(),
-            headers,
+            headers: headers.into_boxed_slice(),
             extensions: parts.extensions.clone(),
         }
     }

@@ -46,8 +46,8 @@ use crate::race;
 use crate::rewrite;
 use crate::runtime::Runtime;
 use crate::wire::envelope::header;
-use crate::wire::is_content_type;
 use crate::wire::jsonrpc::Reply;
+use crate::wire::value_starts_with;
 
 /// The middleware built by [`TasksLayer`](crate::TasksLayer).
 pub struct TasksService<S> {
@@ -117,7 +117,10 @@ pin_project! {
 /// Whether a POST may carry a JSON-RPC message: JSON, or no content type
 /// at all. Other bodies (forms, uploads) pass through without buffering.
 fn is_json(headers: &http::HeaderMap) -> bool {
-    headers.get(CONTENT_TYPE).is_none() || is_content_type(headers, "application/json")
+    // One lookup: no `Content-Type` at all counts as JSON.
+    headers
+        .get(CONTENT_TYPE)
+        .is_none_or(|value| value_starts_with(value, "application/json"))
 }
 
 impl<S, B, RB> Service<Request<B>> for TasksService<S>
@@ -299,9 +302,11 @@ where
             observe::record_tool(&span, call.name.clone().and_then(|name| bytes.get(name)));
             // The call is sent now, inside the request's span, as the owned
             // future would send it: the inner service's own spans and the
-            // owner resolver's events belong to this request.
+            // owner resolver's events belong to this request. A span no
+            // subscriber takes is not entered (as `traced` leaves it out):
+            // entering it still costs, and changes no parent.
             let call = {
-                let _entered = span.enter();
+                let _entered = (!span.is_disabled()).then(|| span.enter());
                 race::tool_call(runtime, inner, parts, bytes, call)
             };
             owned(traced(span, call))

@@ -9,6 +9,7 @@ pub mod view;
 use std::borrow::Cow;
 
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
 /// The extension identifier of SEP-2663.
@@ -24,7 +25,16 @@ pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabi
 pub(crate) fn is_content_type(headers: &http::HeaderMap, prefix: &str) -> bool {
     headers
         .get(http::header::CONTENT_TYPE)
-        .and_then(|value| value.as_bytes().trim_ascii_start().get(..prefix.len()))
+        .is_some_and(|value| value_starts_with(value, prefix))
+}
+
+/// Whether a header value starts with `prefix` (lower case; leading blanks
+/// and letter case ignored).
+pub(crate) fn value_starts_with(value: &http::HeaderValue, prefix: &str) -> bool {
+    value
+        .as_bytes()
+        .trim_ascii_start()
+        .get(..prefix.len())
         .is_some_and(|start| start.eq_ignore_ascii_case(prefix.as_bytes()))
 }
 
@@ -63,16 +73,26 @@ pub(crate) enum InnerMessage {
     Other,
 }
 
+/// What [`read_outcome`] reads of a response: where its result or error is.
 #[derive(Deserialize)]
-struct Message<'a> {
-    #[serde(borrow)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow)]
-    method: Option<Cow<'a, str>>,
+struct Response<'a> {
     #[serde(borrow)]
     result: Option<&'a RawValue>,
     #[serde(borrow)]
     error: Option<&'a RawValue>,
+}
+
+/// What [`read_inner_message`] reads of a message: the result and error
+/// are only skipped over (checked as JSON, not kept), which is cheaper
+/// than marking where they are.
+#[derive(Deserialize)]
+struct Kind<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    method: Option<Cow<'a, str>>,
+    result: Option<IgnoredAny>,
+    error: Option<IgnoredAny>,
     #[serde(borrow)]
     params: Option<&'a RawValue>,
 }
@@ -105,7 +125,7 @@ pub(crate) fn read_inner_message(
     text: &str,
     id: &RawValue,
 ) -> Result<InnerMessage, serde_json::Error> {
-    let message: Message<'_> = serde_json::from_str(text)?;
+    let message: Kind<'_> = serde_json::from_str(text)?;
     if let Some(method) = message.method {
         if method == "notifications/progress" {
             return Ok(InnerMessage::Progress(
@@ -134,7 +154,7 @@ pub(crate) fn read_inner_message(
 /// apart, and only by those who need it: an answer relayed to its client as
 /// it came never is.
 pub(crate) fn read_outcome(text: &str) -> Result<Outcome, serde_json::Error> {
-    let message: Message<'_> = serde_json::from_str(text)?;
+    let message: Response<'_> = serde_json::from_str(text)?;
     if let Some(error) = message.error {
         return Ok(Outcome::Error(error.to_owned()));
     }
