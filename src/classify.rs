@@ -23,6 +23,7 @@
 //! session-based protocol generation: `legacy::route` decides, and most such
 //! messages go to the inner server unchanged.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use http::HeaderMap;
@@ -36,7 +37,7 @@ use crate::policy::ToolPolicy;
 use crate::task::TaskId;
 use crate::wire::MODERN_VERSION;
 use crate::wire::envelope::{
-    Envelope, Loose, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, Params, as_str, decode_name,
+    Envelope, Loose, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, Name, Params, as_str, decode_name,
     header, tasks_member,
 };
 use crate::wire::jsonrpc::Reply;
@@ -104,18 +105,36 @@ pub(crate) struct TaskCall {
 /// headers against the body. Anything else (the methods below, a request
 /// without these headers, an older protocol generation) is buffered and
 /// classified.
-pub(crate) fn needs_body(headers: &HeaderMap) -> bool {
+/// `None` when it need not; otherwise what it read of the headers, which
+/// [`classify`] then takes instead of reading them again.
+pub(crate) fn needs_body(headers: &HeaderMap) -> Option<Seen> {
     if header(headers, &MCP_PROTOCOL_VERSION) != Some(MODERN_VERSION) {
-        return true;
+        return Some(Seen::default());
     }
-    header(headers, &MCP_METHOD).is_none_or(|method| {
+    let method = header(headers, &MCP_METHOD);
+    let needed = method.is_none_or(|method| {
         is_owned(method) || matches!(method, "server/discover" | "subscriptions/listen")
+    });
+    needed.then_some(Seen {
+        modern: true,
+        tool_call: method == Some("tools/call"),
     })
+}
+
+/// What [`needs_body`] found in the routing headers, for [`classify`]:
+/// the fast `tools/call` reads each header once.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Seen {
+    /// `MCP-Protocol-Version` is 2026-07-28.
+    modern: bool,
+    /// `Mcp-Method` is `tools/call` (read only when `modern`).
+    tool_call: bool,
 }
 
 /// Classifies one buffered POST body.
 pub(crate) fn classify(
     headers: &HeaderMap,
+    seen: Seen,
     body: &[u8],
     config: &TasksConfig,
     sessions: &Sessions,
@@ -123,7 +142,10 @@ pub(crate) fn classify(
     // Unreadable bodies are answered only on the 2026-07-28 wire; anything
     // else (older, session-based clients that may batch, non-MCP routes) is
     // the inner server's business.
-    let header_version = header(headers, &MCP_PROTOCOL_VERSION);
+    let header_version = match seen.modern {
+        true => Some(MODERN_VERSION),
+        false => header(headers, &MCP_PROTOCOL_VERSION),
+    };
     let modern_header = header_version == Some(MODERN_VERSION);
     let first = body.iter().copied().find(|b| !b.is_ascii_whitespace());
     if first == Some(b'[') {
@@ -171,13 +193,20 @@ pub(crate) fn classify(
     };
     // The name a `tools/call` or task method is about, read once.
     let named = match method {
-        "tools/call" => as_str(params.name),
+        "tools/call" => params.name.as_ref().and_then(Name::text).map(Cow::Borrowed),
         "tasks/get" | "tasks/update" | "tasks/cancel" => as_str(params.task_id),
         _ => None,
     };
+    let sent = Sent {
+        version: header_version,
+        method: match seen.tool_call {
+            true => Some("tools/call"),
+            false => header(headers, &MCP_METHOD),
+        },
+    };
     let checked = check_headers(
         headers,
-        header_version,
+        sent,
         id,
         method,
         meta_version,
@@ -404,10 +433,17 @@ fn task_route(
     })
 }
 
+/// The values of `MCP-Protocol-Version` and `Mcp-Method`.
+#[derive(Clone, Copy)]
+struct Sent<'h> {
+    version: Option<&'h str>,
+    method: Option<&'h str>,
+}
+
 /// Step 2: the routing headers agree with the body.
 fn check_headers(
     headers: &HeaderMap,
-    header_version: Option<&str>,
+    sent: Sent<'_>,
     id: &RawValue,
     method: &str,
     meta_version: Option<&str>,
@@ -416,14 +452,14 @@ fn check_headers(
 ) -> Result<(), Reply> {
     let mismatch = |message: String| Err(Reply::header_mismatch(Some(id), message));
     if let Some(version) = meta_version
-        && header_version != Some(version)
+        && sent.version != Some(version)
     {
         return mismatch(format!(
             "MCP-Protocol-Version header {:?} does not match _meta protocolVersion {version:?}",
-            header_version.unwrap_or("(missing)")
+            sent.version.unwrap_or("(missing)")
         ));
     }
-    match header(headers, &MCP_METHOD) {
+    match sent.method {
         Some(value) if value == method => {}
         other => {
             return mismatch(format!(

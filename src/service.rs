@@ -34,7 +34,7 @@ use tower_service::Service;
 use tracing::Instrument;
 
 use crate::body::{BoxError, RequestBody, ResponseBody, reply_response};
-use crate::classify::{Route, TaskCall, TaskMethod, classify, needs_body};
+use crate::classify::{Route, Seen, TaskCall, TaskMethod, classify, needs_body};
 use crate::config::TasksConfig;
 use crate::flight::caller::Caller;
 use crate::legacy::route::{LegacyMethod, LegacyRoute};
@@ -92,6 +92,7 @@ pin_project! {
         Collect {
             #[pin]
             collect: Collect<Limited<B>>,
+            seen: Seen,
             parts: Option<Parts>,
             inner: Option<S>,
             runtime: Arc<Runtime>,
@@ -145,13 +146,14 @@ where
         // The clone is not ready; the service that was polled ready goes along.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let state = if request.method() == Method::POST
-            && is_json(request.headers())
-            && needs_body(request.headers())
-        {
+        let seen = (request.method() == Method::POST && is_json(request.headers()))
+            .then(|| needs_body(request.headers()))
+            .flatten();
+        let state = if let Some(seen) = seen {
             let (parts, body) = request.into_parts();
             State::Collect {
                 collect: Limited::new(body, self.runtime.config.max_body_bytes).collect(),
+                seen,
                 parts: Some(parts),
                 inner: Some(inner),
                 runtime: self.runtime.clone(),
@@ -209,6 +211,7 @@ where
             let next = match state.as_mut().project() {
                 StateProj::Collect {
                     collect,
+                    seen,
                     parts,
                     inner,
                     runtime,
@@ -216,7 +219,7 @@ where
                     let collected = ready!(collect.poll(cx));
                     match (collected, parts.take(), inner.take()) {
                         (Ok(collected), Some(parts), Some(inner)) => {
-                            route(runtime.clone(), inner, parts, collected.to_bytes())
+                            route(runtime.clone(), inner, *seen, parts, collected.to_bytes())
                         }
                         (Err(error), _, _) => {
                             let reply = unreadable_body(error, runtime.config.max_body_bytes);
@@ -272,6 +275,7 @@ fn live_get_stream<B>(runtime: &Runtime, request: &Request<B>) -> Option<String>
 fn route<S, B, RB>(
     runtime: Arc<Runtime>,
     mut inner: S,
+    seen: Seen,
     parts: Parts,
     bytes: Bytes,
 ) -> State<S, S::Future, B, RB, S::Error>
@@ -285,7 +289,13 @@ where
     RB::Error: Into<BoxError>,
 {
     let owned = |future: OwnedFuture<RB, S::Error>| State::Owned { future };
-    match classify(&parts.headers, &bytes, &runtime.config, runtime.sessions()) {
+    match classify(
+        &parts.headers,
+        seen,
+        &bytes,
+        &runtime.config,
+        runtime.sessions(),
+    ) {
         Route::Forward => State::Inner {
             future: inner.call(Request::from_parts(parts, RequestBody::buffered(bytes))),
         },
