@@ -23,7 +23,6 @@
 //! session-based protocol generation: `legacy::route` decides, and most such
 //! messages go to the inner server unchanged.
 
-use std::borrow::Cow;
 use std::ops::Range;
 
 use http::HeaderMap;
@@ -37,8 +36,8 @@ use crate::policy::ToolPolicy;
 use crate::task::TaskId;
 use crate::wire::MODERN_VERSION;
 use crate::wire::envelope::{
-    Envelope, Loose, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, Name, Params, as_str, decode_name,
-    header, tasks_member,
+    Envelope, Loose, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, Params, as_str, decode_name,
+    header, str_text, tasks_member,
 };
 use crate::wire::jsonrpc::Reply;
 use crate::wire::raw::{Members, edit_object, span};
@@ -193,7 +192,7 @@ pub(crate) fn classify(
     };
     // The name a `tools/call` or task method is about, read once.
     let named = match method {
-        "tools/call" => params.name.as_ref().and_then(Name::text).map(Cow::Borrowed),
+        "tools/call" => str_text(params.name),
         "tasks/get" | "tasks/update" | "tasks/cancel" => as_str(params.task_id),
         _ => None,
     };

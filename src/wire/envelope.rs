@@ -8,7 +8,7 @@ use base64::Engine as _;
 use http::HeaderMap;
 use http::header::{AsHeaderName, HeaderName};
 use serde::Deserialize;
-use serde::de::{IgnoredAny, Visitor};
+use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
 use super::TASKS_EXTENSION;
@@ -85,28 +85,9 @@ impl<'de: 'a, 'a> Deserialize<'de> for Spanned<'a> {
 }
 
 impl Spanned<'_> {
-    /// Where `params.name` (the JSON string, as sent) is in `body`. A
-    /// string written without escapes was borrowed from `body`, so its
-    /// place is known; one with escapes (rare) is found by reading the body
-    /// again.
+    /// Where `params.name` (the JSON value, as sent) is in `body`.
     pub(crate) fn name_span(&self, body: &[u8]) -> Option<Range<usize>> {
-        match self.fields.name.as_ref()?.0.as_ref()? {
-            Cow::Borrowed(text) => span(body, text).map(|inner| inner.start - 1..inner.end + 1),
-            Cow::Owned(_) => {
-                #[derive(Deserialize)]
-                struct Request<'a> {
-                    #[serde(borrow)]
-                    params: NameOnly<'a>,
-                }
-                #[derive(Deserialize)]
-                struct NameOnly<'a> {
-                    #[serde(borrow)]
-                    name: &'a RawValue,
-                }
-                let request: Request<'_> = serde_json::from_slice(body).ok()?;
-                span(body, request.params.name.get())
-            }
-        }
+        self.fields.name.and_then(|raw| span(body, raw.get()))
     }
 
     /// Where `params` is in `body`, the buffer it was read from.
@@ -137,8 +118,10 @@ impl std::ops::Deref for Text<'_> {
 
 #[derive(Deserialize, Default)]
 pub(crate) struct Params<'a> {
+    /// Kept raw: any value is accepted here (a name that is not a string,
+    /// or not a decodable one, is no name, not an unreadable request).
     #[serde(borrow)]
-    pub name: Option<Name<'a>>,
+    pub name: Option<&'a RawValue>,
     #[serde(borrow, rename = "taskId")]
     pub task_id: Option<&'a RawValue>,
     /// The 2025-11-25 task augmentation of a `tools/call`.
@@ -229,64 +212,14 @@ impl<'de> Deserialize<'de> for TasksMember<'de> {
     }
 }
 
-/// A `params.name` of any JSON type, read as text when it is a string
-/// (borrowed from the buffer unless it holds escapes); any other value is
-/// skipped. Read in the one pass, where a raw value would be read again.
-pub(crate) struct Name<'a>(Option<Cow<'a, str>>);
-
-impl Name<'_> {
-    /// The name, when it is a string.
-    pub(crate) fn text(&self) -> Option<&str> {
-        self.0.as_deref()
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Name<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Any<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for Any<'a> {
-            type Value = Name<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
-                Ok(Name(Some(Cow::Borrowed(text))))
-            }
-            fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
-                Ok(Name(Some(Cow::Owned(text.to_owned()))))
-            }
-            fn visit_string<E>(self, text: String) -> Result<Self::Value, E> {
-                Ok(Name(Some(Cow::Owned(text))))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(Name(None))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(Name(None))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(Name(None))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(Name(None))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(Name(None))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                seq: A,
-            ) -> Result<Self::Value, A::Error> {
-                IgnoredAny.visit_seq(seq).map(|_| Name(None))
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                map: A,
-            ) -> Result<Self::Value, A::Error> {
-                IgnoredAny.visit_map(map).map(|_| Name(None))
-            }
-        }
-        deserializer.deserialize_any(Any(std::marker::PhantomData))
+/// The text of a raw JSON string: the bytes between its quotes when it
+/// holds no escape (no second parse), else decoded; `None` when it is not
+/// a string or does not decode.
+pub(crate) fn str_text(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
+    let text = raw?.get();
+    match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(inner) if !inner.contains('\\') => Some(Cow::Borrowed(inner)),
+        _ => as_str(raw),
     }
 }
 
@@ -342,35 +275,41 @@ mod tests {
     }
 
     #[test]
-    fn the_name_is_read_in_the_one_pass_and_found_where_it_was_sent() {
+    fn any_name_is_read_and_a_string_name_gives_its_text() {
         let read = |body: &str| {
             let envelope = Envelope::parse(body.as_bytes(), false).unwrap();
             let params = envelope.params.unwrap_or_default();
-            let text = params
-                .fields
-                .name
-                .as_ref()
-                .and_then(Name::text)
-                .map(str::to_owned);
+            let text = str_text(params.fields.name).map(Cow::into_owned);
             let sent = params
                 .name_span(body.as_bytes())
                 .map(|at| body[at].to_owned());
             (text, sent)
         };
-        let both = |text: &str, sent: &str| (Some(text.to_owned()), Some(sent.to_owned()));
+        let named =
+            |text: Option<&str>, sent: &str| (text.map(str::to_owned), Some(sent.to_owned()));
         assert_eq!(
             read(r#"{"params":{"name":"greet","arguments":{}}}"#),
-            both("greet", r#""greet""#)
+            named(Some("greet"), r#""greet""#)
         );
         assert_eq!(
             read(r#"{"params":{"name" : "gr\u0065et"}}"#),
-            both("greet", r#""gr\u0065et""#)
+            named(Some("greet"), r#""gr\u0065et""#)
         );
-        assert_eq!(read(r#"{"params":{"name":""}}"#), both("", "\"\""));
-        for other in ["12", "null", "true", "[1,{}]", r#"{"a":"b"}"#] {
+        assert_eq!(read(r#"{"params":{"name":""}}"#), named(Some(""), "\"\""));
+        // Not a string, or not a decodable one: no name, yet the request
+        // is read (a raw value is only skipped over, never decoded).
+        for other in [
+            "12",
+            "1e400",
+            "true",
+            "[1,{}]",
+            r#"{"a":"b"}"#,
+            r#""\ud800""#,
+        ] {
             let body = format!(r#"{{"params":{{"name":{other},"x":1}}}}"#);
-            assert_eq!(read(&body), (None, None), "{other}");
+            assert_eq!(read(&body), named(None, other), "{other}");
         }
+        assert_eq!(read(r#"{"params":{"name":null}}"#), (None, None));
         assert_eq!(read(r#"{"params":{}}"#), (None, None));
     }
 
