@@ -23,6 +23,11 @@
 //!
 //! ¹ On an SSE stream, each event once the flight has read it whole; after a
 //! request of the inner server, held back with it until the answer.
+//!
+//! While an SSE answer can still reach its client as it came, an event that
+//! names no method and holds a result or an error is taken for the response
+//! by its bytes (`wire::plainly_a_response`), not parsed; a parked call's
+//! flight reads every event whole.
 
 pub(crate) mod caller;
 mod collect;
@@ -42,7 +47,9 @@ use serde_json::value::RawValue;
 
 use crate::body::{BoxBody, BoxError, ResponseBody};
 use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR, Reply};
-use crate::wire::{InnerMessage, Outcome, content_type, read_inner_message, read_outcome};
+use crate::wire::{
+    InnerMessage, Outcome, content_type, plainly_a_response, read_inner_message, read_outcome,
+};
 use collect::{Collected, collect};
 use tap::Tap;
 
@@ -209,6 +216,12 @@ impl Flight {
                         let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
                             continue;
                         };
+                        // While the answer may still reach its client as it
+                        // came, the response is known by its bytes, not
+                        // parsed: a task reads it whole when it records it.
+                        if self.relay && plainly_a_response(&data) {
+                            return self.finish_sse(data);
+                        }
                         match read_inner_message(&data, &self.id) {
                             Ok(InnerMessage::Response) => return self.finish_sse(data),
                             Ok(InnerMessage::Progress(Some(line))) => return Event::Progress(line),

@@ -120,6 +120,32 @@ pub(crate) fn same_id(a: &RawValue, b: &RawValue) -> bool {
     matches!((parse(a), parse(b)), (Some(x), Some(y)) if x == y)
 }
 
+/// Whether a message on the SSE answer of a request is plainly the
+/// response, from its bytes alone: it names no method (no `"method"`, and
+/// no backslash that could spell one with escapes) and holds a `"result"`
+/// or an `"error"`. On a request's own stream the only response is the one
+/// to that request. A message this does not vouch for is read whole with
+/// [`read_inner_message`]; one it vouches for wrongly (a message that is
+/// not JSON-RPC but names no method) only ends the race early, and reaches
+/// the client unchanged all the same.
+pub(crate) fn plainly_a_response(text: &str) -> bool {
+    use memchr::memmem::Finder;
+    use std::sync::LazyLock;
+    // Built once: building a searcher costs more than a search of a message.
+    static WORDS: LazyLock<[Finder<'static>; 3]> = LazyLock::new(|| {
+        [
+            Finder::new(b"\"method\""),
+            Finder::new(b"\"result\""),
+            Finder::new(b"\"error\""),
+        ]
+    });
+    let bytes = text.as_bytes();
+    let [method, result, error] = &*WORDS;
+    memchr::memchr(b'\\', bytes).is_none()
+        && method.find(bytes).is_none()
+        && (result.find(bytes).is_some() || error.find(bytes).is_some())
+}
+
 /// Reads one JSON-RPC message of the inner server for the request `id`.
 pub(crate) fn read_inner_message(
     text: &str,
@@ -195,6 +221,34 @@ mod tests {
 
     fn id(text: &str) -> Box<RawValue> {
         RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn only_a_message_that_names_no_method_and_answers_is_plainly_a_response() {
+        let response = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
+        assert!(plainly_a_response(response));
+        assert!(plainly_a_response(
+            r#"{"jsonrpc":"2.0","id":"a","error":{"code":-1,"message":"no"}}"#
+        ));
+        for other in [
+            // Notifications and requests name a method.
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":{}}"#,
+            // A method spelt with escapes, or a result that mentions one.
+            r#"{"jsonrpc":"2.0","id":7,"m\u0065thod":"x","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"text":"\"quoted\""}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"method":"x"}}"#,
+            // Neither a result nor an error.
+            r#"{"jsonrpc":"2.0","id":1}"#,
+        ] {
+            assert!(!plainly_a_response(other), "{other}");
+        }
+        // Whatever it vouches for, the full read finds to be the response.
+        let id = RawValue::from_string("1".to_owned()).unwrap();
+        assert!(matches!(
+            read_inner_message(response, &id).unwrap(),
+            InnerMessage::Response
+        ));
     }
 
     #[test]
