@@ -122,26 +122,27 @@ pub(crate) fn same_id(a: &RawValue, b: &RawValue) -> bool {
 
 /// Whether a message on the SSE answer of a request is plainly the
 /// response, from its bytes alone: it names no method (no `"method"`, and
-/// no backslash that could spell one with escapes) and holds a `"result"`
-/// or an `"error"`. On a request's own stream the only response is the one
-/// to that request. A message this does not vouch for is read whole with
-/// [`read_inner_message`]; one it vouches for wrongly (a message that is
-/// not JSON-RPC but names no method) only ends the race early, and reaches
-/// the client unchanged all the same.
+/// no `\u` escape that could spell one; `\n` or `\"` in a result's text
+/// cannot) and holds a `"result"` or an `"error"`. On a request's own
+/// stream the only response is the one to that request. A message this
+/// does not vouch for is read whole with [`read_inner_message`]; one it
+/// vouches for wrongly (not JSON-RPC, or a response to another id) only
+/// ends the race early, and reaches the client unchanged all the same.
 pub(crate) fn plainly_a_response(text: &str) -> bool {
     use memchr::memmem::Finder;
     use std::sync::LazyLock;
     // Built once: building a searcher costs more than a search of a message.
-    static WORDS: LazyLock<[Finder<'static>; 3]> = LazyLock::new(|| {
+    static WORDS: LazyLock<[Finder<'static>; 4]> = LazyLock::new(|| {
         [
+            Finder::new(b"\\u"),
             Finder::new(b"\"method\""),
             Finder::new(b"\"result\""),
             Finder::new(b"\"error\""),
         ]
     });
     let bytes = text.as_bytes();
-    let [method, result, error] = &*WORDS;
-    memchr::memchr(b'\\', bytes).is_none()
+    let [unicode, method, result, error] = &*WORDS;
+    unicode.find(bytes).is_none()
         && method.find(bytes).is_none()
         && (result.find(bytes).is_some() || error.find(bytes).is_some())
 }
@@ -227,6 +228,10 @@ mod tests {
     fn only_a_message_that_names_no_method_and_answers_is_plainly_a_response() {
         let response = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
         assert!(plainly_a_response(response));
+        // Text with the escapes real results carry.
+        assert!(plainly_a_response(
+            r#"{"jsonrpc":"2.0","id":1,"result":{"text":"a\n\"b\"\\ \"method\""}}"#
+        ));
         assert!(plainly_a_response(
             r#"{"jsonrpc":"2.0","id":"a","error":{"code":-1,"message":"no"}}"#
         ));
@@ -234,9 +239,10 @@ mod tests {
             // Notifications and requests name a method.
             r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#,
             r#"{"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":{}}"#,
-            // A method spelt with escapes, or a result that mentions one.
+            // A method spelt with escapes (or any `\u`, to be safe), or a
+            // result with a member named so.
             r#"{"jsonrpc":"2.0","id":7,"m\u0065thod":"x","result":{}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"result":{"text":"\"quoted\""}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"text":"caf\u00e9"}}"#,
             r#"{"jsonrpc":"2.0","id":1,"result":{"method":"x"}}"#,
             // Neither a result nor an error.
             r#"{"jsonrpc":"2.0","id":1}"#,
