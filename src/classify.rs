@@ -37,7 +37,7 @@ use crate::task::TaskId;
 use crate::wire::MODERN_VERSION;
 use crate::wire::envelope::{
     Envelope, Loose, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, Params, as_str, decode_name,
-    header, str_text, tasks_member,
+    header, tasks_member,
 };
 use crate::wire::jsonrpc::Reply;
 use crate::wire::raw::{Members, edit_object, span};
@@ -192,7 +192,7 @@ pub(crate) fn classify(
     };
     // The name a `tools/call` or task method is about, read once.
     let named = match method {
-        "tools/call" => str_text(params.name),
+        "tools/call" => as_str(params.name),
         "tasks/get" | "tasks/update" | "tasks/cancel" => as_str(params.task_id),
         _ => None,
     };

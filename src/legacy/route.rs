@@ -31,7 +31,7 @@ use super::sessions::{Known, Sessions};
 use crate::config::TasksConfig;
 use crate::policy::ToolPolicy;
 use crate::task::TaskId;
-use crate::wire::envelope::{MCP_PROTOCOL_VERSION, Spanned, as_str, header, str_text};
+use crate::wire::envelope::{MCP_PROTOCOL_VERSION, Spanned, as_str, header};
 use crate::wire::jsonrpc::{ErrorObject, INVALID_PARAMS, METHOD_NOT_FOUND, Reply};
 use crate::wire::raw::span;
 
@@ -248,7 +248,7 @@ fn tool_call(
     config: &TasksConfig,
 ) -> Decision {
     let params = &spanned.fields;
-    let name = str_text(params.name);
+    let name = as_str(params.name);
     let name = name.as_deref().unwrap_or_default();
     let policy = config.policy_for(name);
     let task = params.task.filter(|raw| raw.get() != "null");

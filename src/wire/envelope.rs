@@ -212,20 +212,15 @@ impl<'de> Deserialize<'de> for TasksMember<'de> {
     }
 }
 
-/// The text of a raw JSON string: the bytes between its quotes when it
-/// holds no escape (no second parse), else decoded; `None` when it is not
-/// a string or does not decode.
-pub(crate) fn str_text(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
+/// Reads a JSON string out of a raw value, if it is one: the bytes between
+/// its quotes when it holds no escape (no second parse), else decoded;
+/// `None` when it is not a string or does not decode.
+pub(crate) fn as_str(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
     let text = raw?.get();
     match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
         Some(inner) if !inner.contains('\\') => Some(Cow::Borrowed(inner)),
-        _ => as_str(raw),
+        _ => serde_json::from_str::<Cow<'_, str>>(text).ok(),
     }
-}
-
-/// Reads a JSON string out of a raw value, if it is one.
-pub(crate) fn as_str(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
-    raw.and_then(|raw| serde_json::from_str::<Cow<'_, str>>(raw.get()).ok())
 }
 
 /// The tasks extension's member of an `extensions` object (none when
@@ -279,7 +274,7 @@ mod tests {
         let read = |body: &str| {
             let envelope = Envelope::parse(body.as_bytes(), false).unwrap();
             let params = envelope.params.unwrap_or_default();
-            let text = str_text(params.fields.name).map(Cow::into_owned);
+            let text = as_str(params.fields.name).map(Cow::into_owned);
             let sent = params
                 .name_span(body.as_bytes())
                 .map(|at| body[at].to_owned());
