@@ -141,9 +141,10 @@ pub(crate) fn classify(
     // Unreadable bodies are answered only on the 2026-07-28 wire; anything
     // else (older, session-based clients that may batch, non-MCP routes) is
     // the inner server's business.
-    let header_version = match seen.modern {
-        true => Some(MODERN_VERSION),
-        false => header(headers, &MCP_PROTOCOL_VERSION),
+    let header_version = if seen.modern {
+        Some(MODERN_VERSION)
+    } else {
+        header(headers, &MCP_PROTOCOL_VERSION)
     };
     let modern_header = header_version == Some(MODERN_VERSION);
     let first = body.iter().copied().find(|b| !b.is_ascii_whitespace());
@@ -198,9 +199,10 @@ pub(crate) fn classify(
     };
     let sent = Sent {
         version: header_version,
-        method: match seen.tool_call {
-            true => Some("tools/call"),
-            false => header(headers, &MCP_METHOD),
+        method: if seen.tool_call {
+            Some("tools/call")
+        } else {
+            header(headers, &MCP_METHOD)
         },
     };
     let checked = check_headers(
