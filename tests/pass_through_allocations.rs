@@ -3,12 +3,17 @@
 //! `Mcp-Method` header routes past the layer: counted with a counting global
 //! allocator, the same in-process inner service with and without the layer.
 //! Such a request also reaches the inner server before its body has ended.
+//!
+//! The count is per thread: each test runs on a current-thread runtime, so
+//! every allocation of a round trip happens on the test's own thread, while
+//! the harness and the other tests allocate on theirs (a process-wide count
+//! picked those up and failed at random).
 
 #[path = "../benches/support/inner.rs"]
 mod inner;
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 
 use http_body_util::{BodyExt, StreamBody};
 use mcp_tasks::{MemoryTaskStore, TasksLayer};
@@ -16,11 +21,22 @@ use tower::{Layer, ServiceExt};
 
 struct Counting;
 
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// Allocations made on this thread; `const` and without a destructor,
+    /// so reading it never allocates.
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Allocations made so far on the calling thread.
+fn allocations() -> usize {
+    ALLOCATIONS.with(Cell::get)
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // During thread teardown the slot may be gone: such an allocation
+        // belongs to no round trip.
+        let _ = ALLOCATIONS.try_with(|count| count.set(count.get() + 1));
         unsafe { System.alloc(layout) }
     }
 
@@ -31,9 +47,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-
-/// The counter is process-wide: the tests of this file take turns.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// A 2026-07-28 `tools/list` (`routed`: the layer can route it by its
 /// `Mcp-Method` header), or one of an older protocol generation, without
@@ -63,10 +76,10 @@ where
     B::Error: std::fmt::Debug,
 {
     let request = tools_list(routed);
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = allocations();
     let response = service.oneshot(request).await.unwrap();
     let body = response.into_body().collect().await.unwrap().to_bytes();
-    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    let after = allocations();
     assert!(body.starts_with(br#"{"jsonrpc":"2.0","id":1,"result""#));
     after - before
 }
@@ -74,7 +87,6 @@ where
 /// Allocations of one `tools/list` round trip without and with the layer,
 /// over the same inner service, after a warm-up of both paths.
 async fn without_and_with(routed: bool) -> (usize, usize) {
-    let _turn = SERIAL.lock().await;
     let bare = inner::Inner {
         answers: inner::Answers::AtOnce,
     };
@@ -133,7 +145,6 @@ fn chunks_from(mut receiver: tokio::sync::mpsc::Receiver<Frame>) -> Chunks {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_request_routed_past_the_layer_reaches_the_inner_server_before_its_body_ends() {
-    let _turn = SERIAL.lock().await;
     // The inner service answers from the head alone.
     let inner = tower::service_fn(|request: http::Request<_>| async move {
         let method = request.headers()["mcp-method"].clone();
