@@ -15,7 +15,8 @@
 //! more of it.
 //!
 //! An SSE answer is relayed live: the head and each event reach the client
-//! as the inner server sends them (see `flight::live`). If the threshold
+//! as the inner server sends them (see `flight::direct`, then
+//! `flight::live`). If the threshold
 //! passes first, the layer ends that stream with the `CreateTaskResult` as
 //! the response to the call, after the notifications already relayed. A
 //! request of the inner server before the threshold is held back, as for a
@@ -39,9 +40,10 @@ use tokio::time::{Instant, timeout_at};
 use tower_service::Service;
 use tracing::Instrument;
 
-use crate::body::{BoxError, RequestBody, ResponseBody, reply_response};
+use crate::body::{BoxBody, BoxError, RequestBody, ResponseBody, reply_response};
 use crate::classify::ToolCall;
 use crate::flight::caller::{CallInner, Caller};
+use crate::flight::direct::Direct;
 use crate::flight::driver::Plain;
 use crate::flight::live::{Live, sse_event};
 use crate::flight::{Answer, Event, Flight, InnerFuture};
@@ -191,8 +193,10 @@ async fn until_answer(flight: &mut Flight, progress: &mut Option<String>) -> Box
     }
 }
 
-/// An SSE answer: the head and each event go to the client as they come,
-/// and the race runs in the body (see [`Live`]).
+/// An SSE answer: the head and each event go to the client as they come.
+/// A first event that is plainly the response ends the race at no further
+/// cost ([`Direct`]); anything else, or the threshold, hands the stream to
+/// the race that reads every event ([`racing_body`]).
 fn live<RB>(
     response: Response<RB>,
     deadline: Instant,
@@ -206,7 +210,25 @@ where
     // The stream may end with the layer's own event instead of the rest.
     head.headers.remove(CONTENT_LENGTH);
     let body = body.map_err(Into::into).boxed_unsync();
-    let (mut flight, relay) = Flight::live(parking.id.clone(), body, parking.limit());
+    let slow = move |unsent, body| racing_body::<RB>(unsent, body, deadline, parking);
+    let body = BodyExt::boxed_unsync(Direct::new(body, deadline, slow));
+    Response::from_parts(head, ResponseBody::boxed(body))
+}
+
+/// The rest of a live SSE answer, `unsent` and then `body`, read event by
+/// event while the call races the threshold; the race runs in the body (see
+/// [`Live`]).
+fn racing_body<RB>(
+    unsent: Bytes,
+    body: BoxBody,
+    deadline: Instant,
+    parking: Parking,
+) -> ResponseBody<RB>
+where
+    RB: Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    let (mut flight, relay) = Flight::live(parking.id.clone(), unsent, body, parking.limit());
     let racing = Box::pin(async move {
         let mut progress = None;
         match timeout_at(deadline, until_answer(&mut flight, &mut progress)).await {
@@ -221,8 +243,7 @@ where
             },
         }
     });
-    let body = BodyExt::boxed_unsync(Live::new(relay, racing));
-    Response::from_parts(head, ResponseBody::boxed(body))
+    ResponseBody::boxed(BodyExt::boxed_unsync(Live::new(relay, racing)))
 }
 
 /// What parking a call takes besides the flight.

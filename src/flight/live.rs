@@ -1,5 +1,6 @@
 //! An SSE answer relayed to its client as it comes, while the call races
-//! the threshold.
+//! the threshold: the full machinery, which `direct` hands a stream to when
+//! its first event is not plainly the response.
 //!
 //! The client gets the inner response head at once, then each event once
 //! the flight has looked at it ([`Relay`]). The body also drives the race

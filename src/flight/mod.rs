@@ -3,9 +3,10 @@
 //!
 //! A call whose response head arrives in time needs no flight unless it is
 //! an SSE stream: `race` returns any other response as it is. An SSE answer
-//! is read by a live flight that releases each event to the client as it
-//! goes (`live`); a call that outlives the threshold before its head gets a
-//! flight at parking.
+//! whose first event is plainly the response needs none either (`direct`
+//! relays it by its bytes); any other is read by a live flight that releases
+//! each event to the client as it goes (`live`). A call that outlives the
+//! threshold before its head gets a flight at parking.
 //!
 //! A flight owns the inner response future and, once the head has arrived,
 //! the body. [`Flight::next_event`] is cancel-safe: the race can give up on it
@@ -31,6 +32,7 @@
 
 pub(crate) mod caller;
 mod collect;
+pub(crate) mod direct;
 pub(crate) mod driver;
 pub(crate) mod live;
 mod segment;
@@ -169,10 +171,16 @@ impl Flight {
         }
     }
 
-    /// A flight over an SSE `body` whose head went to the client already:
+    /// A flight over an SSE stream whose head went to the client already,
+    /// `unsent` (bytes read from it and not yet relayed) and then `body`:
     /// the flight, and what it releases for the client as it reads.
-    pub(crate) fn live(id: Box<RawValue>, body: BoxBody, limit: usize) -> (Self, tap::Relay) {
-        let tap = Box::new(Tap::new(body, true, limit));
+    pub(crate) fn live(
+        id: Box<RawValue>,
+        unsent: Bytes,
+        body: BoxBody,
+        limit: usize,
+    ) -> (Self, tap::Relay) {
+        let tap = Box::new(Tap::new(unsent, body, true, limit));
         let relay = tap.relay();
         // A parked call never needs the head; the client has it.
         let head = Box::new(Response::new(()).into_parts().0);
@@ -219,7 +227,7 @@ impl Flight {
                         // While the answer may still reach its client as it
                         // came, the response is known by its bytes, not
                         // parsed: a task reads it whole when it records it.
-                        if self.relay && plainly_a_response(&data) {
+                        if self.relay && plainly_a_response(data.as_bytes()) {
                             return self.finish_sse(data);
                         }
                         match read_inner_message(&data, &self.id) {
@@ -293,7 +301,7 @@ impl Flight {
             format!("the inner server answered HTTP {}", response.status())
         } else if kind.starts_with("text/event-stream") {
             let (head, body) = response.into_parts();
-            let tap = Box::new(Tap::new(body, self.relay, self.limit));
+            let tap = Box::new(Tap::new(Bytes::new(), body, self.relay, self.limit));
             return Ok(Stage::Sse(Box::new(head), tap));
         } else if kind.starts_with("application/json") {
             let (head, body) = response.into_parts();

@@ -171,9 +171,10 @@ pub(crate) struct Tap {
 }
 
 impl Tap {
-    /// Starts reading `body`, recording its bytes if `record`; an event
-    /// (with the bytes read since the previous one) may take `limit` bytes.
-    pub(crate) fn new(body: BoxBody, record: bool, limit: usize) -> Self {
+    /// Starts reading `first` and then `body`, recording the bytes if
+    /// `record`; an event (with the bytes read since the previous one) may
+    /// take `limit` bytes. `first` starts at an event's start.
+    pub(crate) fn new(first: Bytes, body: BoxBody, record: bool, limit: usize) -> Self {
         let recording = Arc::new(Mutex::new(Recording {
             on: record,
             limit,
@@ -182,7 +183,7 @@ impl Tap {
         let tee = Tee {
             body,
             recording: recording.clone(),
-            rest: Bytes::new(),
+            rest: first,
             segmenter: Segmenter::default(),
         };
         Self {

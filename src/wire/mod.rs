@@ -128,7 +128,12 @@ pub(crate) fn same_id(a: &RawValue, b: &RawValue) -> bool {
 /// does not vouch for is read whole with [`read_inner_message`]; one it
 /// vouches for wrongly (not JSON-RPC, or a response to another id) only
 /// ends the race early, and reaches the client unchanged all the same.
-pub(crate) fn plainly_a_response(text: &str) -> bool {
+///
+/// `bytes` may also be a whole SSE event, field names and all: the other
+/// fields cannot hide a method (they can only add words, which sends the
+/// event to the full read), and a result or error named only there is the
+/// same harmless mistake.
+pub(crate) fn plainly_a_response(bytes: &[u8]) -> bool {
     use memchr::memmem::Finder;
     use std::sync::LazyLock;
     // Built once: building a searcher costs more than a search of a message.
@@ -140,7 +145,6 @@ pub(crate) fn plainly_a_response(text: &str) -> bool {
             Finder::new(b"\"error\""),
         ]
     });
-    let bytes = text.as_bytes();
     let [unicode, method, result, error] = &*WORDS;
     unicode.find(bytes).is_none()
         && method.find(bytes).is_none()
@@ -227,13 +231,17 @@ mod tests {
     #[test]
     fn only_a_message_that_names_no_method_and_answers_is_plainly_a_response() {
         let response = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
-        assert!(plainly_a_response(response));
+        assert!(plainly_a_response(response.as_bytes()));
         // Text with the escapes real results carry.
         assert!(plainly_a_response(
-            r#"{"jsonrpc":"2.0","id":1,"result":{"text":"a\n\"b\"\\ \"method\""}}"#
+            br#"{"jsonrpc":"2.0","id":1,"result":{"text":"a\n\"b\"\\ \"method\""}}"#
         ));
         assert!(plainly_a_response(
-            r#"{"jsonrpc":"2.0","id":"a","error":{"code":-1,"message":"no"}}"#
+            br#"{"jsonrpc":"2.0","id":"a","error":{"code":-1,"message":"no"}}"#
+        ));
+        // A whole SSE event, as the live relay looks at it.
+        assert!(plainly_a_response(
+            b"id: 4\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"
         ));
         for other in [
             // Notifications and requests name a method.
@@ -247,7 +255,7 @@ mod tests {
             // Neither a result nor an error.
             r#"{"jsonrpc":"2.0","id":1}"#,
         ] {
-            assert!(!plainly_a_response(other), "{other}");
+            assert!(!plainly_a_response(other.as_bytes()), "{other}");
         }
         // Whatever it vouches for, the full read finds to be the response.
         let id = RawValue::from_string("1".to_owned()).unwrap();

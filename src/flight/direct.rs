@@ -1,0 +1,409 @@
+//! The cheap way through for a live SSE answer: an answer whose first
+//! message is the response to the call.
+//!
+//! Most fast calls answered as SSE carry one event, the response. Reading
+//! such a stream with the full machinery (a [`Tap`](super::tap::Tap) that
+//! records, parses and releases every event while a race future reads it)
+//! costs several allocations and a parse the client never needs. [`Direct`]
+//! instead cuts the stream at event ends (`segment`) and looks at each event
+//! by its bytes:
+//!
+//! - an event that is plainly a response (`wire::plainly_a_response`) goes
+//!   out as it is, and so does everything after it: the call answered in
+//!   time;
+//! - anything else (a progress notification, a request of the inner server,
+//!   an event that is not JSON-RPC), and the threshold passing first, hand
+//!   the stream to the full machinery (`slow`), starting from the first byte
+//!   not yet sent: from there on the call is read, relayed, held back or
+//!   parked exactly as before.
+//!
+//! An event goes out only once it is whole, so nothing that must be held
+//! back has left; the client's bytes are the inner server's either way.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use http_body::{Body, Frame};
+use http_body_util::BodyExt;
+use pin_project_lite::pin_project;
+use tokio::time::{Instant, Sleep};
+
+use super::segment::Segmenter;
+use crate::body::{BoxBody, BoxError, ResponseBody};
+use crate::wire::plainly_a_response;
+
+pin_project! {
+    /// The body of a live SSE answer that has not needed the full machinery.
+    ///
+    /// `F` builds that machinery from the bytes not yet sent (an event not
+    /// yet whole, or one that is not plainly a response) and the rest of the
+    /// inner body; it runs at most once.
+    pub(crate) struct Direct<B, F> {
+        #[pin]
+        deadline: Sleep,
+        stage: Stage<B, F>,
+    }
+}
+
+enum Stage<B, F> {
+    /// Reading events until the response or the threshold.
+    Racing(Racing<F>),
+    /// The response went out: the rest of the stream, as it comes.
+    Through { rest: Bytes, body: BoxBody },
+    /// The full machinery reads the rest.
+    Slow(Pin<Box<ResponseBody<B>>>),
+    /// Nothing more (after an error of the inner body).
+    Done,
+}
+
+struct Racing<F> {
+    body: BoxBody,
+    segmenter: Segmenter,
+    /// Bytes read from `body` and not yet cut.
+    rest: Bytes,
+    /// The pieces of an event not yet whole.
+    pending: Vec<Bytes>,
+    slow: F,
+}
+
+/// What reading one more piece while racing led to.
+enum Step {
+    /// An event that is plainly the response: it goes out, then the rest.
+    Answered(Bytes),
+    /// The full machinery takes over from these bytes on.
+    Slow(Bytes),
+    /// A frame that is not data (trailers), passed on.
+    Other(Frame<Bytes>),
+    /// The inner body failed: the bytes held, then the error.
+    Failed(Bytes, BoxError),
+    /// The stream ended: the bytes held, if any.
+    Ended(Bytes),
+    Pending,
+}
+
+impl<B, F> Direct<B, F>
+where
+    F: FnOnce(Bytes, BoxBody) -> ResponseBody<B>,
+{
+    /// Relays `body`, an inner SSE answer, until `deadline`; `slow` takes
+    /// over for anything but a plain response in time.
+    pub(crate) fn new(body: BoxBody, deadline: Instant, slow: F) -> Self {
+        Self {
+            deadline: tokio::time::sleep_until(deadline),
+            stage: Stage::Racing(Racing {
+                body,
+                segmenter: Segmenter::default(),
+                rest: Bytes::new(),
+                pending: Vec::new(),
+                slow,
+            }),
+        }
+    }
+}
+
+impl<F> Racing<F> {
+    /// Reads until an event is whole, the body stops, or it must wait; `due`
+    /// tells whether the threshold has passed (asked only when waiting).
+    fn step(&mut self, cx: &mut Context<'_>, due: impl FnOnce(&mut Context<'_>) -> bool) -> Step {
+        loop {
+            if let Some((piece, ends)) = self.segmenter.next_piece(&mut self.rest) {
+                if !ends {
+                    self.pending.push(piece);
+                    continue;
+                }
+                let event = self.held_with(piece);
+                return if plainly_a_response(&event) {
+                    Step::Answered(event)
+                } else {
+                    Step::Slow(join(event, std::mem::take(&mut self.rest)))
+                };
+            }
+            match Pin::new(&mut self.body).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(data) => self.rest = data,
+                    Err(frame) => return Step::Other(frame),
+                },
+                Poll::Ready(Some(Err(error))) => return Step::Failed(self.held(), error),
+                Poll::Ready(None) => return Step::Ended(self.held()),
+                Poll::Pending if due(cx) => return Step::Slow(self.held()),
+                Poll::Pending => return Step::Pending,
+            }
+        }
+    }
+
+    /// The pieces held of an event not yet whole, as one buffer.
+    fn held(&mut self) -> Bytes {
+        self.held_with(Bytes::new())
+    }
+
+    /// The pieces held followed by `last`, as one buffer.
+    fn held_with(&mut self, last: Bytes) -> Bytes {
+        if self.pending.is_empty() {
+            return last;
+        }
+        let size = self.pending.iter().map(Bytes::len).sum::<usize>() + last.len();
+        let mut all = BytesMut::with_capacity(size);
+        for piece in self.pending.drain(..) {
+            all.extend_from_slice(&piece);
+        }
+        all.extend_from_slice(&last);
+        all.freeze()
+    }
+}
+
+/// `first` then `second`, as one buffer (either may be empty).
+fn join(first: Bytes, second: Bytes) -> Bytes {
+    if second.is_empty() {
+        return first;
+    }
+    if first.is_empty() {
+        return second;
+    }
+    let mut all = BytesMut::with_capacity(first.len() + second.len());
+    all.extend_from_slice(&first);
+    all.extend_from_slice(&second);
+    all.freeze()
+}
+
+impl<B, F> Body for Direct<B, F>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+    F: FnOnce(Bytes, BoxBody) -> ResponseBody<B>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.project();
+        let mut deadline = this.deadline;
+        let stage = this.stage;
+        loop {
+            match stage {
+                Stage::Through { rest, body } => {
+                    if !rest.is_empty() {
+                        return Poll::Ready(Some(Ok(Frame::data(std::mem::take(rest)))));
+                    }
+                    return Pin::new(body).poll_frame(cx);
+                }
+                Stage::Slow(body) => return body.as_mut().poll_frame(cx),
+                Stage::Done => return Poll::Ready(None),
+                Stage::Racing(racing) => {
+                    let due = |cx: &mut Context<'_>| deadline.as_mut().poll(cx).is_ready();
+                    let (next, frame) = match racing.step(cx, due) {
+                        Step::Pending => return Poll::Pending,
+                        Step::Other(frame) => return Poll::Ready(Some(Ok(frame))),
+                        Step::Answered(event) => {
+                            let rest = std::mem::take(&mut racing.rest);
+                            let body = std::mem::replace(&mut racing.body, empty());
+                            (Stage::Through { rest, body }, Some(Ok(event)))
+                        }
+                        Step::Ended(held) => {
+                            let body = empty();
+                            (Stage::Through { rest: held, body }, None)
+                        }
+                        Step::Failed(held, error) => {
+                            if held.is_empty() {
+                                (Stage::Done, Some(Err(error)))
+                            } else {
+                                let body = failing(error);
+                                (Stage::Through { rest: held, body }, None)
+                            }
+                        }
+                        Step::Slow(unsent) => {
+                            if let Stage::Racing(racing) = std::mem::replace(stage, Stage::Done) {
+                                let Racing { body, slow, .. } = racing;
+                                *stage = Stage::Slow(Box::pin(slow(unsent, body)));
+                            }
+                            continue;
+                        }
+                    };
+                    *stage = next;
+                    match frame {
+                        Some(Ok(event)) => return Poll::Ready(Some(Ok(Frame::data(event)))),
+                        Some(Err(error)) => return Poll::Ready(Some(Err(error))),
+                        None => continue,
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A body with nothing in it (a `Box` of a zero-sized body allocates nothing).
+fn empty() -> BoxBody {
+    http_body_util::Empty::<Bytes>::new()
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
+/// A body that fails at once with `error`.
+fn failing(error: BoxError) -> BoxBody {
+    let once = futures_util::stream::once(async move { Err::<Frame<Bytes>, _>(error) });
+    http_body_util::StreamBody::new(once).boxed_unsync()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use futures_util::StreamExt;
+    use http_body_util::{BodyStream, StreamBody};
+
+    use super::*;
+
+    type Sent = tokio::sync::mpsc::UnboundedSender<Result<Frame<Bytes>, BoxError>>;
+
+    /// An inner body fed by the test, frame by frame.
+    fn inner() -> (Sent, BoxBody) {
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+        let frames = futures_util::stream::poll_fn(move |cx| receiver.poll_recv(cx));
+        (sender, StreamBody::new(frames).boxed_unsync())
+    }
+
+    fn data(text: &str) -> Result<Frame<Bytes>, BoxError> {
+        Ok(Frame::data(Bytes::copy_from_slice(text.as_bytes())))
+    }
+
+    /// A `slow` that records what it was handed and relays it unchanged.
+    fn slow(
+        seen: Arc<std::sync::Mutex<Option<String>>>,
+    ) -> impl FnOnce(Bytes, BoxBody) -> ResponseBody<BoxBody> {
+        move |unsent: Bytes, body: BoxBody| {
+            *seen.lock().unwrap() = Some(String::from_utf8(unsent.to_vec()).unwrap());
+            let first = futures_util::stream::once(async move { Ok(Frame::data(unsent)) });
+            let relayed = first.chain(BodyStream::new(body));
+            ResponseBody::boxed(StreamBody::new(relayed).boxed_unsync())
+        }
+    }
+
+    /// Everything `body` gives until it ends or fails: the text, and the
+    /// error if any.
+    async fn read_all(body: impl Body<Data = Bytes, Error = BoxError>) -> (String, Option<String>) {
+        let mut body = std::pin::pin!(body);
+        let mut text = String::new();
+        while let Some(frame) = body.frame().await {
+            match frame {
+                Ok(frame) => text.push_str(std::str::from_utf8(frame.data_ref().unwrap()).unwrap()),
+                Err(error) => return (text, Some(error.to_string())),
+            }
+        }
+        (text, None)
+    }
+
+    fn later() -> Instant {
+        Instant::now() + Duration::from_secs(60)
+    }
+
+    const RESPONSE: &str = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\n\n";
+    const PROGRESS: &str = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\n";
+
+    #[tokio::test]
+    async fn a_response_first_goes_out_as_it_came_and_so_does_all_after_it() {
+        let seen = Arc::new(std::sync::Mutex::new(None));
+        let (sender, body) = inner();
+        // Split inside the response event, and a trailing event with it.
+        let (head, tail) = RESPONSE.split_at(20);
+        sender.send(data(head)).unwrap();
+        sender.send(data(&format!("{tail}: after\n\n"))).unwrap();
+        sender.send(data(PROGRESS)).unwrap();
+        drop(sender);
+        let direct = Direct::new(body, later(), slow(seen.clone()));
+        let (text, error) = read_all(direct).await;
+        assert_eq!(text, format!("{RESPONSE}: after\n\n{PROGRESS}"));
+        assert_eq!(error, None);
+        assert_eq!(*seen.lock().unwrap(), None, "the full machinery was built");
+    }
+
+    #[tokio::test]
+    async fn anything_but_a_response_hands_over_the_bytes_not_yet_sent() {
+        let seen = Arc::new(std::sync::Mutex::new(None));
+        let (sender, body) = inner();
+        let partial = "data: {\"jsonrpc\"";
+        sender.send(data(&format!("{PROGRESS}{partial}"))).unwrap();
+        sender
+            .send(data(":\"2.0\",\"id\":1,\"result\":{}}\n\n"))
+            .unwrap();
+        drop(sender);
+        let direct = Direct::new(body, later(), slow(seen.clone()));
+        let (text, _) = read_all(direct).await;
+        // The notification and the partial event after it were not sent.
+        assert_eq!(
+            seen.lock().unwrap().as_deref(),
+            Some(format!("{PROGRESS}{partial}").as_str())
+        );
+        assert!(
+            text.starts_with(PROGRESS) && text.ends_with("\"result\":{}}\n\n"),
+            "{text}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_comment_is_no_response_and_is_handed_over_with_what_follows() {
+        let seen = Arc::new(std::sync::Mutex::new(None));
+        let (sender, body) = inner();
+        sender
+            .send(data(": primed\n\ndata: {\"jsonrpc\":"))
+            .unwrap();
+        let mut direct = std::pin::pin!(Direct::new(body, later(), slow(seen.clone())));
+        let first = direct.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert_eq!(&first[..], b": primed\n\ndata: {\"jsonrpc\":");
+        assert_eq!(
+            seen.lock().unwrap().as_deref(),
+            Some(": primed\n\ndata: {\"jsonrpc\":")
+        );
+        drop(sender);
+    }
+
+    #[tokio::test]
+    async fn an_event_not_yet_whole_at_the_threshold_is_handed_over() {
+        let seen = Arc::new(std::sync::Mutex::new(None));
+        let (sender, body) = inner();
+        sender.send(data("data: {\"jsonrpc\":")).unwrap();
+        // The threshold has passed: once the body must wait, the full
+        // machinery (which parks) takes over from the event's first byte.
+        let direct = Direct::new(body, Instant::now(), slow(seen.clone()));
+        let reading = tokio::spawn(read_all(direct));
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while seen.lock().unwrap().is_none() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("not handed over at the threshold");
+        assert_eq!(seen.lock().unwrap().as_deref(), Some("data: {\"jsonrpc\":"));
+        sender
+            .send(data("\"2.0\",\"id\":1,\"result\":{}}\n\n"))
+            .unwrap();
+        drop(sender);
+        let (text, _) = reading.await.unwrap();
+        assert_eq!(
+            text,
+            "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_stream_that_ends_or_breaks_without_a_response_is_relayed_to_its_end() {
+        let seen = Arc::new(std::sync::Mutex::new(None));
+        let (sender, body) = inner();
+        sender.send(data("data: {\"jsonrpc\":\"2.0\"")).unwrap();
+        drop(sender);
+        let (text, error) = read_all(Direct::new(body, later(), slow(seen.clone()))).await;
+        assert_eq!((text.as_str(), error), ("data: {\"jsonrpc\":\"2.0\"", None));
+
+        let (sender, body) = inner();
+        sender.send(data("data: {")).unwrap();
+        sender.send(Err("the inner stream broke".into())).unwrap();
+        let (text, error) = read_all(Direct::new(body, later(), slow(seen.clone()))).await;
+        assert_eq!(text, "data: {");
+        assert_eq!(error.as_deref(), Some("the inner stream broke"));
+        assert_eq!(*seen.lock().unwrap(), None);
+    }
+}
