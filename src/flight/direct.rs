@@ -11,6 +11,8 @@
 //! - an event that is plainly a response (`wire::plainly_a_response`) goes
 //!   out as it is, and so does everything after it: the call answered in
 //!   time;
+//! - an event without a message (a priming event, a comment) goes out, and
+//!   the race goes on;
 //! - anything else (a progress notification, a request of the inner server,
 //!   an event that is not JSON-RPC), and the threshold passing first, hand
 //!   the stream to the full machinery (`slow`), starting from the first byte
@@ -72,6 +74,8 @@ struct Racing<F> {
 enum Step {
     /// An event that is plainly the response: it goes out, then the rest.
     Answered(Bytes),
+    /// An event without a message: it goes out, and the race goes on.
+    Blank(Bytes),
     /// The full machinery takes over from these bytes on.
     Slow(Bytes),
     /// A frame that is not data (trailers), passed on.
@@ -80,6 +84,7 @@ enum Step {
     Failed(Bytes, BoxError),
     /// The stream ended: the bytes held, if any.
     Ended(Bytes),
+    /// Nothing to read yet, and the threshold not passed.
     Pending,
 }
 
@@ -116,6 +121,8 @@ impl<F> Racing<F> {
                 let event = self.held_with(piece);
                 return if plainly_a_response(&event) {
                     Step::Answered(event)
+                } else if carries_no_message(&event) {
+                    Step::Blank(event)
                 } else {
                     Step::Slow(join(event, std::mem::take(&mut self.rest)))
                 };
@@ -151,6 +158,40 @@ impl<F> Racing<F> {
         all.extend_from_slice(&last);
         all.freeze()
     }
+}
+
+/// Whether an SSE event carries no message: nothing but comments, `id`,
+/// `event` and `retry` fields, and blank `data` (a priming event that only
+/// sets an id for resumption, a keep-alive comment). The full read skips
+/// such events too. A line `sse-stream` might refuse (no colon, an unknown
+/// field, a second `id` or `event`, a `retry` that is no number) is not
+/// vouched for: the full read finds what it is.
+fn carries_no_message(event: &[u8]) -> bool {
+    let (mut ids, mut names) = (0, 0);
+    event
+        .split(|&byte| byte == b'\n' || byte == b'\r')
+        .all(|line| {
+            if line.is_empty() || line[0] == b':' {
+                return true;
+            }
+            let Some(colon) = memchr::memchr(b':', line) else {
+                return false;
+            };
+            let value = line[colon + 1..].trim_ascii();
+            match &line[..colon] {
+                b"data" => value.is_empty(),
+                b"id" => {
+                    ids += 1;
+                    ids == 1
+                }
+                b"event" => {
+                    names += 1;
+                    names == 1
+                }
+                b"retry" => std::str::from_utf8(value).is_ok_and(|v| v.parse::<u64>().is_ok()),
+                _ => false,
+            }
+        })
 }
 
 /// `first` then `second`, as one buffer (either may be empty).
@@ -198,6 +239,7 @@ where
                     let (next, frame) = match racing.step(cx, due) {
                         Step::Pending => return Poll::Pending,
                         Step::Other(frame) => return Poll::Ready(Some(Ok(frame))),
+                        Step::Blank(event) => return Poll::Ready(Some(Ok(Frame::data(event)))),
                         Step::Answered(event) => {
                             let rest = std::mem::take(&mut racing.rest);
                             let body = std::mem::replace(&mut racing.body, empty());
@@ -345,18 +387,52 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_comment_is_no_response_and_is_handed_over_with_what_follows() {
+    async fn a_priming_event_and_a_comment_go_out_and_the_race_goes_on() {
+        let seen = Arc::new(std::sync::Mutex::new(None));
+        let (sender, body) = inner();
+        let priming = "id: 0\r\nretry: 500\r\ndata: \r\n\r\n: still here\n\n";
+        sender.send(data(priming)).unwrap();
+        sender.send(data(RESPONSE)).unwrap();
+        drop(sender);
+        let (text, _) = read_all(Direct::new(body, later(), slow(seen.clone()))).await;
+        assert_eq!(text, format!("{priming}{RESPONSE}"));
+        assert_eq!(*seen.lock().unwrap(), None, "the full machinery was built");
+    }
+
+    #[test]
+    fn only_comments_known_fields_and_blank_data_carry_no_message() {
+        for blank in [
+            "id: 1\ndata:\n\n",
+            ": ping\n\n",
+            "event: x\nretry: 10\ndata:  \n\n",
+        ] {
+            assert!(carries_no_message(blank.as_bytes()), "{blank:?}");
+        }
+        for other in [
+            "data: hello\n\n",
+            "data\n\n",
+            "id: 1\nid: 2\n\n",
+            "retry: soon\n\n",
+            "foo: bar\n\n",
+            "\u{feff}: bom\n\n",
+        ] {
+            assert!(!carries_no_message(other.as_bytes()), "{other:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_message_that_is_not_json_rpc_is_handed_over_with_what_follows() {
         let seen = Arc::new(std::sync::Mutex::new(None));
         let (sender, body) = inner();
         sender
-            .send(data(": primed\n\ndata: {\"jsonrpc\":"))
+            .send(data("data: hello\n\ndata: {\"jsonrpc\":"))
             .unwrap();
         let mut direct = std::pin::pin!(Direct::new(body, later(), slow(seen.clone())));
         let first = direct.frame().await.unwrap().unwrap().into_data().unwrap();
-        assert_eq!(&first[..], b": primed\n\ndata: {\"jsonrpc\":");
+        assert_eq!(&first[..], b"data: hello\n\ndata: {\"jsonrpc\":");
         assert_eq!(
             seen.lock().unwrap().as_deref(),
-            Some(": primed\n\ndata: {\"jsonrpc\":")
+            Some("data: hello\n\ndata: {\"jsonrpc\":")
         );
         drop(sender);
     }
