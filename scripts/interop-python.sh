@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # A real third-party client against the layer: the official Python MCP SDK
-# (PyPI `mcp`, 2.3.0, protocol 2026-07-28) calls `slow_compute` on
-# `examples/conformance_server` with a progress callback, once below the
-# threshold (0.45 s) and once above it (1.5 s), and prints when each
-# progress notification, the task handle and the result arrive.
+# (PyPI `mcp`, 2.3.0, protocol 2026-07-28) calls the fast `greet`, then
+# `slow_compute` on `examples/conformance_server` with a progress callback,
+# once below the threshold (0.45 s) and once above it (1.5 s), and prints
+# when each progress notification, the task handle and the result arrive.
+# `greet` answers with one SSE event, which the layer relays by its bytes
+# (flight::direct); the progress events go through the full relay.
 #
 # With the live SSE relay (issue #11) the progress of both calls arrives
 # at about 0, 200 and 400 ms; the second call then gets the task handle on

@@ -62,6 +62,12 @@ async def main(url: str) -> None:
     global T0
     async with Client(url, extensions=[Tasks()]) as client:
         print("protocol", client.protocol_version)
+        # A fast call: its SSE answer is one event, the response, which the
+        # layer relays by its bytes (flight::direct).
+        print("--- greet")
+        T0 = time.monotonic()
+        result = await client.call_tool("greet", {"name": "interop"})
+        print(ms(), "result:", result.content[0].text if result.content else result)
         for seconds in (0.45, 1.5):
             async def progress(value: float, total: float | None, message: str | None) -> None:
                 print(ms(), "progress", value, message)
