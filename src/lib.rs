@@ -69,6 +69,7 @@ mod config;
 mod deadline;
 mod drain;
 mod flight;
+mod gather;
 mod layer;
 mod legacy;
 mod methods;

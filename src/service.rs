@@ -27,8 +27,6 @@ use http::header::CONTENT_TYPE;
 use http::request::Parts;
 use http::{Method, Request, Response};
 use http_body::Body;
-use http_body_util::combinators::Collect;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 use pin_project_lite::pin_project;
 use tower_service::Service;
 use tracing::Instrument;
@@ -37,6 +35,7 @@ use crate::body::{BoxError, RequestBody, ResponseBody, reply_response};
 use crate::classify::{Route, Seen, TaskCall, TaskMethod, classify, needs_body};
 use crate::config::TasksConfig;
 use crate::flight::caller::Caller;
+use crate::gather::{Gather, Unread};
 use crate::legacy::route::{LegacyMethod, LegacyRoute};
 use crate::legacy::sessions::Known;
 use crate::legacy::{self, advertise};
@@ -91,7 +90,7 @@ pin_project! {
     {
         Collect {
             #[pin]
-            collect: Collect<Limited<B>>,
+            collect: Gather<B>,
             seen: Seen,
             parts: Option<Parts>,
             inner: Option<S>,
@@ -152,7 +151,7 @@ where
         let state = if let Some(seen) = seen {
             let (parts, body) = request.into_parts();
             State::Collect {
-                collect: Limited::new(body, self.runtime.config.max_body_bytes).collect(),
+                collect: Gather::new(body, self.runtime.config.max_body_bytes),
                 seen,
                 parts: Some(parts),
                 inner: Some(inner),
@@ -218,8 +217,8 @@ where
                 } => {
                     let collected = ready!(collect.poll(cx));
                     match (collected, parts.take(), inner.take()) {
-                        (Ok(collected), Some(parts), Some(inner)) => {
-                            route(runtime.clone(), inner, *seen, parts, collected.to_bytes())
+                        (Ok(bytes), Some(parts), Some(inner)) => {
+                            route(runtime.clone(), inner, *seen, parts, bytes)
                         }
                         (Err(error), _, _) => {
                             let reply = unreadable_body(error, runtime.config.max_body_bytes);
@@ -251,12 +250,15 @@ where
     }
 }
 
-fn unreadable_body(error: BoxError, limit: usize) -> Reply {
-    if error.is::<LengthLimitError>() {
-        observe::events::refused("body_size", "request body over max_body_bytes");
-        Reply::too_large(limit)
-    } else {
-        Reply::invalid_request(None, format!("The request body could not be read: {error}"))
+fn unreadable_body(error: Unread, limit: usize) -> Reply {
+    match error {
+        Unread::TooLarge => {
+            observe::events::refused("body_size", "request body over max_body_bytes");
+            Reply::too_large(limit)
+        }
+        Unread::Failed(error) => {
+            Reply::invalid_request(None, format!("The request body could not be read: {error}"))
+        }
     }
 }
 
