@@ -8,9 +8,10 @@
 //! instead cuts the stream at event ends (`segment`) and looks at each event
 //! by its bytes:
 //!
-//! - an event that is plainly a response (`wire::plainly_a_response`) goes
-//!   out as it is, and so does everything after it: the call answered in
-//!   time;
+//! - an event that is plainly the response (it names no method anywhere,
+//!   and its data holds a result or an error, as `wire::plainly_a_response`
+//!   asks of a message) goes out as it is, and so does everything after it:
+//!   the call answered in time;
 //! - an event without a message (a priming event, a comment) goes out, and
 //!   the race goes on;
 //! - anything else (a progress notification, a request of the inner server,
@@ -34,7 +35,7 @@ use tokio::time::{Instant, Sleep};
 
 use super::segment::Segmenter;
 use crate::body::{BoxBody, BoxError, ResponseBody};
-use crate::wire::plainly_a_response;
+use crate::wire::{answers, names_no_method};
 
 pin_project! {
     /// The body of a live SSE answer that has not needed the full machinery.
@@ -78,8 +79,6 @@ enum Step {
     Blank(Bytes),
     /// The full machinery takes over from these bytes on.
     Slow(Bytes),
-    /// A frame that is not data (trailers), passed on.
-    Other(Frame<Bytes>),
     /// The inner body failed: the bytes held, then the error.
     Failed(Bytes, BoxError),
     /// The stream ended: the bytes held, if any.
@@ -119,7 +118,7 @@ impl<F> Racing<F> {
                     continue;
                 }
                 let event = self.held_with(piece);
-                return if plainly_a_response(&event) {
+                return if plainly_the_response(&event) {
                     Step::Answered(event)
                 } else if carries_no_message(&event) {
                     Step::Blank(event)
@@ -128,10 +127,13 @@ impl<F> Racing<F> {
                 };
             }
             match Pin::new(&mut self.body).poll_frame(cx) {
-                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
-                    Ok(data) => self.rest = data,
-                    Err(frame) => return Step::Other(frame),
-                },
+                // Trailers are dropped, as the full read drops them: they
+                // would overtake an event held back.
+                Poll::Ready(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data() {
+                        self.rest = data;
+                    }
+                }
                 Poll::Ready(Some(Err(error))) => return Step::Failed(self.held(), error),
                 Poll::Ready(None) => return Step::Ended(self.held()),
                 Poll::Pending if due(cx) => return Step::Slow(self.held()),
@@ -160,38 +162,64 @@ impl<F> Racing<F> {
     }
 }
 
+/// Whether an SSE event is plainly the response (`wire::plainly_a_response`):
+/// it names no method anywhere, and its data holds a result or an error (a
+/// comment or an id that happens to hold one does not count).
+fn plainly_the_response(event: &[u8]) -> bool {
+    names_no_method(event) && lines(event).filter_map(data_value).any(answers)
+}
+
+/// The lines of an SSE event (an empty one between `\r` and `\n`).
+fn lines(event: &[u8]) -> impl Iterator<Item = &[u8]> {
+    event.split(|&byte| byte == b'\n' || byte == b'\r')
+}
+
+/// The value of a `data` line.
+fn data_value(line: &[u8]) -> Option<&[u8]> {
+    match line.strip_prefix(b"data")? {
+        [] => Some(&[]),
+        [b':', value @ ..] => Some(value),
+        _ => None,
+    }
+}
+
 /// Whether an SSE event carries no message: nothing but comments, `id`,
 /// `event` and `retry` fields, and blank `data` (a priming event that only
 /// sets an id for resumption, a keep-alive comment). The full read skips
-/// such events too. A line `sse-stream` might refuse (no colon, an unknown
-/// field, a second `id` or `event`, a `retry` that is no number) is not
-/// vouched for: the full read finds what it is.
+/// such events too. An event `sse-stream` might refuse (not UTF-8, a line
+/// without a colon, an unknown field, a second `id`, `event` or `retry`, a
+/// `retry` that is no number) is not vouched for: the full read finds what
+/// it is.
 fn carries_no_message(event: &[u8]) -> bool {
-    let (mut ids, mut names) = (0, 0);
-    event
-        .split(|&byte| byte == b'\n' || byte == b'\r')
-        .all(|line| {
-            if line.is_empty() || line[0] == b':' {
-                return true;
+    if std::str::from_utf8(event).is_err() {
+        return false;
+    }
+    let (mut ids, mut names, mut retries) = (0, 0, 0);
+    lines(event).all(|line| {
+        if line.is_empty() || line[0] == b':' {
+            return true;
+        }
+        let Some(colon) = memchr::memchr(b':', line) else {
+            return false;
+        };
+        let value = line[colon + 1..].trim_ascii();
+        match &line[..colon] {
+            b"data" => value.is_empty(),
+            b"id" => {
+                ids += 1;
+                ids == 1
             }
-            let Some(colon) = memchr::memchr(b':', line) else {
-                return false;
-            };
-            let value = line[colon + 1..].trim_ascii();
-            match &line[..colon] {
-                b"data" => value.is_empty(),
-                b"id" => {
-                    ids += 1;
-                    ids == 1
-                }
-                b"event" => {
-                    names += 1;
-                    names == 1
-                }
-                b"retry" => std::str::from_utf8(value).is_ok_and(|v| v.parse::<u64>().is_ok()),
-                _ => false,
+            b"event" => {
+                names += 1;
+                names == 1
             }
-        })
+            b"retry" => {
+                retries += 1;
+                retries == 1 && std::str::from_utf8(value).is_ok_and(|v| v.parse::<u64>().is_ok())
+            }
+            _ => false,
+        }
+    })
 }
 
 /// `first` then `second`, as one buffer (either may be empty).
@@ -238,7 +266,6 @@ where
                     let due = |cx: &mut Context<'_>| deadline.as_mut().poll(cx).is_ready();
                     let (next, frame) = match racing.step(cx, due) {
                         Step::Pending => return Poll::Pending,
-                        Step::Other(frame) => return Poll::Ready(Some(Ok(frame))),
                         Step::Blank(event) => return Poll::Ready(Some(Ok(Frame::data(event)))),
                         Step::Answered(event) => {
                             let rest = std::mem::take(&mut racing.rest);
@@ -404,6 +431,7 @@ mod tests {
         for blank in [
             "id: 1\ndata:\n\n",
             ": ping\n\n",
+            ": {\"error\":null}\n\n",
             "event: x\nretry: 10\ndata:  \n\n",
         ] {
             assert!(carries_no_message(blank.as_bytes()), "{blank:?}");
@@ -413,11 +441,51 @@ mod tests {
             "data\n\n",
             "id: 1\nid: 2\n\n",
             "retry: soon\n\n",
+            "retry: 1\nretry: 2\n\n",
             "foo: bar\n\n",
             "\u{feff}: bom\n\n",
         ] {
             assert!(!carries_no_message(other.as_bytes()), "{other:?}");
         }
+    }
+
+    #[test]
+    fn only_a_result_or_error_in_the_data_makes_the_response() {
+        let response =
+            "id: 3\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n";
+        assert!(plainly_the_response(response.as_bytes()));
+        assert!(plainly_the_response(
+            b"data:{\"id\":1,\"error\":{}}\r\n\r\n"
+        ));
+        for other in [
+            ": {\"error\":null}\n\n",
+            "id: \"result\"\ndata: {}\n\n",
+            ": \"result\"\ndata: {\"method\":\"notifications/progress\"}\n\n",
+            "data: {\"result\":{},\"method\":\"x\"}\n\n",
+        ] {
+            assert!(!plainly_the_response(other.as_bytes()), "{other:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn trailers_while_racing_are_dropped_as_the_full_read_drops_them() {
+        let seen = Arc::new(std::sync::Mutex::new(None));
+        let (sender, body) = inner();
+        let mut trailers = http::HeaderMap::new();
+        trailers.insert("x-end", http::HeaderValue::from_static("1"));
+        sender.send(data("data: {\"jsonrpc\":")).unwrap();
+        sender.send(Ok(Frame::trailers(trailers))).unwrap();
+        drop(sender);
+        let mut direct = std::pin::pin!(Direct::new(body, later(), slow(seen.clone())));
+        let mut frames = Vec::new();
+        while let Some(frame) = direct.frame().await {
+            frames.push(frame.unwrap());
+        }
+        assert_eq!(frames.len(), 1, "a trailers frame went out");
+        assert_eq!(
+            frames[0].data_ref().map(|d| &d[..]),
+            Some(&b"data: {\"jsonrpc\":"[..])
+        );
     }
 
     #[tokio::test]

@@ -128,15 +128,15 @@ pub(crate) fn same_id(a: &RawValue, b: &RawValue) -> bool {
 /// does not vouch for is read whole with [`read_inner_message`]; one it
 /// vouches for wrongly (not JSON-RPC, or a response to another id) only
 /// ends the race early, and reaches the client unchanged all the same.
-///
-/// `bytes` may also be a whole SSE event, field names and all: the other
-/// fields cannot hide a method (they can only add words, which sends the
-/// event to the full read), and a result or error named only there is the
-/// same harmless mistake.
 pub(crate) fn plainly_a_response(bytes: &[u8]) -> bool {
+    names_no_method(bytes) && answers(bytes)
+}
+
+/// The searchers of [`names_no_method`] and [`answers`], built once:
+/// building a searcher costs more than a search of a message.
+fn words() -> &'static [memchr::memmem::Finder<'static>; 4] {
     use memchr::memmem::Finder;
     use std::sync::LazyLock;
-    // Built once: building a searcher costs more than a search of a message.
     static WORDS: LazyLock<[Finder<'static>; 4]> = LazyLock::new(|| {
         [
             Finder::new(b"\\u"),
@@ -145,10 +145,21 @@ pub(crate) fn plainly_a_response(bytes: &[u8]) -> bool {
             Finder::new(b"\"error\""),
         ]
     });
-    let [unicode, method, result, error] = &*WORDS;
-    unicode.find(bytes).is_none()
-        && method.find(bytes).is_none()
-        && (result.find(bytes).is_some() || error.find(bytes).is_some())
+    &WORDS
+}
+
+/// Whether `bytes` hold neither a `"method"` nor a `\u` escape that could
+/// spell one (see [`plainly_a_response`]).
+pub(crate) fn names_no_method(bytes: &[u8]) -> bool {
+    let [unicode, method, ..] = words();
+    unicode.find(bytes).is_none() && method.find(bytes).is_none()
+}
+
+/// Whether `bytes` hold a `"result"` or an `"error"` (see
+/// [`plainly_a_response`]).
+pub(crate) fn answers(bytes: &[u8]) -> bool {
+    let [.., result, error] = words();
+    result.find(bytes).is_some() || error.find(bytes).is_some()
 }
 
 /// Reads one JSON-RPC message of the inner server for the request `id`.
