@@ -4,7 +4,8 @@
 //! it. Such a body nearly always arrives as one data frame: that frame is
 //! then the buffer, nothing copied and nothing allocated (a general collector
 //! keeps a list of frames and a slot for trailers). A body in several frames
-//! is copied into one buffer as it comes.
+//! is kept as its frames and copied once, at its end, into a buffer of
+//! exactly its size.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -21,10 +22,10 @@ pin_project! {
     pub(crate) struct Gather<B> {
         #[pin]
         body: B,
-        // The first data frame, while it is the only one.
+        // The first data frame.
         first: Bytes,
-        // All the data, once a second frame came.
-        joined: Option<BytesMut>,
+        // The data frames after it, if any.
+        more: Vec<Bytes>,
         // Bytes read so far.
         size: usize,
         limit: usize,
@@ -46,7 +47,7 @@ impl<B> Gather<B> {
         Self {
             body,
             first: Bytes::new(),
-            joined: None,
+            more: Vec::new(),
             size: 0,
             limit,
         }
@@ -76,22 +77,21 @@ where
             if *this.size > *this.limit {
                 return Poll::Ready(Err(Unread::TooLarge));
             }
-            if let Some(joined) = this.joined.as_mut() {
-                joined.extend_from_slice(&data);
-            } else if this.first.is_empty() {
+            if this.first.is_empty() {
                 *this.first = data;
-            } else {
-                let mut joined = BytesMut::with_capacity(this.first.len() + data.len());
-                joined.extend_from_slice(this.first);
-                joined.extend_from_slice(&data);
-                *this.joined = Some(joined);
+            } else if !data.is_empty() {
+                this.more.push(data);
             }
         }
-        let bytes = match this.joined.take() {
-            Some(joined) => joined.freeze(),
-            None => std::mem::take(this.first),
-        };
-        Poll::Ready(Ok(bytes))
+        if this.more.is_empty() {
+            return Poll::Ready(Ok(std::mem::take(this.first)));
+        }
+        let mut joined = BytesMut::with_capacity(*this.size);
+        joined.extend_from_slice(this.first);
+        for frame in this.more.drain(..) {
+            joined.extend_from_slice(&frame);
+        }
+        Poll::Ready(Ok(joined.freeze()))
     }
 }
 

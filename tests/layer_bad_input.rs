@@ -238,3 +238,44 @@ async fn a_task_id_that_is_not_a_string_fails_the_header_check_when_mcp_name_is_
     }
     assert_still_serving(&client).await;
 }
+
+#[tokio::test]
+async fn a_body_over_a_limit_set_further_out_answers_413_too() {
+    use http_body_util::{BodyExt, Full, Limited};
+    use tower::{Layer, ServiceExt};
+
+    // Another layer (tower-http's RequestBodyLimitLayer, say) limits the
+    // body to 64 bytes before it reaches TasksLayer, whose limit is larger.
+    let called = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let inner = tower::service_fn({
+        let called = called.clone();
+        move |_: http::Request<_>| {
+            called.store(true, std::sync::atomic::Ordering::SeqCst);
+            async {
+                Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(
+                    bytes::Bytes::new(),
+                )))
+            }
+        }
+    });
+    let layered = mcp_tasks::TasksLayer::new(mcp_tasks::MemoryTaskStore::new()).layer(inner);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "greet", "arguments": {"name": "x".repeat(200)}}});
+    let request = http::Request::post("/mcp")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(Limited::new(
+            Full::new(bytes::Bytes::from(body.to_string())),
+            64,
+        ))
+        .unwrap();
+    let response = layered.oneshot(request).await.unwrap();
+    assert_eq!(response.status(), 413);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let reply: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    assert!(
+        !called.load(std::sync::atomic::Ordering::SeqCst),
+        "the inner service was called"
+    );
+}
