@@ -4,15 +4,18 @@
 //! it. Such a body nearly always arrives as one data frame: that frame is
 //! then the buffer, nothing copied and nothing allocated (a general collector
 //! keeps a list of frames and a slot for trailers). A body in several frames
-//! is kept as its frames and copied once, at its end, into a buffer of
-//! exactly its size.
+//! is copied into one buffer as it comes, reserved at the size the body
+//! announces (its `Content-Length`), so it holds one copy of the data and no
+//! bookkeeping per frame, however small the frames; a body that announces
+//! nothing grows the buffer by doubling, within twice the limit.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http_body::Body;
+use http_body_util::LengthLimitError;
 use pin_project_lite::pin_project;
 
 use crate::body::BoxError;
@@ -22,12 +25,10 @@ pin_project! {
     pub(crate) struct Gather<B> {
         #[pin]
         body: B,
-        // The first data frame.
+        // The first data frame, while it is the only one.
         first: Bytes,
-        // The data frames after it, if any.
-        more: Vec<Bytes>,
-        // Bytes read so far.
-        size: usize,
+        // All the data, once a second frame came (empty before).
+        joined: Vec<u8>,
         limit: usize,
     }
 }
@@ -35,7 +36,9 @@ pin_project! {
 /// Why a body could not be read whole.
 #[derive(Debug)]
 pub(crate) enum Unread {
-    /// It is larger than the limit.
+    /// It is larger than the limit, this one or one set further out (a body
+    /// limited by tower-http's `RequestBodyLimitLayer`, say, fails with
+    /// http-body-util's `LengthLimitError`).
     TooLarge,
     /// Reading it failed.
     Failed(BoxError),
@@ -47,8 +50,7 @@ impl<B> Gather<B> {
         Self {
             body,
             first: Bytes::new(),
-            more: Vec::new(),
-            size: 0,
+            joined: Vec::new(),
             limit,
         }
     }
@@ -66,32 +68,40 @@ where
         loop {
             let frame = match ready!(this.body.as_mut().poll_frame(cx)) {
                 Some(Ok(frame)) => frame,
-                Some(Err(error)) => return Poll::Ready(Err(Unread::Failed(error.into()))),
+                Some(Err(error)) => {
+                    let error: BoxError = error.into();
+                    let unread = match error.is::<LengthLimitError>() {
+                        true => Unread::TooLarge,
+                        false => Unread::Failed(error),
+                    };
+                    return Poll::Ready(Err(unread));
+                }
                 None => break,
             };
             // Trailers carry nothing the layer reads.
             let Ok(data) = frame.into_data() else {
                 continue;
             };
-            *this.size = this.size.saturating_add(data.len());
-            if *this.size > *this.limit {
+            let held = this.first.len().max(this.joined.len());
+            if data.len() > *this.limit - held {
                 return Poll::Ready(Err(Unread::TooLarge));
             }
-            if this.first.is_empty() {
+            if this.first.is_empty() && this.joined.is_empty() {
                 *this.first = data;
-            } else if !data.is_empty() {
-                this.more.push(data);
+                continue;
             }
+            if this.joined.is_empty() {
+                let announced = held + data.len() + this.body.size_hint().lower() as usize;
+                this.joined.reserve_exact(announced.min(*this.limit));
+                this.joined.extend_from_slice(&std::mem::take(this.first));
+            }
+            this.joined.extend_from_slice(&data);
         }
-        if this.more.is_empty() {
-            return Poll::Ready(Ok(std::mem::take(this.first)));
-        }
-        let mut joined = BytesMut::with_capacity(*this.size);
-        joined.extend_from_slice(this.first);
-        for frame in this.more.drain(..) {
-            joined.extend_from_slice(&frame);
-        }
-        Poll::Ready(Ok(joined.freeze()))
+        Poll::Ready(Ok(if this.joined.is_empty() {
+            std::mem::take(this.first)
+        } else {
+            Bytes::from(std::mem::take(this.joined))
+        }))
     }
 }
 
@@ -140,6 +150,25 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[tokio::test]
+    async fn a_thousand_one_byte_frames_are_one_buffer() {
+        let frames = (0..1000)
+            .map(|i| data(if i % 2 == 0 { "a" } else { "b" }))
+            .collect();
+        let read = Gather::new(body(frames), 1000).await.unwrap();
+        assert_eq!(read, "ab".repeat(500).as_bytes());
+    }
+
+    #[tokio::test]
+    async fn a_limit_set_further_out_is_too_large_too() {
+        let outer = http_body_util::Limited::new(
+            http_body_util::Full::new(Bytes::from(vec![b'x'; 100])),
+            10,
+        );
+        let read = Gather::new(outer, 1024).await;
+        assert!(matches!(read, Err(Unread::TooLarge)), "{read:?}");
     }
 
     #[tokio::test]

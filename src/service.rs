@@ -251,19 +251,15 @@ where
 }
 
 fn unreadable_body(error: Unread, limit: usize) -> Reply {
-    let failed = match error {
-        // A body limited further out (tower-http's `RequestBodyLimitLayer`,
-        // say) fails with that limit's error: too large all the same.
-        Unread::Failed(error) if !error.is::<http_body_util::LengthLimitError>() => error,
-        _ => {
+    match error {
+        Unread::TooLarge => {
             observe::events::refused("body_size", "request body over max_body_bytes");
-            return Reply::too_large(limit);
+            Reply::too_large(limit)
         }
-    };
-    Reply::invalid_request(
-        None,
-        format!("The request body could not be read: {failed}"),
-    )
+        Unread::Failed(error) => {
+            Reply::invalid_request(None, format!("The request body could not be read: {error}"))
+        }
+    }
 }
 
 /// The session id of a GET that opens the SSE stream of a live
