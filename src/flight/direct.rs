@@ -27,7 +27,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use pin_project_lite::pin_project;
@@ -57,7 +57,7 @@ enum Stage<B, F> {
     Through { rest: Bytes, body: BoxBody },
     /// The full machinery reads the rest.
     Slow(Pin<Box<ResponseBody<B>>>),
-    /// Nothing more (after an error of the inner body).
+    /// Only while the racing stage is handed to the full machinery.
     Done,
 }
 
@@ -123,7 +123,7 @@ impl<F> Racing<F> {
                 } else if carries_no_message(&event) {
                     Step::Blank(event)
                 } else {
-                    Step::Slow(join(event, std::mem::take(&mut self.rest)))
+                    Step::Slow(concat(&[event, std::mem::take(&mut self.rest)]))
                 };
             }
             match Pin::new(&mut self.body).poll_frame(cx) {
@@ -152,13 +152,10 @@ impl<F> Racing<F> {
         if self.pending.is_empty() {
             return last;
         }
-        let size = self.pending.iter().map(Bytes::len).sum::<usize>() + last.len();
-        let mut all = BytesMut::with_capacity(size);
-        for piece in self.pending.drain(..) {
-            all.extend_from_slice(&piece);
-        }
-        all.extend_from_slice(&last);
-        all.freeze()
+        self.pending.push(last);
+        let all = concat(&self.pending);
+        self.pending.clear();
+        all
     }
 }
 
@@ -236,18 +233,15 @@ fn carries_no_message(event: &[u8]) -> bool {
     })
 }
 
-/// `first` then `second`, as one buffer (either may be empty).
-fn join(first: Bytes, second: Bytes) -> Bytes {
-    if second.is_empty() {
-        return first;
+/// `pieces` as one buffer: the piece itself when at most one is not empty
+/// (nothing copied), else one copy of exactly their size.
+fn concat(pieces: &[Bytes]) -> Bytes {
+    let mut filled = pieces.iter().filter(|piece| !piece.is_empty());
+    match (filled.next(), filled.next()) {
+        (None, _) => Bytes::new(),
+        (Some(only), None) => only.clone(),
+        _ => Bytes::from(pieces.concat()),
     }
-    if first.is_empty() {
-        return second;
-    }
-    let mut all = BytesMut::with_capacity(first.len() + second.len());
-    all.extend_from_slice(&first);
-    all.extend_from_slice(&second);
-    all.freeze()
 }
 
 impl<B, F> Body for Direct<B, F>
@@ -278,25 +272,22 @@ where
                 Stage::Done => return Poll::Ready(None),
                 Stage::Racing(racing) => {
                     let due = |cx: &mut Context<'_>| deadline.as_mut().poll(cx).is_ready();
-                    let (next, frame) = match racing.step(cx, due) {
+                    // The stage the stream goes on in, and an event to send first.
+                    let (next, event) = match racing.step(cx, due) {
                         Step::Pending => return Poll::Pending,
                         Step::Blank(event) => return Poll::Ready(Some(Ok(Frame::data(event)))),
                         Step::Answered(event) => {
                             let rest = std::mem::take(&mut racing.rest);
                             let body = std::mem::replace(&mut racing.body, empty());
-                            (Stage::Through { rest, body }, Some(Ok(event)))
+                            (Stage::Through { rest, body }, Some(event))
                         }
                         Step::Ended(held) => {
                             let body = empty();
                             (Stage::Through { rest: held, body }, None)
                         }
                         Step::Failed(held, error) => {
-                            if held.is_empty() {
-                                (Stage::Done, Some(Err(error)))
-                            } else {
-                                let body = failing(error);
-                                (Stage::Through { rest: held, body }, None)
-                            }
+                            let body = failing(error);
+                            (Stage::Through { rest: held, body }, None)
                         }
                         Step::Slow(unsent) => {
                             if let Stage::Racing(racing) = std::mem::replace(stage, Stage::Done) {
@@ -307,10 +298,8 @@ where
                         }
                     };
                     *stage = next;
-                    match frame {
-                        Some(Ok(event)) => return Poll::Ready(Some(Ok(Frame::data(event)))),
-                        Some(Err(error)) => return Poll::Ready(Some(Err(error))),
-                        None => continue,
+                    if let Some(event) = event {
+                        return Poll::Ready(Some(Ok(Frame::data(event))));
                     }
                 }
             }

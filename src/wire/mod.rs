@@ -250,7 +250,8 @@ mod tests {
         assert!(plainly_a_response(
             br#"{"jsonrpc":"2.0","id":"a","error":{"code":-1,"message":"no"}}"#
         ));
-        // A whole SSE event, as the live relay looks at it.
+        // Field names around the message change nothing (the live relay
+        // itself looks for the result in the data lines only).
         assert!(plainly_a_response(
             b"id: 4\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"
         ));
