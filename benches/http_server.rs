@@ -5,7 +5,7 @@
 //! `wrk` and prints the ratios. By hand:
 //!
 //! ```text
-//! cargo bench --bench http_server -- [ADDR] [--workers 1] [--park 10000] [--requests DIR]
+//! cargo bench --bench http_server -- [ADDR] [--workers 1] [--park 10000] [--requests DIR] [--paired]
 //! ```
 //!
 //! | Path             | Serves                                                      |
@@ -28,6 +28,18 @@
 //! (default 1, as in the issue's measurement), bare and layered routes
 //! alike; the main thread only waits. Serving is `examples/support/http.rs`
 //! (HTTP/1.1 with header and body read timeouts). SIGTERM or Ctrl-C stops it.
+//! The runtime's threads are named `serve-a`. The tasks are parked on a
+//! runtime of their own (one thread, `park`), which also runs the one that
+//! stays working, so that their memory is not in a serving thread's malloc
+//! arena.
+//!
+//! With `--paired` a second runtime, as large and with threads named
+//! `serve-b`, serves the same routes (the same layers and store) on a
+//! second port, announced as `paired listener on http://ADDR` after the
+//! first. The script's side-by-side mode loads one variant on each runtime
+//! at the same time, so that both are measured under the same machine speed
+//! (see `scripts/http-bench.sh`), and reads each runtime's CPU time from its
+//! threads.
 //!
 //! With `--requests DIR` it writes the load generator's requests into DIR,
 //! each as `NAME.body` and `NAME.headers` (`support/http_requests.rs`):
@@ -49,6 +61,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use mcp_tasks::{MemoryTaskStore, TasksLayer, ToolPolicy};
+use tokio::runtime::Handle;
 use tower::Layer;
 
 use fixture::{FixtureMode, FixtureOptions, FixtureService, Probe};
@@ -58,13 +71,16 @@ use http_requests::{FAST_TOOL, Requests, SLOW_TOOL};
 const PARK_PATH: &str = "/layered/park";
 /// The route `tasks/get` is measured on.
 const READ_PATH: &str = "/layered/json";
-const USAGE: &str = "usage: http_server [ADDR] [--workers N] [--park N] [--requests DIR]";
+const USAGE: &str =
+    "usage: http_server [ADDR] [--workers N] [--park N] [--requests DIR] [--paired]";
 
 struct Settings {
     addr: SocketAddr,
     workers: usize,
     park: usize,
     requests: Option<PathBuf>,
+    /// A second runtime serving the same routes on a port of its own.
+    paired: bool,
 }
 
 fn main() {
@@ -75,13 +91,21 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(settings.workers)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let runtime = serving_runtime(settings.workers, "serve-a");
+    let paired = settings
+        .paired
+        .then(|| serving_runtime(settings.workers, "serve-b"));
+    // The parked tasks are made, and the one still working runs, on a
+    // runtime of their own: their memory then stays out of the serving
+    // threads' malloc arenas (10,000 tasks made on `serve-a` slowed every
+    // call it served by about a fifth against a clean `serve-b`).
+    let parking = serving_runtime(1, "park");
+    let runtimes = Runtimes {
+        paired: paired.as_ref().map(|runtime| runtime.handle().clone()),
+        parking: parking.handle().clone(),
+    };
     // Spawned, so that the server runs on the workers, not on this thread.
-    let outcome = runtime.block_on(async move { tokio::spawn(run(settings)).await });
+    let outcome = runtime.block_on(async move { tokio::spawn(run(settings, runtimes)).await });
     match outcome {
         Ok(Ok(())) => {}
         Ok(Err(message)) => {
@@ -95,12 +119,31 @@ fn main() {
     }
 }
 
+/// The runtimes besides the one `run` serves on.
+struct Runtimes {
+    /// With `--paired`: serves the same router on a port of its own.
+    paired: Option<Handle>,
+    /// Parks the tasks (and runs the one still working).
+    parking: Handle,
+}
+
+/// A runtime of `workers` threads named `name`, for serving.
+fn serving_runtime(workers: usize, name: &str) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Settings, String> {
     let mut settings = Settings {
         addr: SocketAddr::from(([127, 0, 0, 1], 0)),
         workers: 1,
         park: 10_000,
         requests: None,
+        paired: false,
     };
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
@@ -115,6 +158,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Settings, String
             "--workers" => settings.workers = number(&arg, value(&arg)?)?,
             "--park" => settings.park = number(&arg, value(&arg)?)?,
             "--requests" => settings.requests = Some(PathBuf::from(value(&arg)?)),
+            "--paired" => settings.paired = true,
             flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
             addr => {
                 settings.addr = addr
@@ -126,9 +170,16 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Settings, String
     Ok(settings)
 }
 
-async fn run(settings: Settings) -> Result<(), String> {
+/// Parks the tasks, then serves until stopped (see [`Runtimes`]).
+async fn run(settings: Settings, runtimes: Runtimes) -> Result<(), String> {
     let router = router(settings.park);
-    let target = http_park::park(&router, PARK_PATH, READ_PATH, settings.park).await?;
+    let parking = router.clone();
+    let count = settings.park;
+    let target = runtimes
+        .parking
+        .spawn(async move { http_park::park(&parking, PARK_PATH, READ_PATH, count).await })
+        .await
+        .map_err(|error| format!("parking: {error}"))??;
     println!("parked {} tasks", settings.park);
     println!("tasks/get target: {target}");
     if let Some(dir) = &settings.requests {
@@ -140,9 +191,36 @@ async fn run(settings: Settings) -> Result<(), String> {
         .map_err(|error| format!("bind {}: {error}", settings.addr))?;
     let addr = listener.local_addr().map_err(|error| error.to_string())?;
     println!("listening on http://{addr}");
+    if let Some(second) = runtimes.paired {
+        let paired = paired_listener(settings.addr)?;
+        let paired_addr = paired.local_addr().map_err(|error| error.to_string())?;
+        println!("paired listener on http://{paired_addr}");
+        let router = router.clone();
+        // Registered with the second runtime's reactor, where it is served.
+        second.spawn(async move {
+            match tokio::net::TcpListener::from_std(paired) {
+                Ok(listener) => {
+                    let _ = serving::serve(listener, router, std::future::pending()).await;
+                }
+                Err(error) => eprintln!("http_server: paired listener: {error}"),
+            }
+        });
+    }
     serving::serve(listener, router, serving::stop_signal())
         .await
         .map_err(|error| error.to_string())
+}
+
+/// A listener on `addr`'s address and a free port, not yet registered with
+/// any runtime.
+fn paired_listener(addr: SocketAddr) -> Result<std::net::TcpListener, String> {
+    let free = SocketAddr::new(addr.ip(), 0);
+    let listener =
+        std::net::TcpListener::bind(free).map_err(|error| format!("bind {free}: {error}"))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|error| error.to_string())?;
+    Ok(listener)
 }
 
 /// The routes of the table in the module docs.
