@@ -6,11 +6,22 @@
 # server (benches/http_server.rs: one tokio worker, 10,000 tasks parked
 # first) pinned to CPU 0, and drives it from CPU 1 with wrk (installed into
 # the git-ignored .cache/wrk when it is not on PATH: scripts/lib/wrk.sh).
-# Each run measures every case, bare and layered alternating (the order
-# flips every run), each after a warm-up; every answer is checked (HTTP
-# 200, the expected content type, a JSON-RPC result). Then it prints the
-# medians of the runs and the ratios. Results: BENCHMARKS.md, "HTTP over
-# loopback (issue #11)".
+# Two modes, both run by default (HTTP_BENCH_MODES):
+#
+# - side-by-side: each run measures a case and its baseline at the same
+#   time, one on each of the server's two runtimes (both on CPU 0, each
+#   loaded by a wrk of its own), which runtime serves which flipping every
+#   run; the verdict is the median of the runs' own ratios of requests per
+#   second of each runtime's CPU time (scripts/lib/side-by-side.sh says
+#   why: the machine's speed changes between runs, not within one run's
+#   pair).
+# - alternate: each run measures every case, bare and layered one after the
+#   other (the order flips every run), each after a warm-up, with the whole
+#   core; the ratio is that of the runs' median req/s.
+#
+# Every answer is checked (HTTP 200, the expected content type, a JSON-RPC
+# result). Then it prints the medians of the runs and the ratios. Results:
+# BENCHMARKS.md, "HTTP over loopback (issue #11)".
 #
 # | Case       | Request (a client declaring the tasks extension) | Routes                      | Target          |
 # |------------|--------------------------------------------------|-----------------------------|-----------------|
@@ -19,21 +30,23 @@
 # | list       | tools/list (passes through)                      | /bare/json, /layered/json   | layered ≥ 0.98× |
 # | tasks-get  | tasks/get of a working task among 10,000         | /layered/json               | ≥ 3× layered call-json |
 # | sse-timing | slow_compute 0.45 s with progress (benches/sse_timing.rs) | /bare/sse, /layered/sse | each event ≤ 5 ms later |
+# | control    | call-json bare against itself, side by side only | /bare/json on both runtimes | none: it shows what "no difference" reads |
 #
 # Usage:
-#   scripts/http-bench.sh                                   # 5 runs of 5 s
+#   scripts/http-bench.sh                                   # 6 runs of 5 s
 #   HTTP_BENCH_RUNS=1 HTTP_BENCH_SECONDS=3 scripts/http-bench.sh
 #   HTTP_BENCH_CASES="call-json tasks-get" scripts/http-bench.sh
 #   HTTP_BENCH_SERVER=/tmp/http_server-before scripts/http-bench.sh
 #
 # Environment:
-#   HTTP_BENCH_RUNS         runs of every case (5)
+#   HTTP_BENCH_RUNS         runs of every case (6; side by side takes them in twos)
 #   HTTP_BENCH_SECONDS      seconds of one measurement (5)
 #   HTTP_BENCH_WARMUP       seconds of the warm-up before each one; 0: none (1)
 #   HTTP_BENCH_CONNECTIONS  wrk connections (16)
 #   HTTP_BENCH_THREADS      wrk threads (1)
 #   HTTP_BENCH_CASES        the cases to run, in order
-#                           ("call-json call-sse list tasks-get sse-timing")
+#                           ("call-json call-sse list tasks-get control sse-timing")
+#   HTTP_BENCH_MODES        the modes, in order ("side-by-side alternate")
 #   HTTP_BENCH_SSE_REPEATS  sse-timing calls per route (20)
 #   HTTP_BENCH_WORKERS      the server's tokio worker threads (1)
 #   HTTP_BENCH_PARK         tasks parked before serving (10000)
@@ -51,15 +64,18 @@
 # names. Exits 1 when a check fails, 2 on a setup error.
 set -euo pipefail
 
-HTTP_BENCH_RUNS="${HTTP_BENCH_RUNS:-5}"
+HTTP_BENCH_RUNS="${HTTP_BENCH_RUNS:-6}"
 HTTP_BENCH_SECONDS="${HTTP_BENCH_SECONDS:-5}"
 HTTP_BENCH_WARMUP="${HTTP_BENCH_WARMUP:-1}"
-HTTP_BENCH_CASES="${HTTP_BENCH_CASES:-call-json call-sse list tasks-get sse-timing}"
+HTTP_BENCH_CASES="${HTTP_BENCH_CASES:-call-json call-sse list tasks-get control sse-timing}"
 HTTP_BENCH_SSE_REPEATS="${HTTP_BENCH_SSE_REPEATS:-20}"
+HTTP_BENCH_MODES="${HTTP_BENCH_MODES:-side-by-side alternate}"
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=lib/http-load.sh
 source "$REPO/scripts/lib/http-load.sh"
+# shellcheck source=lib/side-by-side.sh
+source "$REPO/scripts/lib/side-by-side.sh"
 help_if_asked "$@"
 
 use_work_dir http-bench
@@ -67,11 +83,14 @@ use_work_dir http-bench
 # --- Cases -------------------------------------------------------------------
 
 THROUGHPUT=()
+# Cases of the side-by-side mode alone.
+PAIRED_ONLY=()
 SSE_TIMING=0
 for case in $HTTP_BENCH_CASES; do
   case "$case" in
     sse-timing) SSE_TIMING=1 ;;
     tasks-get) THROUGHPUT+=("$case") ;;
+    control) PAIRED_ONLY+=("$case") ;;
     *) case_route "$case" bare && THROUGHPUT+=("$case") ;;
   esac
 done
@@ -82,8 +101,22 @@ find_wrk
 log "wrk: $WRK"
 benches=()
 ((SSE_TIMING)) && benches+=(sse_timing)
+SIDE_BY_SIDE=0
+ALTERNATE=0
+for mode in $HTTP_BENCH_MODES; do
+  case "$mode" in
+    side-by-side) SIDE_BY_SIDE=1 ;;
+    alternate) ALTERNATE=1 ;;
+    *) die "unknown mode $mode (side-by-side, alternate)" ;;
+  esac
+done
 prepare_server "${benches[@]}"
-start_bench_server
+if ((SIDE_BY_SIDE)); then
+  start_bench_server --paired
+  log "paired runtime at $PAIRED_URL"
+else
+  start_bench_server
+fi
 
 # --- Measure -----------------------------------------------------------------
 
@@ -105,7 +138,15 @@ measure() {
   log "run $run/$HTTP_BENCH_RUNS $case $variant: $RPS req/s, p50 $P50_US µs, server CPU $SERVER_CPU%"
 }
 
-if ((${#THROUGHPUT[@]} > 0)); then
+PAIRED=("${THROUGHPUT[@]}" "${PAIRED_ONLY[@]}")
+if ((SIDE_BY_SIDE && ${#PAIRED[@]} > 0)); then
+  : >"$WORK/pairs"
+  for run in $(seq 1 "$HTTP_BENCH_RUNS"); do
+    measure_pairs "$run" "${PAIRED[@]}"
+  done
+fi
+
+if ((ALTERNATE && ${#THROUGHPUT[@]} > 0)); then
   for run in $(seq 1 "$HTTP_BENCH_RUNS"); do
     for case in "${THROUGHPUT[@]}"; do
       if [[ "$case" == tasks-get ]]; then
@@ -194,6 +235,10 @@ if [[ -s "$RESULTS" ]]; then
       tasks-get) row "tasks-get vs layered call-json" tasks-get layered call-json layered 3.00 ;;
     esac
   done
+fi
+
+if ((SIDE_BY_SIDE)); then
+  report_pairs "${PAIRED[@]}"
 fi
 
 # --- SSE timing ----------------------------------------------------------------

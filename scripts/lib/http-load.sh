@@ -59,14 +59,27 @@ prepare_server() {
   fi
 }
 
-# start_bench_server: starts WORK/http_server (it parks its tasks first),
-# pins it to CPU 0 and sets SERVER_PID, URL (http://127.0.0.1:PORT) and
-# REQUESTS (the folder of the requests it wrote).
+# start_bench_server [--paired]: starts WORK/http_server (it parks its
+# tasks first), pins it to CPU 0 and sets SERVER_PID, URL
+# (http://127.0.0.1:PORT) and REQUESTS (the folder of the requests it
+# wrote). With --paired the server's second runtime serves the same routes
+# too, and PAIRED_URL is its address.
 start_bench_server() {
   REQUESTS="$WORK/requests"
   log "starting http_server (parks $HTTP_BENCH_PARK tasks first)"
   start_server "$WORK/http_server" "$WORK/server.log" \
-    --workers "$HTTP_BENCH_WORKERS" --park "$HTTP_BENCH_PARK" --requests "$REQUESTS"
+    --workers "$HTTP_BENCH_WORKERS" --park "$HTTP_BENCH_PARK" --requests "$REQUESTS" "$@"
+  if [[ "${1:-}" == --paired ]]; then
+    PAIRED_URL=""
+    # Printed right after the first address.
+    for _ in $(seq 1 50); do
+      PAIRED_URL="$(grep -oE 'paired listener on http://127\.0\.0\.1:[0-9]+' "$WORK/server.log" \
+        | grep -oE 'http://.*' || true)"
+      [[ -n "$PAIRED_URL" ]] && break
+      sleep 0.1
+    done
+    [[ -n "$PAIRED_URL" ]] || die "http_server announced no paired listener"
+  fi
   if [[ "$HTTP_BENCH_PIN" == 1 ]]; then
     taskset -a -p -c 0 "$SERVER_PID" >/dev/null
   fi
@@ -92,6 +105,24 @@ case_route() {
   esac
 }
 
+# thread_cpu_ns NAME: the CPU time the server's threads named NAME used so
+# far, in nanoseconds (the scheduler's own count, /proc/PID/task/*/schedstat;
+# without it, user + system ticks of /proc/PID/task/*/stat).
+thread_cpu_ns() {
+  local name="$1" task comm total=0 ns
+  for task in /proc/"$SERVER_PID"/task/*; do
+    comm="$(cat "$task/comm" 2>/dev/null || true)"
+    [[ "$comm" == "$name" ]] || continue
+    if [[ -r "$task/schedstat" ]]; then
+      ns="$(cut -d' ' -f1 "$task/schedstat")"
+    else
+      ns="$(awk -v hz="$(getconf CLK_TCK)" '{sub(/^.*\) /, ""); printf "%.0f", ($12 + $13) * 1e9 / hz}' "$task/stat")"
+    fi
+    total=$((total + ns))
+  done
+  echo "$total"
+}
+
 # server_ticks: the CPU time the server used so far (user + system, every
 # thread), in clock ticks.
 server_ticks() {
@@ -105,16 +136,33 @@ server_ticks() {
 # wrong or any socket error occurred.
 run_wrk() {
   local seconds="$1" case="$2" variant="$3"
-  case_route "$case" "$variant"
   local out="$WORK/wrk.out" ticks start
   ticks="$(server_ticks)"
   start="$(date +%s.%N)"
-  "${LOAD_ON_CPU[@]}" "$WRK" -t "$HTTP_BENCH_THREADS" -c "$HTTP_BENCH_CONNECTIONS" \
-    -d "${seconds}s" -s "$HTTP_LOAD_LUA" "$URL$ROUTE_PATH" -- \
-    "$REQUESTS/$ROUTE_REQUEST.body" "$REQUESTS/$ROUTE_REQUEST.headers" "$ROUTE_TYPE" \
-    >"$out" 2>&1 || { cat "$out" >&2; die "wrk failed on $case $variant"; }
+  start_wrk "$seconds" "$case" "$variant" "$URL" "$out"
+  wait "$WRK_PID" || { cat "$out" >&2; die "wrk failed on $case $variant"; }
   SERVER_CPU="$(awk -v used="$(($(server_ticks) - ticks))" -v hz="$(getconf CLK_TCK)" \
     -v start="$start" -v end="$(date +%s.%N)" 'BEGIN {printf "%.0f", 100 * used / hz / (end - start)}')"
+  check_wrk "$out" "$case" "$variant"
+}
+
+# start_wrk SECONDS CASE VARIANT BASE OUT: starts wrk in the background on
+# the case's route under BASE (http://127.0.0.1:PORT) for SECONDS, its
+# output into OUT; sets WRK_PID.
+start_wrk() {
+  local seconds="$1" case="$2" variant="$3" base="$4" out="$5"
+  case_route "$case" "$variant"
+  "${LOAD_ON_CPU[@]}" "$WRK" -t "$HTTP_BENCH_THREADS" -c "$HTTP_BENCH_CONNECTIONS" \
+    -d "${seconds}s" -s "$HTTP_LOAD_LUA" "$base$ROUTE_PATH" -- \
+    "$REQUESTS/$ROUTE_REQUEST.body" "$REQUESTS/$ROUTE_REQUEST.headers" "$ROUTE_TYPE" \
+    >"$out" 2>&1 &
+  WRK_PID=$!
+}
+
+# check_wrk OUT CASE VARIANT: reads a finished wrk run's OUT into RPS and
+# P50_US; dies when any answer was wrong or any socket error occurred.
+check_wrk() {
+  local out="$1" case="$2" variant="$3"
   local checked wrong socket
   checked="$(awk '$1 == "checked" {print $2}' "$out")"
   wrong="$(awk '$1 == "wrong" {print $2}' "$out")"
