@@ -24,14 +24,13 @@
 //! (`support/http_park.rs`), then prints `tasks/get target: ID` and
 //! `listening on http://ADDR`. ADDR defaults to `127.0.0.1:0` (a free port).
 //!
-//! Everything runs on one tokio runtime with `--workers` worker threads
+//! Serving runs on one tokio runtime with `--workers` worker threads
 //! (default 1, as in the measurement), bare and layered routes
-//! alike; the main thread only waits. Serving is `examples/support/http.rs`
+//! alike, its threads named `serve-a`. The tasks are parked on a runtime of
+//! their own (one thread, `park`), which also runs the one that stays
+//! working, so that their memory is not in a serving thread's malloc arena.
+//! The main thread only waits. Serving is `examples/support/http.rs`
 //! (HTTP/1.1 with header and body read timeouts). SIGTERM or Ctrl-C stops it.
-//! The runtime's threads are named `serve-a`. The tasks are parked on a
-//! runtime of their own (one thread, `park`), which also runs the one that
-//! stays working, so that their memory is not in a serving thread's malloc
-//! arena.
 //!
 //! With `--paired` a second runtime, as large and with threads named
 //! `serve-b`, serves the same routes (the same layers and store) on a

@@ -11,10 +11,13 @@
 # - side-by-side: each run measures a case and its baseline at the same
 #   time, one on each of the server's two runtimes (both on CPU 0, each
 #   loaded by a wrk of its own), which runtime serves which flipping every
-#   run; the verdict is the median of the runs' own ratios of requests per
-#   second of each runtime's CPU time (scripts/lib/side-by-side.sh says
-#   why: the machine's speed changes between runs, not within one run's
-#   pair).
+#   run; a run's ratio is that of the requests per second of each
+#   runtime's own CPU time, two runs with the runtimes swapped make a pair
+#   (the geometric mean of their ratios; an odd last run is left out), and
+#   the verdict is the median over the pairs (scripts/lib/side-by-side.sh
+#   says why: the machine's speed changes between runs, not within one).
+#   A server built before --paired existed (HTTP_BENCH_SERVER) runs the
+#   alternate mode alone.
 # - alternate: each run measures every case, bare and layered one after the
 #   other (the order flips every run), each after a warm-up, with the whole
 #   core; the ratio is that of the runs' median req/s.
@@ -44,9 +47,11 @@
 #   HTTP_BENCH_WARMUP       seconds of the warm-up before each one; 0: none (1)
 #   HTTP_BENCH_CONNECTIONS  wrk connections (16)
 #   HTTP_BENCH_THREADS      wrk threads (1)
-#   HTTP_BENCH_CASES        the cases to run, in order
+#   HTTP_BENCH_CASES        the cases to run, in order, except that control
+#                           comes last and sse-timing after all modes
 #                           ("call-json call-sse list tasks-get control sse-timing")
-#   HTTP_BENCH_MODES        the modes, in order ("side-by-side alternate")
+#   HTTP_BENCH_MODES        the modes to run, side by side first
+#                           ("side-by-side alternate")
 #   HTTP_BENCH_SSE_REPEATS  sse-timing calls per route (20)
 #   HTTP_BENCH_WORKERS      the server's tokio worker threads (1)
 #   HTTP_BENCH_PARK         tasks parked before serving (10000)
@@ -111,6 +116,12 @@ for mode in $HTTP_BENCH_MODES; do
   esac
 done
 prepare_server "${benches[@]}"
+# A server with the option announces its second port with these words.
+if ((SIDE_BY_SIDE)) && ! grep -aq 'paired listener on' "$WORK/http_server"; then
+  log "this http_server has no --paired (built before it existed): alternate mode only"
+  SIDE_BY_SIDE=0
+  ALTERNATE=1
+fi
 if ((SIDE_BY_SIDE)); then
   start_bench_server --paired
   log "paired runtime at $PAIRED_URL"

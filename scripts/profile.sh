@@ -3,8 +3,9 @@
 # benches/http_server.rs while wrk drives one case, then the functions that
 # took the most time.
 #
-# Builds and starts the server exactly as scripts/http-bench.sh does (one
-# tokio worker pinned to CPU 0, 10,000 tasks parked, wrk on CPU 1), warms
+# Builds and starts the server as scripts/http-bench.sh does for its
+# alternate mode (one serving runtime of one tokio worker pinned to CPU 0,
+# 10,000 tasks parked, wrk on CPU 1; no --paired runtime), warms
 # the case up, records the server with call graphs while wrk drives the
 # case, and prints three listings of perf report: self time by function
 # (with its library), self time by library, and time with callees

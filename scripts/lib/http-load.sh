@@ -107,15 +107,20 @@ case_route() {
 
 # thread_cpu_ns NAME: the CPU time the server's threads named NAME used so
 # far, in nanoseconds (the scheduler's own count, /proc/PID/task/*/schedstat;
-# without it, user + system ticks of /proc/PID/task/*/stat).
+# where that is missing or reads 0, user + system ticks of
+# /proc/PID/task/*/stat). A thread that exits between two readings would
+# take its time out of the difference: tokio gives its blocking pool the
+# same name, but nothing the bench server serves uses that pool.
 thread_cpu_ns() {
   local name="$1" task comm total=0 ns
   for task in /proc/"$SERVER_PID"/task/*; do
     comm="$(cat "$task/comm" 2>/dev/null || true)"
     [[ "$comm" == "$name" ]] || continue
+    ns=""
     if [[ -r "$task/schedstat" ]]; then
       ns="$(cut -d' ' -f1 "$task/schedstat")"
-    else
+    fi
+    if [[ -z "$ns" || "$ns" == 0 ]]; then
       ns="$(awk -v hz="$(getconf CLK_TCK)" '{sub(/^.*\) /, ""); printf "%.0f", ($12 + $13) * 1e9 / hz}' "$task/stat")"
     fi
     total=$((total + ns))

@@ -1,18 +1,20 @@
 # Sourced by scripts/http-bench.sh: its side-by-side mode. A case's measured
 # variant and its baseline run at the same time, one on each runtime of the
 # server (`http_server --paired`: threads `serve-a` and `serve-b`, both
-# pinned to CPU 0), each driven by a wrk of its own on CPU 1. Whatever
-# changes the machine's speed during a run (this virtual machine's speed
-# moves by 10-20% from one second to the next) then changes both alike, and
-# each run's own ratio is what is kept. The two runtimes share the core, so
-# each gets about half of it; what is compared is the requests each served
+# pinned to CPU 0 with HTTP_BENCH_PIN=1), each driven by a wrk of its own
+# (on CPU 1). Whatever changes the machine's speed during a run (this
+# virtual machine's speed moves by 10-20% from one second to the next) then
+# changes both alike, and each run's own ratio is what is kept. Pinned, the
+# two runtimes share the core, so each gets about half of it; what is compared is the requests each served
 # per second of CPU its own threads used (the scheduler's count), the
 # throughput a core given to it alone would have. Odd runs put the measured
-# variant on `serve-a`, even runs on `serve-b`, so that the two runtimes'
-# differences cancel out.
+# variant on `serve-a`, even runs on `serve-b`; each two runs make a pair
+# whose geometric mean cancels the two runtimes' differences out.
 #
-# Needs lib/http-load.sh (start_wrk, check_wrk, thread_cpu_ns), URL and
-# PAIRED_URL from start_bench_server --paired, and WORK.
+# Needs lib/common.sh (log, die), lib/http-load.sh (start_wrk, check_wrk,
+# thread_cpu_ns), `median` (numbers on stdin, from scripts/http-bench.sh),
+# URL and PAIRED_URL from start_bench_server --paired, WORK, and
+# HTTP_BENCH_PIN.
 
 # measure_pair RUN KEY CASE VARIANT BASE_CASE BASE_VARIANT: one run of
 # CASE VARIANT against BASE_CASE BASE_VARIANT, at once (after a warm-up of
@@ -64,8 +66,8 @@ both_wrk() {
 }
 
 # pair_row KEY LABEL TARGET: one line of the side-by-side table, from the
-# runs of KEY in WORK/pairs: medians of req/s, then the median and
-# quartiles of the swapped pairs' ratios per CPU-second (runs 1 and 2, 3
+# runs of KEY in WORK/pairs: medians of req/s, then the median and range
+# (lowest to highest) of the swapped pairs' ratios per CPU-second (runs 1 and 2, 3
 # and 4, ...: the geometric mean of the two runs' own ratios, so that a
 # difference between the two runtimes cancels out; an odd last run is left
 # out), the median of the runs' plain req/s ratios, the measured variant's
@@ -79,29 +81,19 @@ pair_row() {
   [[ -s "$WORK/pair-rows" ]] || return 0
   awk 'NR % 2 == 1 {r = $3} NR % 2 == 0 {print sqrt(r * $3)}' "$WORK/pair-rows" >"$WORK/pair-swapped"
   [[ -s "$WORK/pair-swapped" ]] || { log "side by side: $key needs two runs"; return 0; }
-  local m b r q1 q3 t share
+  local m b r lo hi t share
   m="$(cut -d' ' -f1 "$WORK/pair-rows" | median)"
   b="$(cut -d' ' -f2 "$WORK/pair-rows" | median)"
   r="$(median <"$WORK/pair-swapped")"
-  q1="$(quartile 1 <"$WORK/pair-swapped")"
-  q3="$(quartile 3 <"$WORK/pair-swapped")"
+  lo="$(sort -g "$WORK/pair-swapped" | head -n 1)"
+  hi="$(sort -g "$WORK/pair-swapped" | tail -n 1)"
   t="$(cut -d' ' -f4 "$WORK/pair-rows" | median)"
   share="$(cut -d' ' -f5 "$WORK/pair-rows" | median)"
-  awk -v l="$label" -v m="$m" -v b="$b" -v r="$r" -v q1="$q1" -v q3="$q3" -v t="$t" \
+  awk -v l="$label" -v m="$m" -v b="$b" -v r="$r" -v lo="$lo" -v hi="$hi" -v t="$t" \
     -v s="$share" -v target="$target" -v n="$(wc -l <"$WORK/pair-swapped")" 'BEGIN {
     verdict = (target == "" ? "—" : (r >= target ? "yes" : "no"))
     printf "| %-30s | %8.0f | %8.0f | %8.3f× | %.3f–%.3f | %3d | %6.3f× | %4.1f%% | %-7s | %-3s |\n",
-      l, b, m, r, q1, q3, n, t, 100 * s, (target == "" ? "—" : "≥ " target "×"), verdict
-  }'
-}
-
-# quartile K: the K-th quartile (1 or 3) of the numbers on stdin, by the
-# nearest rank.
-quartile() {
-  sort -g | awk -v k="$1" '{a[NR] = $1} END {
-    if (NR == 0) { print ""; exit }
-    i = int(k * NR / 4 + 0.999999); if (i < 1) i = 1; if (i > NR) i = NR
-    print a[i]
+      l, b, m, r, lo, hi, n, t, 100 * s, (target == "" ? "—" : "≥ " target "×"), verdict
   }'
 }
 
@@ -109,17 +101,20 @@ quartile() {
 report_pairs() {
   [[ -s "$WORK/pairs" ]] || return 0
   echo
+  local where="both on CPU 0, each with a wrk -t$HTTP_BENCH_THREADS -c$HTTP_BENCH_CONNECTIONS of its own on CPU 1"
+  [[ "$HTTP_BENCH_PIN" == 1 ]] || where="not pinned, each with a wrk -t$HTTP_BENCH_THREADS -c$HTTP_BENCH_CONNECTIONS of its own"
   echo "Side by side: each run measures the case and its baseline at once, one on each of the"
-  echo "server's two runtimes (both on CPU 0, each with a wrk -t$HTTP_BENCH_THREADS -c$HTTP_BENCH_CONNECTIONS of its own on CPU 1), which"
-  echo "runtime serves which flipping every run; $HTTP_BENCH_RUNS runs of ${HTTP_BENCH_SECONDS}s. req/s: medians (each"
-  echo "runtime has about half of the core). per CPU-s (the verdict): the ratio of requests per"
+  echo "server's two runtimes ($where), which"
+  echo "runtime serves which flipping every run; $HTTP_BENCH_RUNS runs of ${HTTP_BENCH_SECONDS}s. req/s: medians (pinned,"
+  echo "each runtime has about half of the core). per CPU-s (the verdict): the ratio of requests per"
   echo "second of each runtime's own CPU time, each pair of runs (one with each runtime serving the"
-  echo "measured variant) as the geometric mean of its two runs' ratios; the median and quartiles"
-  echo "over the n pairs. req/s: the median of the runs' ratios of plain req/s; CPU: the measured"
-  echo "variant's share of the CPU the two used. control: bare against bare, what the measure"
-  echo "reads when there is no difference."
+  echo "measured variant) as the geometric mean of its two runs' ratios; the median and range"
+  echo "(lowest to highest) over the n pairs. req/s: the median of the runs' ratios of plain"
+  echo "req/s; CPU: the measured variant's share of the CPU the two used. control: bare against"
+  echo "bare, what the measure reads when there is no difference. Other work on the machine takes"
+  echo "CPU from the two runtimes unevenly: measure on a quiet one."
   echo
-  echo "| Measured vs baseline           | baseline | measured | per CPU-s | quartiles   |   n | req/s   | CPU   | target  | met |"
+  echo "| Measured vs baseline           | baseline | measured | per CPU-s | range       |   n | req/s   | CPU   | target  | met |"
   echo "|--------------------------------|----------|----------|-----------|-------------|-----|---------|-------|---------|-----|"
   local case
   for case in "$@"; do
