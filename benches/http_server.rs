@@ -90,15 +90,15 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let runtime = serving_runtime(settings.workers, "serve-a");
+    let runtime = named_runtime(settings.workers, "serve-a");
     let paired = settings
         .paired
-        .then(|| serving_runtime(settings.workers, "serve-b"));
+        .then(|| named_runtime(settings.workers, "serve-b"));
     // The parked tasks are made, and the one still working runs, on a
     // runtime of their own: their memory then stays out of the serving
     // threads' malloc arenas (10,000 tasks made on `serve-a` slowed every
     // call it served by about a fifth against a clean `serve-b`).
-    let parking = serving_runtime(1, "park");
+    let parking = named_runtime(1, "park");
     let runtimes = Runtimes {
         paired: paired.as_ref().map(|runtime| runtime.handle().clone()),
         parking: parking.handle().clone(),
@@ -126,8 +126,8 @@ struct Runtimes {
     parking: Handle,
 }
 
-/// A runtime of `workers` threads named `name`, for serving.
-fn serving_runtime(workers: usize, name: &str) -> tokio::runtime::Runtime {
+/// A multi-thread runtime of `workers` threads named `name`.
+fn named_runtime(workers: usize, name: &str) -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .thread_name(name)
@@ -189,22 +189,30 @@ async fn run(settings: Settings, runtimes: Runtimes) -> Result<(), String> {
         .await
         .map_err(|error| format!("bind {}: {error}", settings.addr))?;
     let addr = listener.local_addr().map_err(|error| error.to_string())?;
-    println!("listening on http://{addr}");
-    if let Some(second) = runtimes.paired {
-        let paired = paired_listener(settings.addr)?;
-        let paired_addr = paired.local_addr().map_err(|error| error.to_string())?;
-        println!("paired listener on http://{paired_addr}");
-        let router = router.clone();
-        // Registered with the second runtime's reactor, where it is served.
-        second.spawn(async move {
-            match tokio::net::TcpListener::from_std(paired) {
-                Ok(listener) => {
-                    let _ = serving::serve(listener, router, std::future::pending()).await;
-                }
-                Err(error) => eprintln!("http_server: paired listener: {error}"),
+    let Some(second) = runtimes.paired else {
+        println!("listening on http://{addr}");
+        return serve(listener, router).await;
+    };
+    let paired = paired_listener(settings.addr)?;
+    let paired_addr = paired.local_addr().map_err(|error| error.to_string())?;
+    // One write (stdout is line-buffered): a script that has read the first
+    // address can read the second.
+    print!("listening on http://{addr}\npaired listener on http://{paired_addr}\n");
+    let paired_router = router.clone();
+    // Registered with the second runtime's reactor, where it is served.
+    second.spawn(async move {
+        match tokio::net::TcpListener::from_std(paired) {
+            Ok(listener) => {
+                let _ = serving::serve(listener, paired_router, std::future::pending()).await;
             }
-        });
-    }
+            Err(error) => eprintln!("http_server: paired listener: {error}"),
+        }
+    });
+    serve(listener, router).await
+}
+
+/// Serves `router` on `listener` until SIGTERM or Ctrl-C.
+async fn serve(listener: tokio::net::TcpListener, router: axum::Router) -> Result<(), String> {
     serving::serve(listener, router, serving::stop_signal())
         .await
         .map_err(|error| error.to_string())

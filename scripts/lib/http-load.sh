@@ -70,14 +70,9 @@ start_bench_server() {
   start_server "$WORK/http_server" "$WORK/server.log" \
     --workers "$HTTP_BENCH_WORKERS" --park "$HTTP_BENCH_PARK" --requests "$REQUESTS" "$@"
   if [[ "${1:-}" == --paired ]]; then
-    PAIRED_URL=""
-    # Printed right after the first address.
-    for _ in $(seq 1 50); do
-      PAIRED_URL="$(grep -oE 'paired listener on http://127\.0\.0\.1:[0-9]+' "$WORK/server.log" \
-        | grep -oE 'http://.*' || true)"
-      [[ -n "$PAIRED_URL" ]] && break
-      sleep 0.1
-    done
+    # Written together with the first address.
+    PAIRED_URL="$(grep -oE 'paired listener on http://127\.0\.0\.1:[0-9]+' "$WORK/server.log" \
+      | grep -oE 'http://.*' || true)"
     [[ -n "$PAIRED_URL" ]] || die "http_server announced no paired listener"
   fi
   if [[ "$HTTP_BENCH_PIN" == 1 ]]; then

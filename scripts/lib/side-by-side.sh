@@ -5,9 +5,10 @@
 # (on CPU 1). Whatever changes the machine's speed during a run (this
 # virtual machine's speed moves by 10-20% from one second to the next) then
 # changes both alike, and each run's own ratio is what is kept. Pinned, the
-# two runtimes share the core, so each gets about half of it; what is compared is the requests each served
-# per second of CPU its own threads used (the scheduler's count), the
-# throughput a core given to it alone would have. Odd runs put the measured
+# two runtimes share the core, so each gets about half of it; what is
+# compared is the requests each served per second of CPU its own threads
+# used (the scheduler's count), the throughput a core given to it alone
+# would have. Odd runs put the measured
 # variant on `serve-a`, even runs on `serve-b`; each two runs make a pair
 # whose geometric mean cancels the two runtimes' differences out.
 #
@@ -67,8 +68,8 @@ both_wrk() {
 
 # pair_row KEY LABEL TARGET: one line of the side-by-side table, from the
 # runs of KEY in WORK/pairs: medians of req/s, then the median and range
-# (lowest to highest) of the swapped pairs' ratios per CPU-second (runs 1 and 2, 3
-# and 4, ...: the geometric mean of the two runs' own ratios, so that a
+# (lowest to highest) of the swapped pairs' ratios per CPU-second (runs 1
+# and 2, 3 and 4, ...: the geometric mean of the two runs' own ratios, so that a
 # difference between the two runtimes cancels out; an odd last run is left
 # out), the median of the runs' plain req/s ratios, the measured variant's
 # share of the two's CPU, and whether the median per CPU-second ratio
