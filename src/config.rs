@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use crate::carry::Carried;
 use crate::policy::ToolPolicy;
 use crate::store::Quota;
 
@@ -76,6 +77,8 @@ pub struct TasksConfig {
     pub(crate) max_runtime: Option<Duration>,
     pub(crate) waiters: WaiterLimits,
     pub(crate) subscriptions: SubscriptionLimits,
+    /// The extensions a parked call keeps for re-issuing.
+    pub(crate) carried: Carried,
 }
 
 impl Default for TasksConfig {
@@ -110,6 +113,7 @@ impl Default for TasksConfig {
                 per_task: 4,
                 per_owner: 100,
             },
+            carried: Carried::default(),
         }
     }
 }

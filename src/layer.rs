@@ -113,6 +113,41 @@ impl TasksLayer {
         self
     }
 
+    /// Keeps request extensions of type `T` for a call the layer may have
+    /// to send again on its own.
+    ///
+    /// A parked call that the inner server sheds (`input_required` with
+    /// only a `requestState`) is re-issued in the background, with its
+    /// original headers and, of its extensions, [`Principal`](crate::Principal),
+    /// tower-mcp's `TokenClaims` (with the `tower-mcp` feature) and the
+    /// types named here. Name the types your tools read from the request,
+    /// such as the claims of an authentication layer of your own. A call
+    /// re-issued for a `tasks/update` carries all of that request's
+    /// extensions regardless.
+    ///
+    /// ```
+    /// use mcp_tasks::{MemoryTaskStore, TasksLayer};
+    ///
+    /// #[derive(Clone)]
+    /// struct Tenant(String);
+    ///
+    /// let layer = TasksLayer::new(MemoryTaskStore::new()).reissue_extension::<Tenant>();
+    /// # let _ = layer;
+    /// ```
+    pub fn reissue_extension<T: Clone + Send + Sync + 'static>(mut self) -> Self {
+        self.config.carried.add::<T>();
+        self
+    }
+
+    /// Keeps every request extension for a call the layer may have to send
+    /// again on its own (see [`reissue_extension`](Self::reissue_extension)).
+    /// This clones the request's extensions on every raced `tools/call`,
+    /// most of which answer in time; naming the types needed is cheaper.
+    pub fn reissue_all_extensions(mut self) -> Self {
+        self.config.carried.all();
+        self
+    }
+
     /// The largest POST body the layer buffers; larger ones get HTTP 413.
     /// A 2026-07-28 request whose `Mcp-Method` the layer does not handle is
     /// never buffered: it streams to the inner server, whose own limits

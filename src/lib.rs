@@ -64,6 +64,7 @@
 mod admin;
 mod background;
 pub mod body;
+mod carry;
 mod classify;
 mod config;
 mod deadline;

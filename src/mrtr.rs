@@ -155,6 +155,15 @@ impl Template {
     /// Only headers the re-issued call does not set itself are kept, so a
     /// parked task holds little beyond its credentials.
     pub(crate) fn from_parts(parts: &http::request::Parts) -> Self {
+        Self::with_extensions(parts, parts.extensions.clone())
+    }
+
+    /// As [`from_parts`](Self::from_parts), with `extensions` in place of
+    /// the request's (those a parked call keeps: [`crate::carry`]).
+    pub(crate) fn with_extensions(
+        parts: &http::request::Parts,
+        extensions: http::Extensions,
+    ) -> Self {
         let kept = |(name, _): &(&HeaderName, &HeaderValue)| is_kept(name);
         // Counted first, so the list is allocated once at its final size
         // (a call that answers in time builds and drops one of these).
@@ -170,7 +179,7 @@ impl Template {
         Self {
             uri: parts.uri.clone(),
             headers: headers.into_boxed_slice(),
-            extensions: parts.extensions.clone(),
+            extensions,
         }
     }
 

@@ -108,9 +108,11 @@ where
         return Either::Left(async move { Ok(future.await?.map(ResponseBody::inner)) });
     }
     // What a parked call needs later and only the request has: its owner,
-    // and the credentials and extensions for re-issuing.
+    // and the credentials and extensions for re-issuing (only the listed
+    // extensions: `carry`).
     let owner = runtime.owner(&parts).key;
-    let template = Template::from_parts(&parts);
+    let kept = runtime.config.carried.take(&parts.extensions);
+    let template = Template::with_extensions(&parts, kept);
     let request = Request::from_parts(parts, RequestBody::buffered(forwarded));
     let mut future = Box::pin(inner.call(request));
     let parking = Parking {
