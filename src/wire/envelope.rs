@@ -38,10 +38,13 @@ impl<'a> Envelope<'a, Spanned<'a>> {
         let Ok(text) = std::str::from_utf8(body) else {
             return Self::parse_with(serde_json::Deserializer::from_slice(body), keep_span);
         };
+        if let Some(envelope) = super::pass::envelope(text, keep_span) {
+            return Ok(envelope);
+        }
         Self::parse_with(serde_json::Deserializer::from_str(text), keep_span)
     }
 
-    fn parse_with<R: serde_json::de::Read<'a>>(
+    pub(super) fn parse_with<R: serde_json::de::Read<'a>>(
         mut reader: serde_json::Deserializer<R>,
         keep_span: bool,
     ) -> serde_json::Result<Self> {
@@ -107,7 +110,7 @@ pub(crate) struct Loose<'a> {
 
 /// A string, borrowed from the buffer unless it holds escapes.
 #[derive(Deserialize)]
-pub(crate) struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+pub(crate) struct Text<'a>(#[serde(borrow)] pub(super) Cow<'a, str>);
 
 impl std::ops::Deref for Text<'_> {
     type Target = str;
@@ -226,8 +229,11 @@ pub(crate) fn as_str(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
 /// The tasks extension's member of an `extensions` object (none when
 /// there is no object).
 pub(crate) fn tasks_member(extensions: Option<&RawValue>) -> TasksMember<'_> {
-    extensions
-        .and_then(|raw| serde_json::from_str(raw.get()).ok())
+    let Some(raw) = extensions else {
+        return TasksMember::default();
+    };
+    super::pass::tasks_member(raw.get())
+        .or_else(|| serde_json::from_str(raw.get()).ok())
         .unwrap_or_default()
 }
 

@@ -3,6 +3,7 @@
 
 pub(crate) mod envelope;
 pub mod jsonrpc;
+mod pass;
 pub(crate) mod raw;
 pub mod view;
 

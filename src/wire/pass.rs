@@ -1,0 +1,482 @@
+//! The envelope read in one pass by jiter, without serde's visitors.
+//!
+//! [`Envelope::parse`](super::envelope::Envelope::parse) tries this reader
+//! first on a UTF-8 body. It reads what serde's derived reader reads (the
+//! same fields, `null` as absent, strings borrowed unless escaped) and
+//! accepts only what that reader accepts the same way; on anything else it
+//! gives up (`None`) and the serde reader decides, with its own errors:
+//!
+//! | The body has…                                              | Here      |
+//! |------------------------------------------------------------|-----------|
+//! | objects where the envelope expects them, fields once each  | read      |
+//! | a field of the envelope twice                              | given up (serde: a duplicate field) |
+//! | `params`, `_meta`, `clientCapabilities` or `notifications` neither an object nor `null` | given up (serde: an error, or an array read by position) |
+//! | `method` or a version neither a string nor `null`          | given up  |
+//! | malformed JSON, trailing bytes, a lone surrogate escape (`\ud800`, which serde_json skips over) | given up  |
+//!
+//! Why: the layer reads every POST, and serde's derived reader is a visitor
+//! per struct, each its own copy of serde_json's generic code, which a
+//! fast call pays for in instruction-cache misses more than in
+//! instructions (BENCHMARKS.md, issue #11). jiter's reader is one set of
+//! plain functions. Skipped values are checked as JSON either way (jiter
+//! refuses control characters and bad escapes in strings; the body was
+//! checked as UTF-8 as a whole). One difference remains: jiter nests up to
+//! 200 levels, serde_json up to 128, so a body nested between the two is
+//! read here where serde would refuse it, and the inner server then sees it.
+
+use std::borrow::Cow;
+
+use jiter::{Jiter, Peek};
+use serde_json::value::RawValue;
+
+use super::TASKS_EXTENSION;
+use super::envelope::{
+    Capabilities, Envelope, ListenFilter, Meta, Params, Spanned, TasksMember, Text,
+};
+
+/// The envelope of `text` (the body, as UTF-8), or `None` to leave it to
+/// serde. `keep_span`: keep the raw `params`, as [`Envelope::parse`] does.
+pub(super) fn envelope(text: &str, keep_span: bool) -> Option<Envelope<'_, Spanned<'_>>> {
+    let mut pass = Pass::new(text);
+    let mut envelope = Envelope {
+        id: None,
+        method: None,
+        params: None,
+    };
+    pass.members(["id", "method", "params"], |pass, index| {
+        match index {
+            0 => envelope.id = pass.raw()?,
+            1 => envelope.method = pass.text()?,
+            _ => envelope.params = pass.spanned(keep_span)?,
+        }
+        Some(())
+    })?;
+    pass.jiter.finish().ok()?;
+    Some(envelope)
+}
+
+/// The tasks extension's member of the `extensions` object `text`, or
+/// `None` to leave it to serde (not an object, or a key with escapes).
+pub(super) fn tasks_member(text: &str) -> Option<TasksMember<'_>> {
+    let mut pass = Pass::new(text);
+    let (mut member, mut named) = (TasksMember::default(), 0);
+    let mut key = pass.first_key()?;
+    while let Some(name) = key {
+        match name {
+            Field::Known(name) if name == TASKS_EXTENSION => {
+                let value = pass.any()?;
+                named += 1;
+                if value.get().starts_with('{') {
+                    member = TasksMember {
+                        declared: true,
+                        value: Some(value),
+                    };
+                }
+            }
+            Field::Known(_) => pass.skip()?,
+            // serde would compare the decoded key, and never cut it.
+            Field::Escaped => return None,
+        }
+        key = pass.next_key()?;
+    }
+    pass.jiter.finish().ok()?;
+    if named != 1 {
+        member.value = None;
+    }
+    Some(member)
+}
+
+/// A key: its text when written without escapes.
+enum Field<'a> {
+    Known(&'a str),
+    /// Written with escapes: no field of the envelope (whose names serde
+    /// would match after decoding) unless decoded, so the pass gives up
+    /// when that could matter.
+    Escaped,
+}
+
+/// Which fields of one object were read, to refuse a second one.
+#[derive(Default)]
+struct Seen(u16);
+
+impl Seen {
+    fn once(&mut self, field: usize) -> Option<()> {
+        let bit = 1 << field;
+        if self.0 & bit != 0 {
+            return None;
+        }
+        self.0 |= bit;
+        Some(())
+    }
+}
+
+struct Pass<'a> {
+    jiter: Jiter<'a>,
+    text: &'a str,
+}
+
+impl<'a> Pass<'a> {
+    fn new(text: &'a str) -> Self {
+        Self {
+            jiter: Jiter::new(text.as_bytes()),
+            text,
+        }
+    }
+
+    /// Enters the object at the point: its first key (`None`: empty).
+    fn first_key(&mut self) -> Option<Option<Field<'a>>> {
+        let key = self
+            .jiter
+            .next_object()
+            .ok()?
+            .map(|key| range(key.as_bytes()));
+        match key {
+            Some(at) => self.field(at).map(Some),
+            None => Some(None),
+        }
+    }
+
+    /// The object's next key (`None`: its end).
+    fn next_key(&mut self) -> Option<Option<Field<'a>>> {
+        let key = self.jiter.next_key().ok()?.map(|key| range(key.as_bytes()));
+        match key {
+            Some(at) => self.field(at).map(Some),
+            None => Some(None),
+        }
+    }
+
+    /// The key at `at`, as jiter decoded it: a slice of the text when it
+    /// holds no escape, else a copy in jiter's scratch buffer.
+    fn field(&self, at: (usize, usize)) -> Option<Field<'a>> {
+        Some(in_text(self.text, at).map_or(Field::Escaped, Field::Known))
+    }
+
+    /// Steps over the value at the point.
+    fn skip(&mut self) -> Option<()> {
+        self.jiter.next_skip().ok()
+    }
+
+    /// The value at the point as it is written.
+    fn any(&mut self) -> Option<&'a RawValue> {
+        let peek = self.jiter.peek().ok()?;
+        self.spanned_value(peek)
+    }
+
+    fn spanned_value(&mut self, peek: Peek) -> Option<&'a RawValue> {
+        let start = self.jiter.current_index();
+        self.jiter.known_skip(peek).ok()?;
+        let text = self.text.get(start..self.jiter.current_index())?;
+        serde_json::from_str(text).ok()
+    }
+
+    /// An optional raw value: `null` is none.
+    fn raw(&mut self) -> Option<Option<&'a RawValue>> {
+        match self.jiter.peek().ok()? {
+            Peek::Null => self.jiter.known_null().ok().map(|()| None),
+            peek => self.spanned_value(peek).map(Some),
+        }
+    }
+
+    /// An optional string, borrowed unless it holds escapes.
+    fn text(&mut self) -> Option<Option<Text<'a>>> {
+        match self.jiter.peek().ok()? {
+            Peek::Null => self.jiter.known_null().ok().map(|()| None),
+            Peek::String => {
+                let whole = self.text;
+                let decoded = self.jiter.known_str().ok()?;
+                let text = match in_text(whole, range(decoded.as_bytes())) {
+                    Some(plain) => Cow::Borrowed(plain),
+                    None => Cow::Owned(decoded.to_owned()),
+                };
+                Some(Some(Text(text)))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether an optional object follows: `Some(true)` entered it,
+    /// `Some(false)` read a `null`, `None` anything else.
+    fn object(&mut self) -> Option<bool> {
+        match self.jiter.peek().ok()? {
+            Peek::Null => self.jiter.known_null().ok().map(|()| false),
+            Peek::Object => Some(true),
+            _ => None,
+        }
+    }
+
+    /// `params`, with its raw text when `keep_span`.
+    fn spanned(&mut self, keep_span: bool) -> Option<Option<Spanned<'a>>> {
+        if !self.object()? {
+            return Some(None);
+        }
+        // At the object's `{`: the peek stepped over the whitespace only.
+        let start = self.jiter.current_index();
+        let fields = self.params()?;
+        let raw = if keep_span {
+            let text = self.text.get(start..self.jiter.current_index())?;
+            Some(serde_json::from_str::<&RawValue>(text).ok()?)
+        } else {
+            None
+        };
+        Some(Some(Spanned { raw, fields }))
+    }
+
+    /// Reads the object at the point: each member named in `names` by
+    /// `read`, given its index there, and a second one of these names gives
+    /// up (as serde refuses a duplicate field); any other member is skipped.
+    fn members<const N: usize>(
+        &mut self,
+        names: [&str; N],
+        mut read: impl FnMut(&mut Self, usize) -> Option<()>,
+    ) -> Option<()> {
+        let mut seen = Seen::default();
+        let mut key = self.first_key()?;
+        while let Some(field) = key {
+            // An escaped key could decode to one of the names.
+            let Field::Known(name) = field else {
+                return None;
+            };
+            match names.iter().position(|known| *known == name) {
+                Some(index) => {
+                    seen.once(index)?;
+                    read(self, index)?;
+                }
+                None => self.skip()?,
+            }
+            key = self.next_key()?;
+        }
+        Some(())
+    }
+
+    /// An optional object, read by `read`: `null` is none.
+    fn nested<T>(&mut self, read: fn(&mut Self) -> Option<T>) -> Option<Option<T>> {
+        if self.object()? {
+            read(self).map(Some)
+        } else {
+            Some(None)
+        }
+    }
+
+    /// The fields of the `params` object at the point.
+    fn params(&mut self) -> Option<Params<'a>> {
+        const NAMES: [&str; 8] = [
+            "name",
+            "taskId",
+            "task",
+            "cursor",
+            "requestId",
+            "inputResponses",
+            "_meta",
+            "notifications",
+        ];
+        let mut params = Params::default();
+        self.members(NAMES, |pass, index| {
+            let raw = match index {
+                0 => &mut params.name,
+                1 => &mut params.task_id,
+                2 => &mut params.task,
+                3 => &mut params.cursor,
+                4 => &mut params.request_id,
+                5 => &mut params.input_responses,
+                6 => {
+                    params.meta = pass.nested(Self::meta)?;
+                    return Some(());
+                }
+                _ => {
+                    params.notifications = pass.nested(Self::listen_filter)?;
+                    return Some(());
+                }
+            };
+            *raw = pass.raw()?;
+            Some(())
+        })?;
+        Some(params)
+    }
+
+    fn meta(&mut self) -> Option<Meta<'a>> {
+        let names = [
+            "io.modelcontextprotocol/protocolVersion",
+            "io.modelcontextprotocol/clientCapabilities",
+        ];
+        let mut meta = Meta::default();
+        self.members(names, |pass, index| {
+            match index {
+                0 => meta.version = pass.text()?,
+                _ => meta.capabilities = pass.nested(Self::capabilities)?,
+            }
+            Some(())
+        })?;
+        Some(meta)
+    }
+
+    fn capabilities(&mut self) -> Option<Capabilities<'a>> {
+        let mut extensions = None;
+        self.members(["extensions"], |pass, _| {
+            extensions = pass.raw()?;
+            Some(())
+        })?;
+        Some(Capabilities { extensions })
+    }
+
+    fn listen_filter(&mut self) -> Option<ListenFilter> {
+        let mut task_ids = None;
+        self.members(["taskIds"], |pass, _| {
+            task_ids = pass.raw()?.map(|_| serde::de::IgnoredAny);
+            Some(())
+        })?;
+        Some(ListenFilter { task_ids })
+    }
+}
+
+/// Where a string jiter decoded lies (in the text, or in its scratch
+/// buffer), so that a slice of the text outlives jiter's borrow.
+fn range(key: &[u8]) -> (usize, usize) {
+    (key.as_ptr() as usize, key.len())
+}
+
+/// The string at `(pointer, len)`, if it lies in `text`.
+fn in_text(text: &str, (pointer, len): (usize, usize)) -> Option<&str> {
+    let start = pointer.checked_sub(text.as_ptr() as usize)?;
+    text.get(start..start.checked_add(len)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where `raw` lies in `body`, and its text.
+    fn at(body: &str, raw: Option<&RawValue>) -> String {
+        raw.map_or("-".into(), |raw| {
+            let start = raw.get().as_ptr() as usize - body.as_ptr() as usize;
+            format!("{start}:{}", raw.get())
+        })
+    }
+
+    fn text(text: &Option<Text<'_>>) -> String {
+        text.as_ref().map_or("-".into(), |text| match &text.0 {
+            Cow::Borrowed(s) => format!("borrowed {s}"),
+            Cow::Owned(s) => format!("owned {s}"),
+        })
+    }
+
+    /// Everything the envelope holds, positions included.
+    fn describe(body: &str, envelope: &Envelope<'_, Spanned<'_>>) -> String {
+        let mut out = format!(
+            "id {} method {}",
+            at(body, envelope.id),
+            text(&envelope.method)
+        );
+        if let Some(params) = &envelope.params {
+            let fields = &params.fields;
+            out += &format!(
+                " params {} name {} taskId {} task {} cursor {} requestId {} inputResponses {}",
+                at(body, params.raw),
+                at(body, fields.name),
+                at(body, fields.task_id),
+                at(body, fields.task),
+                at(body, fields.cursor),
+                at(body, fields.request_id),
+                at(body, fields.input_responses),
+            );
+            if let Some(meta) = &fields.meta {
+                out += &format!(" version {}", text(&meta.version));
+                if let Some(capabilities) = &meta.capabilities {
+                    out += &format!(" extensions {}", at(body, capabilities.extensions));
+                    let member = super::super::envelope::tasks_member(capabilities.extensions);
+                    out += &format!(" tasks {} {}", member.declared, at(body, member.value));
+                }
+            }
+            if let Some(filter) = &fields.notifications {
+                out += &format!(" taskIds {}", filter.task_ids.is_some());
+            }
+        }
+        out
+    }
+
+    const READ: &[&str] = &[
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greet","arguments":{"name":"bench"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}"#,
+        r#" { "id" : "a\"b" , "method" : "tasks/get" , "params" : { "taskId" : "t-1" , "_meta" : null } } "#,
+        r#"{"id":null,"method":null,"params":null}"#,
+        r#"{"method":"tools/list"}"#,
+        r#"{}"#,
+        r#"{"id":[1,{"a":2}],"method":"x\u0079","params":{}}"#,
+        r#"{"params":{"name":12,"task":{"ttl":5},"cursor":"c","requestId":7,"inputResponses":{"k":{}}}}"#,
+        r#"{"params":{"notifications":{"taskIds":["a"]}}}"#,
+        r#"{"params":{"notifications":{"taskIds":null}}}"#,
+        r#"{"params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":null}}}"#,
+        r#"{"params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"a":1,"io.modelcontextprotocol/tasks":{"x":[1]}}}}}}"#,
+        r#"{"params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{},"io.modelcontextprotocol/tasks":null}}}}}"#,
+        r#"{"params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":false}}}}}"#,
+        r#"{"params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":[]}}}}"#,
+        r#"{"params":{"name":1e400,"x":-0.5e-3,"y":[true,false,null]}}"#,
+        r#"{"unknown":{"deep":[[[{"a":"\u00e9"}]]]},"id":2}"#,
+    ];
+
+    /// Given up here, so that serde decides.
+    const LEFT: &[&str] = &[
+        r#"{"id":1,"id":2}"#,
+        r#"{"params":{"name":"a","name":"b"}}"#,
+        r#"{"\u0069d":1}"#,
+        r#"{"params":{"n\u0061me":"x"}}"#,
+        r#"{"method":5}"#,
+        r#"{"params":["greet"]}"#,
+        r#"{"params":5}"#,
+        r#"{"params":{"_meta":[]}}"#,
+        r#"{"params":{"_meta":{"io.modelcontextprotocol/protocolVersion":1}}}"#,
+        r#"{"id":1} x"#,
+        r#"{"id":1,}"#,
+        r#"{"id":01}"#,
+        r#"{"id":"a	b"}"#,
+        r#"{"x":"\q"}"#,
+        // A lone surrogate, which serde skips over and jiter refuses.
+        r#"{"x":"\ud800","id":2}"#,
+        r#"[1]"#,
+        r#"{"id":1"#,
+    ];
+
+    #[test]
+    fn what_the_pass_reads_serde_reads_the_same() {
+        for body in READ {
+            for keep_span in [false, true] {
+                let read = envelope(body, keep_span)
+                    .unwrap_or_else(|| panic!("the pass gave up on {body}"));
+                let serde =
+                    Envelope::parse_with(serde_json::Deserializer::from_str(body), keep_span)
+                        .unwrap_or_else(|error| panic!("serde refused {body}: {error}"));
+                assert_eq!(describe(body, &read), describe(body, &serde), "{body}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_pass_leaves_duplicates_escaped_keys_and_odd_types_to_serde() {
+        for body in LEFT {
+            assert!(envelope(body, true).is_none(), "{body}");
+            assert!(envelope(body, false).is_none(), "{body}");
+        }
+    }
+
+    #[test]
+    fn the_tasks_member_is_read_as_serde_reads_it() {
+        for (extensions, expected) in [
+            (
+                r#"{"a":1,"io.modelcontextprotocol/tasks":{}}"#,
+                Some((true, Some("{}"))),
+            ),
+            (
+                r#"{"io.modelcontextprotocol/tasks":null}"#,
+                Some((false, None)),
+            ),
+            (
+                r#"{"io.modelcontextprotocol/tasks":{},"io.modelcontextprotocol/tasks":{}}"#,
+                Some((true, None)),
+            ),
+            (r#"{}"#, Some((false, None))),
+            (r#"{"io.modelcontextprotocol\/tasks":{}}"#, None),
+            (r#"[]"#, None),
+        ] {
+            let member = tasks_member(extensions).map(|m| (m.declared, m.value.map(|v| v.get())));
+            assert_eq!(member, expected, "{extensions}");
+        }
+    }
+}
