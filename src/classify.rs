@@ -64,7 +64,9 @@ pub(crate) enum Route {
 /// A declaring client's `tools/call`.
 #[derive(Debug)]
 pub(crate) struct ToolCall {
-    pub id: Box<RawValue>,
+    /// Where the request's `id` (the JSON value) is in the body: a copy is
+    /// made only if the call is parked or fails.
+    pub id: Range<usize>,
     pub policy: ToolPolicy,
     /// Where `params._meta.clientCapabilities.extensions` is in the body.
     pub extensions: Range<usize>,
@@ -253,15 +255,18 @@ pub(crate) fn classify(
                 (false, ToolPolicy::Threshold | ToolPolicy::Always | ToolPolicy::Never) => {
                     Route::Forward
                 }
-                (true, policy) => match extensions.and_then(|raw| span(body, raw.get())) {
-                    Some(extensions) => Route::ToolCall(ToolCall {
-                        id: id.to_owned(),
+                (true, policy) => match (
+                    span(body, id.get()),
+                    extensions.and_then(|raw| span(body, raw.get())),
+                ) {
+                    (Some(id), Some(extensions)) => Route::ToolCall(ToolCall {
+                        id,
                         policy,
                         extensions,
                         tasks: tasks.value.and_then(|value| span(body, value.get())),
                         name: spanned.name_span(body),
                     }),
-                    None => Route::Reply(Reply::internal(Some(id), "request parse lost its place")),
+                    _ => Route::Reply(Reply::internal(Some(id), "request parse lost its place")),
                 },
                 (false, ToolPolicy::Required) => {
                     Route::Reply(Reply::missing_tasks_capability(Some(id)))

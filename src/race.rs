@@ -77,7 +77,8 @@ fn raw_params(body: &[u8]) -> Box<RawValue> {
 /// future then only races, so it stays small (every wrapper moves it).
 /// Call it inside the request's span: the call is sent, and the owner
 /// resolved, from here.
-/// The flight and the params kept for re-issuing are built only at parking.
+/// The flight, the params kept for re-issuing and the boxed caller that
+/// re-issues are built only at parking (the caller also for an SSE answer).
 pub(crate) fn tool_call<S, B, RB>(
     runtime: Arc<Runtime>,
     mut inner: S,
@@ -125,9 +126,11 @@ where
         body: bytes,
         strip,
         template,
-        caller: Caller::<S, B>::boxed(inner),
         runtime,
     };
+    // Boxed as the caller of a parked call only when the call is parked, or
+    // may still be (an SSE answer): a call answered in time just drops it.
+    let caller = move || Caller::<S, B>::boxed(inner);
     // `Always` and a zero threshold park before the first answer;
     // otherwise the call races the threshold and an answer in time goes
     // back unchanged. A threshold too large to reach (`Duration::MAX`)
@@ -141,22 +144,24 @@ where
         if park_now {
             let flight = parking.flight(erase(future));
             // Boxed: parking is rare, and its future large.
-            return Ok(Box::pin(parking.park(flight, None)).await);
+            return Ok(Box::pin(parking.park(caller(), flight, None)).await);
         }
         let Some(deadline) = deadline else {
             return Ok(future.await?.map(ResponseBody::inner));
         };
         match timeout_at(deadline, future.as_mut()).await {
-            Ok(Ok(response)) if is_sse(&response) => Ok(live(response, deadline, parking)),
+            Ok(Ok(response)) if is_sse(&response) => {
+                Ok(live(response, deadline, parking, caller()))
+            }
             Ok(Ok(response)) => Ok(response.map(ResponseBody::inner)),
             Ok(Err(error)) => {
                 let error: BoxError = error.into();
                 tracing::warn!(%error, "the inner service failed");
-                Ok(Flight::inner_failed(&parking.id).map(ResponseBody::boxed))
+                Ok(Flight::inner_failed(&parking.id()).map(ResponseBody::boxed))
             }
             Err(_) => {
                 let flight = parking.flight(erase(future));
-                Ok(Box::pin(parking.park(flight, None)).await)
+                Ok(Box::pin(parking.park(caller(), flight, None)).await)
             }
         }
     })
@@ -203,6 +208,7 @@ fn live<RB>(
     response: Response<RB>,
     deadline: Instant,
     parking: Parking,
+    caller: Box<dyn CallInner>,
 ) -> Response<ResponseBody<RB>>
 where
     RB: Body<Data = Bytes> + Send + 'static,
@@ -212,7 +218,7 @@ where
     // The stream may end with the layer's own event instead of the rest.
     head.headers.remove(CONTENT_LENGTH);
     let body = body.map_err(Into::into).boxed_unsync();
-    let slow = move |unsent, body| racing_body::<RB>(unsent, body, deadline, parking);
+    let slow = move |unsent, body| racing_body::<RB>(unsent, body, deadline, (parking, caller));
     let body = BodyExt::boxed_unsync(Direct::new(body, deadline, slow));
     Response::from_parts(head, ResponseBody::boxed(body))
 }
@@ -224,20 +230,20 @@ fn racing_body<RB>(
     unsent: Bytes,
     body: BoxBody,
     deadline: Instant,
-    parking: Parking,
+    (parking, caller): (Parking, Box<dyn CallInner>),
 ) -> ResponseBody<RB>
 where
     RB: Body<Data = Bytes> + Send + 'static,
     RB::Error: Into<BoxError>,
 {
-    let (mut flight, relay) = Flight::live(parking.id.clone(), unsent, body, parking.limit());
+    let (mut flight, relay) = Flight::live(parking.id(), unsent, body, parking.limit());
     let racing = Box::pin(async move {
         let mut progress = None;
         match timeout_at(deadline, until_answer(&mut flight, &mut progress)).await {
             Ok(answer) => answer.into_response::<RB>().into_body(),
             // The stream ends with the task handle (or, refused, goes on).
             // Boxed, as parking is rare: the racing future stays small.
-            Err(_) => match Box::pin(parking.start(flight, progress)).await {
+            Err(_) => match Box::pin(parking.start(caller, flight, progress)).await {
                 Parked::Task(reply) | Parked::Lost(reply) => {
                     ResponseBody::full(sse_event(&reply.body))
                 }
@@ -248,7 +254,7 @@ where
     ResponseBody::boxed(BodyExt::boxed_unsync(Live::new(relay, racing)))
 }
 
-/// What parking a call takes besides the flight.
+/// What parking a call takes besides the flight and the caller.
 struct Parking {
     /// When the call was sent on.
     arrived: Instant,
@@ -256,7 +262,8 @@ struct Parking {
     /// live body, outside the request's future.
     span: tracing::Span,
     runtime: Arc<Runtime>,
-    id: Box<RawValue>,
+    /// Where the request's id is in `body`.
+    id: Range<usize>,
     /// The store's owner key.
     owner: Option<String>,
     /// The body as the client sent it.
@@ -264,7 +271,6 @@ struct Parking {
     /// Where its `extensions` object and the tasks member's value are.
     strip: (Range<usize>, Option<Range<usize>>),
     template: Template,
-    caller: Box<dyn CallInner>,
 }
 
 /// How a park ended.
@@ -278,6 +284,15 @@ enum Parked {
 }
 
 impl Parking {
+    /// The request's id, copied from the body.
+    fn id(&self) -> Box<RawValue> {
+        std::str::from_utf8(&self.body[self.id.clone()])
+            .ok()
+            .and_then(|id| RawValue::from_string(id.to_owned()).ok())
+            // Never: classify found a JSON value there.
+            .unwrap_or_else(|| RawValue::NULL.to_owned())
+    }
+
     /// The most bytes of one answer a flight reads.
     fn limit(&self) -> usize {
         self.runtime.config.max_result_bytes
@@ -285,27 +300,40 @@ impl Parking {
 
     /// A flight over the call's response `future`.
     fn flight(&self, future: InnerFuture) -> Flight {
-        Flight::new(self.id.clone(), future, self.limit())
+        Flight::new(self.id(), future, self.limit())
     }
 
     /// Asks the runtime for a task that drives `flight`; `progress` is the
     /// last progress line, the task's first status message.
-    async fn start(self, flight: Flight, progress: Option<String>) -> Parked {
+    /// `caller` sends the call again when the task needs it.
+    async fn start(
+        self,
+        caller: Box<dyn CallInner>,
+        flight: Flight,
+        progress: Option<String>,
+    ) -> Parked {
         let span = self.span.clone();
-        self.start_in_span(flight, progress).instrument(span).await
+        self.start_in_span(caller, flight, progress)
+            .instrument(span)
+            .await
     }
 
-    async fn start_in_span(self, flight: Flight, progress: Option<String>) -> Parked {
+    async fn start_in_span(
+        self,
+        caller: Box<dyn CallInner>,
+        flight: Flight,
+        progress: Option<String>,
+    ) -> Parked {
+        let id = self.id();
         let Self {
             arrived,
             span,
             runtime,
-            id,
+            id: _,
             owner,
             body,
             strip: (extensions, tasks),
             template,
-            caller,
         } = self;
         // The params as forwarded: without the tasks extension.
         let forwarded = rewrite::strip_tasks_extension(&body, extensions, tasks).unwrap_or(body);
@@ -346,10 +374,11 @@ impl Parking {
     /// as without the layer.
     async fn park<RB>(
         self,
+        caller: Box<dyn CallInner>,
         flight: Flight,
         progress: Option<String>,
     ) -> Response<ResponseBody<RB>> {
-        match self.start(flight, progress).await {
+        match self.start(caller, flight, progress).await {
             Parked::Task(reply) | Parked::Lost(reply) => reply_response(reply),
             Parked::Refused(flight) => flight.into_response().await,
         }
