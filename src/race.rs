@@ -26,6 +26,7 @@ use std::future::Future;
 use std::ops::Range;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 
 use bytes::Bytes;
 use futures_util::FutureExt;
@@ -149,7 +150,18 @@ where
         let Some(deadline) = deadline else {
             return Ok(future.await?.map(ResponseBody::inner));
         };
-        match timeout_at(deadline, future.as_mut()).await {
+        // One poll, then one turn of the scheduler, before the timer: an
+        // inner server that answers within that turn (a fast JSON call)
+        // never needs the threshold's timer.
+        let first = std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await;
+        let answered = match first {
+            Poll::Ready(result) => Ok(result),
+            Poll::Pending => {
+                tokio::task::yield_now().await;
+                timeout_at(deadline, future.as_mut()).await
+            }
+        };
+        match answered {
             Ok(Ok(response)) if is_sse(&response) => {
                 Ok(live(response, deadline, parking, caller()))
             }
