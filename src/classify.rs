@@ -36,7 +36,7 @@ use crate::policy::ToolPolicy;
 use crate::task::TaskId;
 use crate::wire::MODERN_VERSION;
 use crate::wire::envelope::{
-    Envelope, Loose, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, Params, as_str, decode_name,
+    Envelope, Json, Loose, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, Params, as_str, decode_name,
     header, tasks_member,
 };
 use crate::wire::jsonrpc::Reply;
@@ -174,15 +174,14 @@ pub(crate) fn classify(
     if meta_version.is_none() && !modern_header {
         // An older, session-based protocol generation.
         let method = envelope.method.as_deref();
-        let decision = legacy::route::classify(
-            headers,
-            envelope.id,
-            method,
-            &spanned,
-            body,
-            config,
-            sessions,
-        );
+        // An id serde_json would refuse (too deeply nested) is no request
+        // the layer can answer: the inner server's business.
+        let id = match envelope.id.map(Json::raw) {
+            Some(None) => return Route::Forward,
+            id => id.flatten(),
+        };
+        let decision =
+            legacy::route::classify(headers, id, method, &spanned, body, config, sessions);
         return match decision {
             Decision::Forward => Route::Forward,
             Decision::Reply(reply) => Route::Reply(reply),
@@ -223,7 +222,7 @@ pub(crate) fn classify(
     let has_meta = meta.is_some_and(|m| m.version.is_some() && m.capabilities.is_some());
     if owned && !has_meta {
         return Route::Reply(Reply::bad_params(
-            Some(id),
+            id.raw(),
             "Missing required _meta fields io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities",
         ));
     }
@@ -243,9 +242,15 @@ pub(crate) fn classify(
             if !wants_tasks {
                 Route::Forward
             } else if !declared() {
-                Route::Reply(Reply::missing_tasks_capability(Some(id)))
+                Route::Reply(Reply::missing_tasks_capability(id.raw()))
             } else {
-                listen_route(id, body, extensions)
+                match id.raw() {
+                    Some(id) => listen_route(id, body, extensions),
+                    None => Route::Reply(Reply::invalid_request(
+                        None,
+                        "The request id is nested too deeply",
+                    )),
+                }
             }
         }
         "tools/call" => {
@@ -266,17 +271,17 @@ pub(crate) fn classify(
                         tasks: tasks.value.and_then(|value| span(body, value.get())),
                         name: spanned.name_span(body),
                     }),
-                    _ => Route::Reply(Reply::internal(Some(id), "request parse lost its place")),
+                    _ => Route::Reply(Reply::internal(id.raw(), "request parse lost its place")),
                 },
                 (false, ToolPolicy::Required) => {
-                    Route::Reply(Reply::missing_tasks_capability(Some(id)))
+                    Route::Reply(Reply::missing_tasks_capability(id.raw()))
                 }
             }
         }
         "tasks/get" | "tasks/update" | "tasks/cancel" => {
             task_route(id, method, version, declared(), named.as_deref(), params)
         }
-        "tasks/list" | "tasks/result" => Route::Reply(Reply::method_not_found(Some(id), method)),
+        "tasks/list" | "tasks/result" => Route::Reply(Reply::method_not_found(id.raw(), method)),
         _ => Route::Forward,
     }
 }
@@ -284,7 +289,7 @@ pub(crate) fn classify(
 /// A declaring client's listen that asks for `taskIds`: served by the layer
 /// alone when that is all it asks for; otherwise the rest goes to the inner
 /// server (without `taskIds` and the extension) and the layer merges.
-fn listen_route(id: &RawValue, body: &[u8], extensions: Option<&RawValue>) -> Route {
+fn listen_route(id: &RawValue, body: &[u8], extensions: Option<Json<'_>>) -> Route {
     #[derive(serde::Deserialize)]
     struct Listen<'a> {
         #[serde(borrow)]
@@ -349,7 +354,7 @@ fn listen_route(id: &RawValue, body: &[u8], extensions: Option<&RawValue>) -> Ro
 fn without_task_part(
     body: &[u8],
     notifications: &RawValue,
-    extensions: Option<&RawValue>,
+    extensions: Option<Json<'_>>,
 ) -> Option<bytes::Bytes> {
     let mut edits = vec![(
         span(body, notifications.get())?,
@@ -403,13 +408,19 @@ fn unreadable(body: &[u8], error: serde_json::Error) -> Reply {
 }
 
 fn task_route(
-    id: &RawValue,
+    id: Json<'_>,
     method: &str,
     version: &str,
     declared: bool,
     task_id: Option<&str>,
     params: &Params<'_>,
 ) -> Route {
+    let Some(id) = id.raw() else {
+        return Route::Reply(Reply::invalid_request(
+            None,
+            "The request id is nested too deeply",
+        ));
+    };
     if version != MODERN_VERSION {
         return Route::Reply(Reply::unsupported_version(Some(id), version));
     }
@@ -450,13 +461,13 @@ struct Sent<'h> {
 fn check_headers(
     headers: &HeaderMap,
     sent: Sent<'_>,
-    id: &RawValue,
+    id: Json<'_>,
     method: &str,
     meta_version: Option<&str>,
     named: Option<&str>,
     config: &TasksConfig,
 ) -> Result<(), Reply> {
-    let mismatch = |message: String| Err(Reply::header_mismatch(Some(id), message));
+    let mismatch = |message: String| Err(Reply::header_mismatch(id.raw(), message));
     if let Some(version) = meta_version
         && sent.version != Some(version)
     {

@@ -217,7 +217,7 @@ fn request(
             let cursor = match params.cursor {
                 None => None,
                 Some(raw) if raw.get() == "null" => None,
-                Some(raw) => match as_str(Some(raw)) {
+                Some(raw) => match as_str(Some(raw.into())) {
                     Some(cursor) => Some(cursor.into_owned()),
                     None => {
                         return Decision::Reply(error(

@@ -20,7 +20,7 @@ use super::raw::span;
 #[derive(Deserialize)]
 pub(crate) struct Envelope<'a, P> {
     #[serde(borrow)]
-    pub id: Option<&'a RawValue>,
+    pub id: Option<Json<'a>>,
     #[serde(borrow)]
     pub method: Option<Text<'a>>,
     pub params: Option<P>,
@@ -108,6 +108,45 @@ pub(crate) struct Loose<'a> {
     pub method: Option<Text<'a>>,
 }
 
+/// A JSON value as the body writes it, checked as JSON by the reader that
+/// found it (the jiter pass, or serde_json): what a `&RawValue` holds,
+/// without serde_json checking the same text a second time. Most of the
+/// values the layer reads are only located or compared; the few that go
+/// into a reply become a `&RawValue` there ([`Json::raw`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Json<'a>(&'a str);
+
+impl<'a> Json<'a> {
+    /// The text as written.
+    pub(crate) fn get(self) -> &'a str {
+        self.0
+    }
+
+    /// The value as a `&RawValue`, checked again by serde_json: `None` only
+    /// where jiter accepts what serde_json refuses (nesting between 128 and
+    /// 200 levels deep).
+    pub(crate) fn raw(self) -> Option<&'a RawValue> {
+        serde_json::from_str(self.0).ok()
+    }
+
+    /// Wraps text that a JSON reader has just read as one value.
+    pub(super) fn checked(text: &'a str) -> Self {
+        Self(text)
+    }
+}
+
+impl<'a> From<&'a RawValue> for Json<'a> {
+    fn from(raw: &'a RawValue) -> Self {
+        Self(raw.get())
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Json<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        <&'a RawValue>::deserialize(deserializer).map(|raw| Self(raw.get()))
+    }
+}
+
 /// A string, borrowed from the buffer unless it holds escapes.
 #[derive(Deserialize)]
 pub(crate) struct Text<'a>(#[serde(borrow)] pub(super) Cow<'a, str>);
@@ -124,9 +163,9 @@ pub(crate) struct Params<'a> {
     /// Kept raw: any value is accepted here (a name that is not a string,
     /// or not a decodable one, is no name, not an unreadable request).
     #[serde(borrow)]
-    pub name: Option<&'a RawValue>,
+    pub name: Option<Json<'a>>,
     #[serde(borrow, rename = "taskId")]
-    pub task_id: Option<&'a RawValue>,
+    pub task_id: Option<Json<'a>>,
     /// The 2025-11-25 task augmentation of a `tools/call`.
     #[serde(borrow)]
     pub task: Option<&'a RawValue>,
@@ -162,7 +201,7 @@ pub(crate) struct Meta<'a> {
 #[derive(Deserialize)]
 pub(crate) struct Capabilities<'a> {
     #[serde(borrow)]
-    pub extensions: Option<&'a RawValue>,
+    pub extensions: Option<Json<'a>>,
 }
 
 /// The tasks extension's member of an `extensions` object, read in one
@@ -174,7 +213,7 @@ pub(crate) struct TasksMember<'a> {
     /// The declaring value, when a cut can remove its member: the only
     /// member of that name, its key written without escapes (so its text is
     /// exactly the quoted name).
-    pub value: Option<&'a RawValue>,
+    pub value: Option<Json<'a>>,
 }
 
 impl<'de> Deserialize<'de> for TasksMember<'de> {
@@ -195,7 +234,7 @@ impl<'de> Deserialize<'de> for TasksMember<'de> {
                         map.next_value::<IgnoredAny>()?;
                         continue;
                     }
-                    let value = map.next_value::<&'de RawValue>()?;
+                    let value = map.next_value::<Json<'de>>()?;
                     named += 1;
                     plain &= matches!(key.0, Cow::Borrowed(_));
                     if value.get().starts_with('{') {
@@ -218,7 +257,7 @@ impl<'de> Deserialize<'de> for TasksMember<'de> {
 /// Reads a JSON string out of a raw value, if it is one: the bytes between
 /// its quotes when it holds no escape (no second parse), else decoded;
 /// `None` when it is not a string or does not decode.
-pub(crate) fn as_str(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
+pub(crate) fn as_str(raw: Option<Json<'_>>) -> Option<Cow<'_, str>> {
     let text = raw?.get();
     match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
         Some(inner) if !inner.contains('\\') => Some(Cow::Borrowed(inner)),
@@ -228,7 +267,7 @@ pub(crate) fn as_str(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
 
 /// The tasks extension's member of an `extensions` object (none when
 /// there is no object).
-pub(crate) fn tasks_member(extensions: Option<&RawValue>) -> TasksMember<'_> {
+pub(crate) fn tasks_member(extensions: Option<Json<'_>>) -> TasksMember<'_> {
     let Some(raw) = extensions else {
         return TasksMember::default();
     };
@@ -319,7 +358,7 @@ mod tests {
         let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
         let member = |s: &str| {
             let raw = raw(s);
-            let member = tasks_member(Some(&raw));
+            let member = tasks_member(Some(Json::from(&*raw)));
             (member.declared, member.value.map(|v| v.get().to_owned()))
         };
         let declared = |value: &str| (true, Some(value.to_owned()));

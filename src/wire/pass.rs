@@ -20,9 +20,13 @@
 //! instructions (BENCHMARKS.md, issue #11). jiter's reader is one set of
 //! plain functions. Skipped values are checked as JSON either way (jiter
 //! refuses control characters and bad escapes in strings; the body was
-//! checked as UTF-8 as a whole). One difference remains: jiter nests up to
+//! checked as UTF-8 as a whole). The values the layer only locates or
+//! compares (`id`, `params.name`, `params.taskId`, the `extensions` object)
+//! are handed out as jiter checked them ([`Json`]), not checked again by
+//! serde_json; the others are. One difference remains: jiter nests up to
 //! 200 levels, serde_json up to 128, so a body nested between the two is
-//! read here where serde would refuse it, and the inner server then sees it.
+//! read here where serde would refuse it, and the inner server then sees it
+//! (an `id` that deep gets a reply without an id where the layer answers).
 
 use std::borrow::Cow;
 
@@ -31,7 +35,7 @@ use serde_json::value::RawValue;
 
 use super::TASKS_EXTENSION;
 use super::envelope::{
-    Capabilities, Envelope, ListenFilter, Meta, Params, Spanned, TasksMember, Text,
+    Capabilities, Envelope, Json, ListenFilter, Meta, Params, Spanned, TasksMember, Text,
 };
 
 /// The envelope of `text` (the body, as UTF-8), or `None` to leave it to
@@ -45,7 +49,7 @@ pub(super) fn envelope(text: &str, keep_span: bool) -> Option<Envelope<'_, Spann
     };
     pass.members(["id", "method", "params"], |pass, index| {
         match index {
-            0 => envelope.id = pass.raw()?,
+            0 => envelope.id = pass.json()?,
             1 => envelope.method = pass.text()?,
             _ => envelope.params = pass.spanned(keep_span)?,
         }
@@ -157,23 +161,33 @@ impl<'a> Pass<'a> {
     }
 
     /// The value at the point as it is written.
-    fn any(&mut self) -> Option<&'a RawValue> {
+    fn any(&mut self) -> Option<Json<'a>> {
         let peek = self.jiter.peek().ok()?;
         self.spanned_value(peek)
     }
 
-    fn spanned_value(&mut self, peek: Peek) -> Option<&'a RawValue> {
+    /// The value at the point, stepped over (and so checked) by jiter.
+    fn spanned_value(&mut self, peek: Peek) -> Option<Json<'a>> {
         let start = self.jiter.current_index();
         self.jiter.known_skip(peek).ok()?;
         let text = self.text.get(start..self.jiter.current_index())?;
-        serde_json::from_str(text).ok()
+        Some(Json::checked(text))
     }
 
-    /// An optional raw value: `null` is none.
-    fn raw(&mut self) -> Option<Option<&'a RawValue>> {
+    /// An optional value as written: `null` is none.
+    fn json(&mut self) -> Option<Option<Json<'a>>> {
         match self.jiter.peek().ok()? {
             Peek::Null => self.jiter.known_null().ok().map(|()| None),
             peek => self.spanned_value(peek).map(Some),
+        }
+    }
+
+    /// An optional raw value (for the fields that are handed on as such):
+    /// `null` is none; serde_json checks the text too.
+    fn raw(&mut self) -> Option<Option<&'a RawValue>> {
+        match self.json()? {
+            None => Some(None),
+            Some(json) => json.raw().map(Some),
         }
     }
 
@@ -272,8 +286,14 @@ impl<'a> Pass<'a> {
         let mut params = Params::default();
         self.members(NAMES, |pass, index| {
             let raw = match index {
-                0 => &mut params.name,
-                1 => &mut params.task_id,
+                0 => {
+                    params.name = pass.json()?;
+                    return Some(());
+                }
+                1 => {
+                    params.task_id = pass.json()?;
+                    return Some(());
+                }
                 2 => &mut params.task,
                 3 => &mut params.cursor,
                 4 => &mut params.request_id,
@@ -312,7 +332,7 @@ impl<'a> Pass<'a> {
     fn capabilities(&mut self) -> Option<Capabilities<'a>> {
         let mut extensions = None;
         self.members(["extensions"], |pass, _| {
-            extensions = pass.raw()?;
+            extensions = pass.json()?;
             Some(())
         })?;
         Some(Capabilities { extensions })
@@ -345,8 +365,9 @@ mod tests {
     use super::*;
 
     /// Where `raw` lies in `body`, and its text.
-    fn at(body: &str, raw: Option<&RawValue>) -> String {
+    fn at<'a>(body: &str, raw: Option<impl Into<Json<'a>>>) -> String {
         raw.map_or("-".into(), |raw| {
+            let raw = raw.into();
             let start = raw.get().as_ptr() as usize - body.as_ptr() as usize;
             format!("{start}:{}", raw.get())
         })
