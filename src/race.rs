@@ -143,9 +143,7 @@ where
     // capture would take room of its own in the future.
     Either::Right(async move {
         if park_now {
-            let flight = parking.flight(erase(future));
-            // Boxed: parking is rare, and its future large.
-            return Ok(Box::pin(parking.park(caller(), flight, None)).await);
+            return Ok(park(parking, caller(), future).await);
         }
         let Some(deadline) = deadline else {
             return Ok(future.await?.map(ResponseBody::inner));
@@ -166,17 +164,41 @@ where
                 Ok(live(response, deadline, parking, caller()))
             }
             Ok(Ok(response)) => Ok(response.map(ResponseBody::inner)),
-            Ok(Err(error)) => {
-                let error: BoxError = error.into();
-                tracing::warn!(%error, "the inner service failed");
-                Ok(Flight::inner_failed(&parking.id()).map(ResponseBody::boxed))
-            }
-            Err(_) => {
-                let flight = parking.flight(erase(future));
-                Ok(Box::pin(parking.park(caller(), flight, None)).await)
-            }
+            Ok(Err(error)) => Ok(inner_failed(error.into(), &parking)),
+            Err(_) => Ok(park(parking, caller(), future).await),
         }
     })
+}
+
+/// The parking of a call, from the request's future. Out of line, and
+/// its future boxed: parking is rare, its code and its future large, and
+/// neither belongs in the path of a call that answers in time.
+#[cold]
+#[inline(never)]
+fn park<F, RB, E>(
+    parking: Parking,
+    caller: Box<dyn CallInner>,
+    future: Pin<Box<F>>,
+) -> ParkFuture<RB>
+where
+    F: Future<Output = Result<Response<RB>, E>> + Send + 'static,
+    RB: Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+    E: Into<BoxError>,
+{
+    let flight = parking.flight(erase(future));
+    Box::pin(parking.park(caller, flight, None))
+}
+
+/// The boxed future of [`park`].
+type ParkFuture<RB> = Pin<Box<dyn Future<Output = Response<ResponseBody<RB>>> + Send>>;
+
+/// The answer to a call whose inner service failed. Out of line: rare.
+#[cold]
+#[inline(never)]
+fn inner_failed<RB>(error: BoxError, parking: &Parking) -> Response<ResponseBody<RB>> {
+    tracing::warn!(%error, "the inner service failed");
+    Flight::inner_failed(&parking.id()).map(ResponseBody::boxed)
 }
 
 /// A successful `text/event-stream` response: relayed live.
@@ -215,7 +237,9 @@ async fn until_answer(flight: &mut Flight, progress: &mut Option<String>) -> Box
 /// An SSE answer: the head and each event go to the client as they come.
 /// A first event that is plainly the response ends the race at no further
 /// cost ([`Direct`]); anything else, or the threshold, hands the stream to
-/// the race that reads every event ([`racing_body`]).
+/// the race that reads every event ([`racing_body`]). Out of line: a JSON
+/// answer never comes here.
+#[inline(never)]
 fn live<RB>(
     response: Response<RB>,
     deadline: Instant,
