@@ -174,8 +174,7 @@ pub(crate) fn classify(
     if meta_version.is_none() && !modern_header {
         // An older, session-based protocol generation.
         let method = envelope.method.as_deref();
-        // An id serde_json would refuse (too deeply nested) is no request
-        // the layer can answer: the inner server's business.
+        // (`Json::raw` never refuses what a reader handed out.)
         let id = match envelope.id.map(Json::raw) {
             Some(None) => return Route::Forward,
             id => id.flatten(),
@@ -248,7 +247,7 @@ pub(crate) fn classify(
                     Some(id) => listen_route(id, body, extensions),
                     None => Route::Reply(Reply::invalid_request(
                         None,
-                        "The request id is nested too deeply",
+                        "The request id could not be read",
                     )),
                 }
             }
@@ -418,7 +417,7 @@ fn task_route(
     let Some(id) = id.raw() else {
         return Route::Reply(Reply::invalid_request(
             None,
-            "The request id is nested too deeply",
+            "The request id could not be read",
         ));
     };
     if version != MODERN_VERSION {

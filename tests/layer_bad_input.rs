@@ -279,3 +279,33 @@ async fn a_body_over_a_limit_set_further_out_answers_413_too() {
         "the inner service was called"
     );
 }
+
+/// The id of a request the layer answers comes back exactly as written,
+/// whatever its shape: escapes, a number beyond `u64`, deep nesting.
+#[tokio::test]
+async fn the_layer_echoes_an_id_exactly_as_written() {
+    let layered = Layered::start(|layer| layer).await;
+    let client = layered.client();
+    let task = "0123456789abcdef0123456789abcdef";
+    let params = json!({"taskId": task, "_meta": client.meta(true)});
+    let deep = format!("{}1{}", "[".repeat(100), "]".repeat(100));
+    for id in [
+        r#""a\"b\u00e9""#,
+        "123456789012345678901234567890",
+        deep.as_str(),
+    ] {
+        let body =
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tasks/get","params":{params}}}"#);
+        let headers = McpClient::standard_headers("tasks/get", Some(task));
+        let headers: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+            .collect();
+        let (status, _, text) = client.raw_post(&headers, body).await;
+        assert_eq!(status.as_u16(), 200, "{text}");
+        let echoed = format!(r#""id":{id},"#);
+        assert!(text.contains(&echoed), "{id} not echoed: {text}");
+        assert!(text.contains("-32602"), "{text}");
+    }
+    assert_still_serving(&client).await;
+}

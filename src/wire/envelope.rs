@@ -122,9 +122,10 @@ impl<'a> Json<'a> {
         self.0
     }
 
-    /// The value as a `&RawValue`, checked again by serde_json: `None` only
-    /// where jiter accepts what serde_json refuses (nesting between 128 and
-    /// 200 levels deep).
+    /// The value as a `&RawValue`, checked again by serde_json. serde_json
+    /// takes as a raw value any JSON that jiter or itself read, however
+    /// deep, so this is `Some` for every value a reader handed out; a reply
+    /// built from `None` would just carry no id.
     pub(crate) fn raw(self) -> Option<&'a RawValue> {
         serde_json::from_str(self.0).ok()
     }

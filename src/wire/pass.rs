@@ -25,8 +25,7 @@
 //! are handed out as jiter checked them ([`Json`]), not checked again by
 //! serde_json; the others are. One difference remains: jiter nests up to
 //! 200 levels, serde_json up to 128, so a body nested between the two is
-//! read here where serde would refuse it, and the inner server then sees it
-//! (an `id` that deep gets a reply without an id where the layer answers).
+//! read here where serde would refuse it, and the inner server then sees it.
 
 use std::borrow::Cow;
 
