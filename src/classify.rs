@@ -174,13 +174,15 @@ pub(crate) fn classify(
     if meta_version.is_none() && !modern_header {
         // An older, session-based protocol generation.
         let method = envelope.method.as_deref();
-        // (`Json::raw` never refuses what a reader handed out.)
-        let id = match envelope.id.map(Json::raw) {
-            Some(None) => return Route::Forward,
-            id => id.flatten(),
-        };
-        let decision =
-            legacy::route::classify(headers, id, method, &spanned, body, config, sessions);
+        let decision = legacy::route::classify(
+            headers,
+            envelope.id,
+            method,
+            &spanned,
+            body,
+            config,
+            sessions,
+        );
         return match decision {
             Decision::Forward => Route::Forward,
             Decision::Reply(reply) => Route::Reply(reply),
@@ -221,7 +223,7 @@ pub(crate) fn classify(
     let has_meta = meta.is_some_and(|m| m.version.is_some() && m.capabilities.is_some());
     if owned && !has_meta {
         return Route::Reply(Reply::bad_params(
-            id.raw(),
+            Some(id.raw()),
             "Missing required _meta fields io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities",
         ));
     }
@@ -241,15 +243,9 @@ pub(crate) fn classify(
             if !wants_tasks {
                 Route::Forward
             } else if !declared() {
-                Route::Reply(Reply::missing_tasks_capability(id.raw()))
+                Route::Reply(Reply::missing_tasks_capability(Some(id.raw())))
             } else {
-                match id.raw() {
-                    Some(id) => listen_route(id, body, extensions),
-                    None => Route::Reply(Reply::invalid_request(
-                        None,
-                        "The request id could not be read",
-                    )),
-                }
+                listen_route(id.raw(), body, extensions)
             }
         }
         "tools/call" => {
@@ -270,17 +266,22 @@ pub(crate) fn classify(
                         tasks: tasks.value.and_then(|value| span(body, value.get())),
                         name: spanned.name_span(body),
                     }),
-                    _ => Route::Reply(Reply::internal(id.raw(), "request parse lost its place")),
+                    _ => Route::Reply(Reply::internal(
+                        Some(id.raw()),
+                        "request parse lost its place",
+                    )),
                 },
                 (false, ToolPolicy::Required) => {
-                    Route::Reply(Reply::missing_tasks_capability(id.raw()))
+                    Route::Reply(Reply::missing_tasks_capability(Some(id.raw())))
                 }
             }
         }
         "tasks/get" | "tasks/update" | "tasks/cancel" => {
             task_route(id, method, version, declared(), named.as_deref(), params)
         }
-        "tasks/list" | "tasks/result" => Route::Reply(Reply::method_not_found(id.raw(), method)),
+        "tasks/list" | "tasks/result" => {
+            Route::Reply(Reply::method_not_found(Some(id.raw()), method))
+        }
         _ => Route::Forward,
     }
 }
@@ -414,12 +415,7 @@ fn task_route(
     task_id: Option<&str>,
     params: &Params<'_>,
 ) -> Route {
-    let Some(id) = id.raw() else {
-        return Route::Reply(Reply::invalid_request(
-            None,
-            "The request id could not be read",
-        ));
-    };
+    let id = id.raw();
     if version != MODERN_VERSION {
         return Route::Reply(Reply::unsupported_version(Some(id), version));
     }
@@ -466,7 +462,7 @@ fn check_headers(
     named: Option<&str>,
     config: &TasksConfig,
 ) -> Result<(), Reply> {
-    let mismatch = |message: String| Err(Reply::header_mismatch(id.raw(), message));
+    let mismatch = |message: String| Err(Reply::header_mismatch(Some(id.raw()), message));
     if let Some(version) = meta_version
         && sent.version != Some(version)
     {

@@ -31,7 +31,7 @@ use super::sessions::{Known, Sessions};
 use crate::config::TasksConfig;
 use crate::policy::ToolPolicy;
 use crate::task::TaskId;
-use crate::wire::envelope::{MCP_PROTOCOL_VERSION, Spanned, as_str, header};
+use crate::wire::envelope::{Json, MCP_PROTOCOL_VERSION, Spanned, as_str, header};
 use crate::wire::jsonrpc::{ErrorObject, INVALID_PARAMS, METHOD_NOT_FOUND, Reply};
 use crate::wire::raw::span;
 
@@ -134,7 +134,7 @@ pub(crate) fn error(id: &RawValue, code: i64, message: impl Into<String>) -> Rep
 /// Classifies a message that carries no 2026-07-28 marks.
 pub(crate) fn classify(
     headers: &HeaderMap,
-    id: Option<&RawValue>,
+    id: Option<Json<'_>>,
     method: Option<&str>,
     spanned: &Spanned<'_>,
     body: &[u8],
@@ -164,7 +164,8 @@ pub(crate) fn classify(
     if !legacy {
         return Decision::Forward;
     }
-    let route = match (id, method) {
+    // The id as a `&RawValue` only once the session is one the layer serves.
+    let route = match (id.map(Json::raw), method) {
         (Some(id), None) => match relayed(id) {
             Some((task, key)) => LegacyRoute::Answer { task, key },
             None => return Decision::Forward,

@@ -122,12 +122,11 @@ impl<'a> Json<'a> {
         self.0
     }
 
-    /// The value as a `&RawValue`, checked again by serde_json. serde_json
-    /// takes as a raw value any JSON that jiter or itself read, however
-    /// deep, so this is `Some` for every value a reader handed out; a reply
-    /// built from `None` would just carry no id.
-    pub(crate) fn raw(self) -> Option<&'a RawValue> {
-        serde_json::from_str(self.0).ok()
+    /// The value as a `&RawValue`, checked again by serde_json, for a reply
+    /// that carries it. serde_json takes as a raw value any JSON that jiter
+    /// or itself read, however deep, so the `null` fallback is never used.
+    pub(crate) fn raw(self) -> &'a RawValue {
+        serde_json::from_str(self.0).unwrap_or(RawValue::NULL)
     }
 
     /// Wraps text that a JSON reader has just read as one value.

@@ -184,10 +184,8 @@ impl<'a> Pass<'a> {
     /// An optional raw value (for the fields that are handed on as such):
     /// `null` is none; serde_json checks the text too.
     fn raw(&mut self) -> Option<Option<&'a RawValue>> {
-        match self.json()? {
-            None => Some(None),
-            Some(json) => json.raw().map(Some),
-        }
+        let json = self.json()?;
+        Some(json.map(Json::raw))
     }
 
     /// An optional string, borrowed unless it holds escapes.
@@ -284,29 +282,16 @@ impl<'a> Pass<'a> {
         ];
         let mut params = Params::default();
         self.members(NAMES, |pass, index| {
-            let raw = match index {
-                0 => {
-                    params.name = pass.json()?;
-                    return Some(());
-                }
-                1 => {
-                    params.task_id = pass.json()?;
-                    return Some(());
-                }
-                2 => &mut params.task,
-                3 => &mut params.cursor,
-                4 => &mut params.request_id,
-                5 => &mut params.input_responses,
-                6 => {
-                    params.meta = pass.nested(Self::meta)?;
-                    return Some(());
-                }
-                _ => {
-                    params.notifications = pass.nested(Self::listen_filter)?;
-                    return Some(());
-                }
-            };
-            *raw = pass.raw()?;
+            match index {
+                0 => params.name = pass.json()?,
+                1 => params.task_id = pass.json()?,
+                2 => params.task = pass.raw()?,
+                3 => params.cursor = pass.raw()?,
+                4 => params.request_id = pass.raw()?,
+                5 => params.input_responses = pass.raw()?,
+                6 => params.meta = pass.nested(Self::meta)?,
+                _ => params.notifications = pass.nested(Self::listen_filter)?,
+            }
             Some(())
         })?;
         Some(params)
