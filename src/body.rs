@@ -108,6 +108,7 @@ pin_project! {
         Inner { #[pin] body: B },
         Full { #[pin] body: Full<Bytes> },
         Boxed { body: BoxBody },
+        Resumed { first: Option<Bytes>, body: Pin<Box<B>> },
     }
 }
 
@@ -132,6 +133,17 @@ impl<B> ResponseBody<B> {
     pub fn boxed(body: BoxBody) -> Self {
         Self {
             kind: ResponseKind::Boxed { body },
+        }
+    }
+
+    /// The inner server's body after the layer read its first frame,
+    /// `first`: that frame, then the rest as the inner body gives it.
+    pub(crate) fn resumed(first: Bytes, body: Pin<Box<B>>) -> Self {
+        Self {
+            kind: ResponseKind::Resumed {
+                first: Some(first),
+                body,
+            },
         }
     }
 }
@@ -162,6 +174,15 @@ where
                 Poll::Pending => Poll::Pending,
             },
             ResponseKindProj::Boxed { body } => Pin::new(body).poll_frame(cx),
+            ResponseKindProj::Resumed { first, body } => match first.take() {
+                Some(first) => Poll::Ready(Some(Ok(Frame::data(first)))),
+                None => match body.as_mut().poll_frame(cx) {
+                    Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(error.into()))),
+                    Poll::Ready(Some(Ok(frame))) => Poll::Ready(Some(Ok(frame))),
+                    Poll::Ready(None) => Poll::Ready(None),
+                    Poll::Pending => Poll::Pending,
+                },
+            },
         }
     }
 
@@ -170,6 +191,7 @@ where
             ResponseKind::Inner { body } => body.is_end_stream(),
             ResponseKind::Full { body } => body.is_end_stream(),
             ResponseKind::Boxed { body } => body.is_end_stream(),
+            ResponseKind::Resumed { first, body } => first.is_none() && body.is_end_stream(),
         }
     }
 
@@ -178,6 +200,16 @@ where
             ResponseKind::Inner { body } => body.size_hint(),
             ResponseKind::Full { body } => body.size_hint(),
             ResponseKind::Boxed { body } => body.size_hint(),
+            ResponseKind::Resumed { first, body } => {
+                let (hint, first) = (body.size_hint(), first.as_ref().map_or(0, Bytes::len));
+                let first = first as u64;
+                let mut sum = SizeHint::new();
+                sum.set_lower(hint.lower().saturating_add(first));
+                if let Some(upper) = hint.upper() {
+                    sum.set_upper(upper.saturating_add(first));
+                }
+                sum
+            }
         }
     }
 }
@@ -198,4 +230,21 @@ pub(crate) fn reply_response<B>(
             .insert(crate::observe::ErrorCode(code));
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_resumed_body_gives_the_frame_read_then_the_rest_and_counts_both() {
+        let rest = Full::new(Bytes::from_static(b"world"));
+        let body = ResponseBody::resumed(Bytes::from_static(b"hello "), Box::pin(rest));
+        assert_eq!(body.size_hint().exact(), Some(11));
+        assert!(!body.is_end_stream());
+        let all = body.collect().await.expect("no error").to_bytes();
+        assert_eq!(&all[..], b"hello world");
+    }
 }

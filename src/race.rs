@@ -15,8 +15,9 @@
 //! more of it.
 //!
 //! An SSE answer is relayed live: the head and each event reach the client
-//! as the inner server sends them (see `flight::direct`, then
-//! `flight::live`). If the threshold
+//! as the inner server sends them: untouched when the first frame there
+//! starts with the response, else through `flight::direct`, then
+//! `flight::live`. If the threshold
 //! passes first, the layer ends that stream with the `CreateTaskResult` as
 //! the response to the call, after the notifications already relayed. A
 //! request of the inner server before the threshold is held back, as for a
@@ -26,7 +27,7 @@ use std::future::Future;
 use std::ops::Range;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use futures_util::FutureExt;
@@ -44,7 +45,7 @@ use tracing::Instrument;
 use crate::body::{BoxBody, BoxError, RequestBody, ResponseBody, reply_response};
 use crate::classify::ToolCall;
 use crate::flight::caller::{CallInner, Caller};
-use crate::flight::direct::Direct;
+use crate::flight::direct::{Direct, failing, starts_with_the_response};
 use crate::flight::driver::Plain;
 use crate::flight::live::{Live, sse_event};
 use crate::flight::{Answer, Event, Flight, InnerFuture};
@@ -79,7 +80,7 @@ fn raw_params(body: &[u8]) -> Box<RawValue> {
 /// Call it inside the request's span: the call is sent, and the owner
 /// resolved, from here.
 /// The flight, the params kept for re-issuing and the boxed caller that
-/// re-issues are built only at parking (the caller also for an SSE answer).
+/// re-issues are built only at parking.
 pub(crate) fn tool_call<S, B, RB>(
     runtime: Arc<Runtime>,
     mut inner: S,
@@ -129,8 +130,8 @@ where
         template,
         runtime,
     };
-    // Boxed as the caller of a parked call only when the call is parked, or
-    // may still be (an SSE answer): a call answered in time just drops it.
+    // Boxed as the caller of a parked call only when the call is parked: a
+    // call answered in time just drops it.
     let caller = move || Caller::<S, B>::boxed(inner);
     // `Always` and a zero threshold park before the first answer;
     // otherwise the call races the threshold and an answer in time goes
@@ -161,7 +162,14 @@ where
         };
         match answered {
             Ok(Ok(response)) if is_sse(&response) => {
-                Ok(live(response, deadline, parking, caller()))
+                let mut live_call = Some((response, parking, caller));
+                std::future::poll_fn(|cx| match live_call.take() {
+                    Some((response, parking, caller)) => {
+                        Poll::Ready(Ok(live(cx, response, deadline, parking, caller)))
+                    }
+                    None => Poll::Pending,
+                })
+                .await
             }
             Ok(Ok(response)) => Ok(response.map(ResponseBody::inner)),
             Ok(Err(error)) => Ok(inner_failed(error.into(), &parking)),
@@ -235,27 +243,56 @@ async fn until_answer(flight: &mut Flight, progress: &mut Option<String>) -> Box
 }
 
 /// An SSE answer: the head and each event go to the client as they come.
-/// A first event that is plainly the response ends the race at no further
-/// cost ([`Direct`]); anything else, or the threshold, hands the stream to
-/// the race that reads every event ([`racing_body`]). Out of line: a JSON
-/// answer never comes here.
+///
+/// The first frame is read at once, without waiting: when it starts with an
+/// event that is plainly the response (a fast call, as most inner servers
+/// send it), the call answered in time and the stream goes to the client
+/// untouched, its head included (nothing of parking is built). Anything
+/// else hands the stream, with what was read, to [`Direct`], which relays
+/// it event by event and, for an event that is not plainly the response or
+/// at the threshold, to the race that reads every event
+/// ([`racing_body`]). Out of line: a JSON answer never comes here.
 #[inline(never)]
-fn live<RB>(
+fn live<RB, C>(
+    cx: &mut Context<'_>,
     response: Response<RB>,
     deadline: Instant,
     parking: Parking,
-    caller: Box<dyn CallInner>,
+    caller: C,
 ) -> Response<ResponseBody<RB>>
 where
     RB: Body<Data = Bytes> + Send + 'static,
     RB::Error: Into<BoxError>,
+    C: FnOnce() -> Box<dyn CallInner> + Send + 'static,
 {
     let (mut head, body) = response.into_parts();
+    let mut body = Box::pin(body);
+    let read = match body.as_mut().poll_frame(cx) {
+        Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+            Ok(data) if starts_with_the_response(&data) => {
+                return Response::from_parts(head, ResponseBody::resumed(data, body));
+            }
+            Ok(data) => data,
+            // Trailers first: dropped, as `Direct` drops them while racing.
+            Err(_) => Bytes::new(),
+        },
+        Poll::Ready(Some(Err(error))) => {
+            head.headers.remove(CONTENT_LENGTH);
+            return Response::from_parts(head, ResponseBody::boxed(failing(error.into())));
+        }
+        Poll::Ready(None) => {
+            head.headers.remove(CONTENT_LENGTH);
+            return Response::from_parts(head, ResponseBody::full(Bytes::new()));
+        }
+        Poll::Pending => Bytes::new(),
+    };
     // The stream may end with the layer's own event instead of the rest.
     head.headers.remove(CONTENT_LENGTH);
-    let body = body.map_err(Into::into).boxed_unsync();
-    let slow = move |unsent, body| racing_body::<RB>(unsent, body, deadline, (parking, caller));
-    let body = BodyExt::boxed_unsync(Direct::new(body, deadline, slow));
+    let slow = move |unsent, body: Pin<Box<RB>>| {
+        let body = BodyExt::boxed_unsync(body.map_err(Into::into));
+        racing_body::<RB>(unsent, body, deadline, (parking, caller()))
+    };
+    let body = BodyExt::boxed_unsync(Direct::new(body, read, deadline, slow));
     Response::from_parts(head, ResponseBody::boxed(body))
 }
 

@@ -161,18 +161,8 @@ async fn a_call_parked_after_a_request_drops_the_request_and_ends_with_the_handl
     let events: Vec<&str> = call.seen.split_terminator("\n\n").collect();
     assert_eq!(events.len(), 2, "{}", call.seen);
     assert_eq!(format!("{}\n\n", events[0]), progress(1));
-    let created: Value =
-        serde_json::from_str(events[1].strip_prefix("data: ").expect("data")).expect("json");
-    assert_eq!(created["id"], call.id, "{created}");
-    assert_eq!(created["result"]["status"], "working", "{created}");
-
     // The call goes on in the background and completes the task.
-    inner.send(format!("data: {}\n\n", result(&call.id))).await;
-    let client = McpClient::new(&script.served.url).with_timeout(CLIENT_TIMEOUT);
-    let done = client
-        .wait_task_status(&task_id(&created), &["completed", "failed"], ms(3000))
-        .await;
-    assert_eq!(text(&done["result"]["result"]), "scripted", "{done}");
+    completes_in_the_background(&script, &call, inner, events[1]).await;
 }
 
 #[tokio::test]
@@ -238,6 +228,68 @@ async fn a_threshold_too_large_to_reach_never_parks() {
     assert!(layered.store.is_empty());
 }
 
+#[tokio::test]
+async fn a_response_there_at_once_goes_out_as_the_inner_sent_it() {
+    let script = Script::start_ready(ms(3000), |id| {
+        format!("data: {}\n\n: after\n\n", result(id))
+    })
+    .await;
+    let mut call = script.open().await;
+    let inner = script.inner().await;
+    let first = format!("data: {}\n\n: after\n\n", result(&call.id));
+    call.read_until(&first).await;
+    inner.send(progress(9)).await;
+    drop(inner);
+    call.read_to_end().await;
+    assert_eq!(call.seen, format!("{first}{}", progress(9)));
+    assert!(script.store.is_empty());
+}
+
+#[tokio::test]
+async fn progress_there_at_once_reaches_the_client_before_the_answer() {
+    let script = Script::start_ready(ms(3000), |_| progress(1)).await;
+    let mut call = script.open().await;
+    let inner = script.inner().await;
+    call.read_until(&progress(1)).await;
+    assert_eq!(call.seen, progress(1));
+    let answer = format!("data: {}\n\n", result(&call.id));
+    inner.send(answer.clone()).await;
+    drop(inner);
+    call.read_to_end().await;
+    assert_eq!(call.seen, format!("{}{answer}", progress(1)));
+}
+
+#[tokio::test]
+async fn a_request_there_at_once_is_held_back_and_dropped_when_the_call_is_parked() {
+    let script = Script::start_ready(ms(300), |_| roots_request()).await;
+    let mut call = script.open().await;
+    let inner = script.inner().await;
+    call.read_to_end().await;
+    let events: Vec<&str> = call.seen.split_terminator("\n\n").collect();
+    assert_eq!(events.len(), 1, "{}", call.seen);
+    completes_in_the_background(&script, &call, inner, events[0]).await;
+}
+
+/// Checks that `event` carries the task handle of `call`, then has the
+/// inner server answer and the task complete with that answer.
+async fn completes_in_the_background(
+    script: &Script,
+    call: &RawCall,
+    inner: InnerStream,
+    event: &str,
+) {
+    let created: Value =
+        serde_json::from_str(event.strip_prefix("data: ").expect("data")).expect("json");
+    assert_eq!(created["id"], call.id, "{created}");
+    assert_eq!(created["result"]["status"], "working", "{created}");
+    inner.send(format!("data: {}\n\n", result(&call.id))).await;
+    let client = McpClient::new(&script.served.url).with_timeout(CLIENT_TIMEOUT);
+    let done = client
+        .wait_task_status(&task_id(&created), &["completed", "failed"], ms(3000))
+        .await;
+    assert_eq!(text(&done["result"]["result"]), "scripted", "{done}");
+}
+
 /// A declaring `tools/call` of `slow_compute` for `seconds`, with a
 /// progress token, behind a layer with `threshold`, open once its head came.
 async fn open_slow_compute(threshold: Duration, seconds: f64) -> (Layered, OpenCall) {
@@ -301,9 +353,25 @@ impl Script {
         Self::start_with(threshold, "text/event-stream", |layer| layer).await
     }
 
+    /// As [`Script::start`], with the body's first chunk, `first` of the
+    /// request id, there as soon as the head is: the layer reads it before
+    /// it answers with the head.
+    async fn start_ready(threshold: Duration, first: fn(&Value) -> String) -> Self {
+        Self::start_full(threshold, "text/event-stream", Some(first), |layer| layer).await
+    }
+
     async fn start_with(
         threshold: Duration,
         content_type: &'static str,
+        configure: impl FnOnce(TasksLayer) -> TasksLayer,
+    ) -> Self {
+        Self::start_full(threshold, content_type, None, configure).await
+    }
+
+    async fn start_full(
+        threshold: Duration,
+        content_type: &'static str,
+        first: Option<fn(&Value) -> String>,
         configure: impl FnOnce(TasksLayer) -> TasksLayer,
     ) -> Self {
         let store = MemoryTaskStore::new();
@@ -314,8 +382,12 @@ impl Script {
         let service = tower::service_fn(move |request: Request<RequestBody<Body>>| {
             let shared = shared.clone();
             async move {
-                read_message(request.into_body()).await;
+                let message = read_message(request.into_body()).await;
                 let (tx, rx) = mpsc::channel::<Bytes>(16);
+                if let Some(first) = first {
+                    let chunk = Bytes::from(first(&message["id"]));
+                    tx.try_send(chunk).expect("room for the first chunk");
+                }
                 if let Some(hand_over) = shared.lock().unwrap().take() {
                     let _ = hand_over.send(tx);
                 }

@@ -40,29 +40,42 @@ use crate::wire::{answers, names_no_method};
 pin_project! {
     /// The body of a live SSE answer that has not needed the full machinery.
     ///
-    /// `F` builds that machinery from the bytes not yet sent (an event not
-    /// yet whole, or one that is not plainly a response) and the rest of the
-    /// inner body; it runs at most once.
-    pub(crate) struct Direct<B, F> {
+    /// `I` is the inner body; `F` builds that machinery from the bytes not
+    /// yet sent (an event not yet whole, or one that is not plainly a
+    /// response) and the rest of the inner body; it runs at most once. The
+    /// threshold's timer is made only once the inner body must be waited
+    /// for: a stream whose response is there at once never needs it.
+    pub(crate) struct Direct<B, I, F> {
         #[pin]
-        deadline: Sleep,
-        stage: Stage<B, F>,
+        timer: Option<Sleep>,
+        deadline: Instant,
+        stage: Stage<B, I, F>,
     }
 }
 
-enum Stage<B, F> {
+enum Stage<B, I, F> {
     /// Reading events until the response or the threshold.
-    Racing(Racing<F>),
+    Racing(Racing<I, F>),
     /// The response went out: the rest of the stream, as it comes.
-    Through { rest: Bytes, body: BoxBody },
+    Through { rest: Bytes, then: Then<I> },
     /// The full machinery reads the rest.
     Slow(Pin<Box<ResponseBody<B>>>),
     /// Only while the racing stage is handed to the full machinery.
     Done,
 }
 
-struct Racing<F> {
-    body: BoxBody,
+/// What follows the bytes of [`Stage::Through`].
+enum Then<I> {
+    /// The rest of the inner body.
+    Body(I),
+    /// The inner body's error.
+    Fail(Option<BoxError>),
+    /// Nothing: the inner body ended.
+    End,
+}
+
+struct Racing<I, F> {
+    body: I,
     segmenter: Segmenter,
     /// Bytes read from `body` and not yet cut.
     rest: Bytes,
@@ -87,19 +100,21 @@ enum Step {
     Pending,
 }
 
-impl<B, F> Direct<B, F>
+impl<B, I, F> Direct<B, I, F>
 where
-    F: FnOnce(Bytes, BoxBody) -> ResponseBody<B>,
+    F: FnOnce(Bytes, I) -> ResponseBody<B>,
 {
-    /// Relays `body`, an inner SSE answer, until `deadline`; `slow` takes
-    /// over for anything but a plain response in time.
-    pub(crate) fn new(body: BoxBody, deadline: Instant, slow: F) -> Self {
+    /// Relays `read` (bytes already read from the inner SSE answer), then
+    /// `body`, the rest of it, until `deadline`; `slow` takes over for
+    /// anything but a plain response in time.
+    pub(crate) fn new(body: I, read: Bytes, deadline: Instant, slow: F) -> Self {
         Self {
-            deadline: tokio::time::sleep_until(deadline),
+            timer: None,
+            deadline,
             stage: Stage::Racing(Racing {
                 body,
                 segmenter: Segmenter::default(),
-                rest: Bytes::new(),
+                rest: read,
                 pending: Vec::new(),
                 slow,
             }),
@@ -107,7 +122,20 @@ where
     }
 }
 
-impl<F> Racing<F> {
+/// Whether `data`, the first bytes of an SSE answer, start with an event
+/// that is plainly the response: then the whole stream can go to the client
+/// as it is, with no [`Direct`] to read it.
+pub(crate) fn starts_with_the_response(data: &[u8]) -> bool {
+    Segmenter::default()
+        .event_end(data)
+        .is_some_and(|end| plainly_the_response(&data[..end]))
+}
+
+impl<I, F> Racing<I, F>
+where
+    I: Body<Data = Bytes> + Unpin,
+    I::Error: Into<BoxError>,
+{
     /// Reads until an event is whole, the body stops, or it must wait; `due`
     /// tells whether the threshold has passed (asked only when waiting).
     fn step(&mut self, cx: &mut Context<'_>, due: impl FnOnce(&mut Context<'_>) -> bool) -> Step {
@@ -134,14 +162,16 @@ impl<F> Racing<F> {
                         self.rest = data;
                     }
                 }
-                Poll::Ready(Some(Err(error))) => return Step::Failed(self.held(), error),
+                Poll::Ready(Some(Err(error))) => return Step::Failed(self.held(), error.into()),
                 Poll::Ready(None) => return Step::Ended(self.held()),
                 Poll::Pending if due(cx) => return Step::Slow(self.held()),
                 Poll::Pending => return Step::Pending,
             }
         }
     }
+}
 
+impl<I, F> Racing<I, F> {
     /// The pieces held of an event not yet whole, as one buffer.
     fn held(&mut self) -> Bytes {
         self.held_with(Bytes::new())
@@ -244,11 +274,13 @@ fn concat(pieces: &[Bytes]) -> Bytes {
     }
 }
 
-impl<B, F> Body for Direct<B, F>
+impl<B, I, F> Body for Direct<B, I, F>
 where
     B: Body<Data = Bytes>,
     B::Error: Into<BoxError>,
-    F: FnOnce(Bytes, BoxBody) -> ResponseBody<B>,
+    I: Body<Data = Bytes> + Unpin,
+    I::Error: Into<BoxError>,
+    F: FnOnce(Bytes, I) -> ResponseBody<B>,
 {
     type Data = Bytes;
     type Error = BoxError;
@@ -258,36 +290,60 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = self.project();
-        let mut deadline = this.deadline;
+        let mut timer = this.timer;
+        let deadline = *this.deadline;
         let stage = this.stage;
         loop {
             match stage {
-                Stage::Through { rest, body } => {
+                Stage::Through { rest, then } => {
                     if !rest.is_empty() {
                         return Poll::Ready(Some(Ok(Frame::data(std::mem::take(rest)))));
                     }
-                    return Pin::new(body).poll_frame(cx);
+                    return match then {
+                        Then::Body(body) => match Pin::new(body).poll_frame(cx) {
+                            Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(error.into()))),
+                            Poll::Ready(Some(Ok(frame))) => Poll::Ready(Some(Ok(frame))),
+                            Poll::Ready(None) => Poll::Ready(None),
+                            Poll::Pending => Poll::Pending,
+                        },
+                        Then::Fail(error) => Poll::Ready(error.take().map(Err)),
+                        Then::End => Poll::Ready(None),
+                    };
                 }
                 Stage::Slow(body) => return body.as_mut().poll_frame(cx),
                 Stage::Done => return Poll::Ready(None),
                 Stage::Racing(racing) => {
-                    let due = |cx: &mut Context<'_>| deadline.as_mut().poll(cx).is_ready();
+                    let due = |cx: &mut Context<'_>| {
+                        if timer.is_none() {
+                            timer.set(Some(tokio::time::sleep_until(deadline)));
+                        }
+                        timer
+                            .as_mut()
+                            .as_pin_mut()
+                            .is_some_and(|timer| timer.poll(cx).is_ready())
+                    };
                     // The stage the stream goes on in, and an event to send first.
                     let (next, event) = match racing.step(cx, due) {
                         Step::Pending => return Poll::Pending,
                         Step::Blank(event) => return Poll::Ready(Some(Ok(Frame::data(event)))),
                         Step::Answered(event) => {
-                            let rest = std::mem::take(&mut racing.rest);
-                            let body = std::mem::replace(&mut racing.body, empty());
-                            (Stage::Through { rest, body }, Some(event))
+                            if let Stage::Racing(racing) = std::mem::replace(stage, Stage::Done) {
+                                let Racing { body, rest, .. } = racing;
+                                let then = Then::Body(body);
+                                *stage = Stage::Through { rest, then };
+                            }
+                            return Poll::Ready(Some(Ok(Frame::data(event))));
                         }
-                        Step::Ended(held) => {
-                            let body = empty();
-                            (Stage::Through { rest: held, body }, None)
-                        }
+                        Step::Ended(held) => (
+                            Stage::Through {
+                                rest: held,
+                                then: Then::End,
+                            },
+                            None,
+                        ),
                         Step::Failed(held, error) => {
-                            let body = failing(error);
-                            (Stage::Through { rest: held, body }, None)
+                            let then = Then::Fail(Some(error));
+                            (Stage::Through { rest: held, then }, None)
                         }
                         Step::Slow(unsent) => {
                             if let Stage::Racing(racing) = std::mem::replace(stage, Stage::Done) {
@@ -307,15 +363,8 @@ where
     }
 }
 
-/// A body with nothing in it (a `Box` of a zero-sized body allocates nothing).
-fn empty() -> BoxBody {
-    http_body_util::Empty::<Bytes>::new()
-        .map_err(|never| match never {})
-        .boxed_unsync()
-}
-
 /// A body that fails at once with `error`.
-fn failing(error: BoxError) -> BoxBody {
+pub(crate) fn failing(error: BoxError) -> BoxBody {
     let once = futures_util::stream::once(async move { Err::<Frame<Bytes>, _>(error) });
     http_body_util::StreamBody::new(once).boxed_unsync()
 }
@@ -386,7 +435,7 @@ mod tests {
         sender.send(data(&format!("{tail}: after\n\n"))).unwrap();
         sender.send(data(PROGRESS)).unwrap();
         drop(sender);
-        let direct = Direct::new(body, later(), slow(seen.clone()));
+        let direct = Direct::new(body, Bytes::new(), later(), slow(seen.clone()));
         let (text, error) = read_all(direct).await;
         assert_eq!(text, format!("{RESPONSE}: after\n\n{PROGRESS}"));
         assert_eq!(error, None);
@@ -403,7 +452,7 @@ mod tests {
             .send(data(":\"2.0\",\"id\":1,\"result\":{}}\n\n"))
             .unwrap();
         drop(sender);
-        let direct = Direct::new(body, later(), slow(seen.clone()));
+        let direct = Direct::new(body, Bytes::new(), later(), slow(seen.clone()));
         let (text, _) = read_all(direct).await;
         // The notification and the partial event after it were not sent.
         assert_eq!(
@@ -424,7 +473,8 @@ mod tests {
         sender.send(data(priming)).unwrap();
         sender.send(data(RESPONSE)).unwrap();
         drop(sender);
-        let (text, _) = read_all(Direct::new(body, later(), slow(seen.clone()))).await;
+        let (text, _) =
+            read_all(Direct::new(body, Bytes::new(), later(), slow(seen.clone()))).await;
         assert_eq!(text, format!("{priming}{RESPONSE}"));
         assert_eq!(*seen.lock().unwrap(), None, "the full machinery was built");
     }
@@ -486,7 +536,8 @@ mod tests {
         sender.send(data("data: {\"jsonrpc\":")).unwrap();
         sender.send(Ok(Frame::trailers(trailers))).unwrap();
         drop(sender);
-        let mut direct = std::pin::pin!(Direct::new(body, later(), slow(seen.clone())));
+        let mut direct =
+            std::pin::pin!(Direct::new(body, Bytes::new(), later(), slow(seen.clone())));
         let mut frames = Vec::new();
         while let Some(frame) = direct.frame().await {
             frames.push(frame.unwrap());
@@ -505,7 +556,8 @@ mod tests {
         sender
             .send(data("data: hello\n\ndata: {\"jsonrpc\":"))
             .unwrap();
-        let mut direct = std::pin::pin!(Direct::new(body, later(), slow(seen.clone())));
+        let mut direct =
+            std::pin::pin!(Direct::new(body, Bytes::new(), later(), slow(seen.clone())));
         let first = direct.frame().await.unwrap().unwrap().into_data().unwrap();
         assert_eq!(&first[..], b"data: hello\n\ndata: {\"jsonrpc\":");
         assert_eq!(
@@ -522,7 +574,7 @@ mod tests {
         sender.send(data("data: {\"jsonrpc\":")).unwrap();
         // The threshold has passed: once the body must wait, the full
         // machinery (which parks) takes over from the event's first byte.
-        let direct = Direct::new(body, Instant::now(), slow(seen.clone()));
+        let direct = Direct::new(body, Bytes::new(), Instant::now(), slow(seen.clone()));
         let reading = tokio::spawn(read_all(direct));
         tokio::time::timeout(Duration::from_secs(10), async {
             while seen.lock().unwrap().is_none() {
@@ -549,13 +601,15 @@ mod tests {
         let (sender, body) = inner();
         sender.send(data("data: {\"jsonrpc\":\"2.0\"")).unwrap();
         drop(sender);
-        let (text, error) = read_all(Direct::new(body, later(), slow(seen.clone()))).await;
+        let (text, error) =
+            read_all(Direct::new(body, Bytes::new(), later(), slow(seen.clone()))).await;
         assert_eq!((text.as_str(), error), ("data: {\"jsonrpc\":\"2.0\"", None));
 
         let (sender, body) = inner();
         sender.send(data("data: {")).unwrap();
         sender.send(Err("the inner stream broke".into())).unwrap();
-        let (text, error) = read_all(Direct::new(body, later(), slow(seen.clone()))).await;
+        let (text, error) =
+            read_all(Direct::new(body, Bytes::new(), later(), slow(seen.clone()))).await;
         assert_eq!(text, "data: {");
         assert_eq!(error.as_deref(), Some("the inner stream broke"));
         assert_eq!(*seen.lock().unwrap(), None);
