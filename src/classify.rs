@@ -25,7 +25,8 @@
 
 use std::ops::Range;
 
-use http::HeaderMap;
+use http::header::CONTENT_TYPE;
+use http::{HeaderMap, HeaderValue};
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
@@ -34,13 +35,13 @@ use crate::legacy::route::Decision;
 use crate::legacy::{self, sessions::Sessions};
 use crate::policy::ToolPolicy;
 use crate::task::TaskId;
-use crate::wire::MODERN_VERSION;
 use crate::wire::envelope::{
     Envelope, Json, Loose, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, Params, as_str, decode_name,
     header, tasks_member,
 };
 use crate::wire::jsonrpc::Reply;
 use crate::wire::raw::{Members, edit_object, span};
+use crate::wire::{MODERN_VERSION, value_starts_with};
 
 /// Who answers a request, and what they need to know.
 #[derive(Debug)]
@@ -105,21 +106,66 @@ pub(crate) struct TaskCall {
 /// server as it came, unbuffered and unparsed: that server checks the
 /// headers against the body. Anything else (the methods below, a request
 /// without these headers, an older protocol generation) is buffered and
-/// classified.
+/// classified. A POST whose `Content-Type` is not JSON (a form, an upload)
+/// carries no JSON-RPC message: never read.
 /// `None` when it need not; otherwise what it read of the headers, which
 /// [`classify`] then takes instead of reading them again.
 pub(crate) fn needs_body(headers: &HeaderMap) -> Option<Seen> {
-    if header(headers, &MCP_PROTOCOL_VERSION) != Some(MODERN_VERSION) {
+    let routing = Routing::read(headers);
+    if !routing.json {
+        return None;
+    }
+    if as_text(routing.version) != Some(MODERN_VERSION) {
         return Some(Seen::default());
     }
-    let method = header(headers, &MCP_METHOD);
+    let method = as_text(routing.method);
     let needed = method.is_none_or(|method| {
         is_owned(method) || matches!(method, "server/discover" | "subscriptions/listen")
     });
-    needed.then_some(Seen {
+    needed.then(|| Seen {
         modern: true,
         tool_call: method == Some("tools/call"),
     })
+}
+
+/// The headers a POST is routed on, found in one walk over the map: a
+/// lookup hashes the name it looks for, and for these few names a walk
+/// over a request's handful of headers costs less than three lookups. Each
+/// is the first value of its name, as a lookup gives it.
+struct Routing<'a> {
+    /// No `Content-Type`, or a JSON one: the body may be a JSON-RPC message.
+    json: bool,
+    version: Option<&'a HeaderValue>,
+    method: Option<&'a HeaderValue>,
+}
+
+impl<'a> Routing<'a> {
+    fn read(headers: &'a HeaderMap) -> Self {
+        let mut content_type = None;
+        let (mut version, mut method) = (None, None);
+        for (header, value) in headers {
+            let slot = if header == CONTENT_TYPE {
+                &mut content_type
+            } else if header == MCP_PROTOCOL_VERSION {
+                &mut version
+            } else if header == MCP_METHOD {
+                &mut method
+            } else {
+                continue;
+            };
+            slot.get_or_insert(value);
+        }
+        Self {
+            json: content_type.is_none_or(|value| value_starts_with(value, "application/json")),
+            version,
+            method,
+        }
+    }
+}
+
+/// A header value as text (`None` when not visible ASCII).
+fn as_text(value: Option<&HeaderValue>) -> Option<&str> {
+    value.and_then(|value| value.to_str().ok())
 }
 
 /// What [`needs_body`] found in the routing headers, for [`classify`]:
@@ -208,7 +254,7 @@ pub(crate) fn classify(
         },
     };
     let checked = check_headers(
-        headers,
+        headers.get(&MCP_NAME),
         sent,
         id,
         method,
@@ -454,7 +500,7 @@ struct Sent<'h> {
 
 /// Step 2: the routing headers agree with the body.
 fn check_headers(
-    headers: &HeaderMap,
+    name: Option<&HeaderValue>,
     sent: Sent<'_>,
     id: Json<'_>,
     method: &str,
@@ -485,7 +531,7 @@ fn check_headers(
         "tasks/get" | "tasks/update" | "tasks/cancel" => config.require_task_name_header,
         _ => return Ok(()),
     };
-    let Some(raw) = headers.get(&MCP_NAME) else {
+    let Some(raw) = name else {
         if required {
             return mismatch(format!("Mcp-Name header is required for {method}"));
         }

@@ -23,7 +23,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
-use http::header::CONTENT_TYPE;
 use http::request::Parts;
 use http::{Method, Request, Response};
 use http_body::Body;
@@ -46,7 +45,6 @@ use crate::rewrite;
 use crate::runtime::Runtime;
 use crate::wire::envelope::header;
 use crate::wire::jsonrpc::Reply;
-use crate::wire::value_starts_with;
 
 /// The middleware built by [`TasksLayer`](crate::TasksLayer).
 pub struct TasksService<S> {
@@ -114,15 +112,6 @@ pin_project! {
     }
 }
 
-/// Whether a POST may carry a JSON-RPC message: JSON, or no content type
-/// at all. Other bodies (forms, uploads) pass through without buffering.
-fn is_json(headers: &http::HeaderMap) -> bool {
-    // One lookup: no `Content-Type` at all counts as JSON.
-    headers
-        .get(CONTENT_TYPE)
-        .is_none_or(|value| value_starts_with(value, "application/json"))
-}
-
 impl<S, B, RB> Service<Request<B>> for TasksService<S>
 where
     S: Service<Request<RequestBody<B>>, Response = Response<RB>> + Clone + Send + 'static,
@@ -145,7 +134,7 @@ where
         // The clone is not ready; the service that was polled ready goes along.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let seen = (request.method() == Method::POST && is_json(request.headers()))
+        let seen = (request.method() == Method::POST)
             .then(|| needs_body(request.headers()))
             .flatten();
         let state = if let Some(seen) = seen {
