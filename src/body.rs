@@ -161,12 +161,7 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         match self.project().kind.project() {
-            ResponseKindProj::Inner { body } => match body.poll_frame(cx) {
-                Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(error.into()))),
-                Poll::Ready(Some(Ok(frame))) => Poll::Ready(Some(Ok(frame))),
-                Poll::Ready(None) => Poll::Ready(None),
-                Poll::Pending => Poll::Pending,
-            },
+            ResponseKindProj::Inner { body } => boxed_error(body.poll_frame(cx)),
             ResponseKindProj::Full { body } => match body.poll_frame(cx) {
                 Poll::Ready(Some(Ok(frame))) => Poll::Ready(Some(Ok(frame))),
                 Poll::Ready(Some(Err(never))) => match never {},
@@ -176,12 +171,7 @@ where
             ResponseKindProj::Boxed { body } => Pin::new(body).poll_frame(cx),
             ResponseKindProj::Resumed { first, body } => match first.take() {
                 Some(first) => Poll::Ready(Some(Ok(Frame::data(first)))),
-                None => match body.as_mut().poll_frame(cx) {
-                    Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(error.into()))),
-                    Poll::Ready(Some(Ok(frame))) => Poll::Ready(Some(Ok(frame))),
-                    Poll::Ready(None) => Poll::Ready(None),
-                    Poll::Pending => Poll::Pending,
-                },
+                None => boxed_error(body.as_mut().poll_frame(cx)),
             },
         }
     }
@@ -212,6 +202,13 @@ where
             }
         }
     }
+}
+
+/// A frame polled from a body, its error boxed.
+pub(crate) fn boxed_error<E: Into<BoxError>>(
+    polled: Poll<Option<Result<Frame<Bytes>, E>>>,
+) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    polled.map(|frame| frame.map(|frame| frame.map_err(Into::into)))
 }
 
 /// A JSON response carrying `reply`, with its HTTP status.

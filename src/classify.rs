@@ -122,7 +122,7 @@ pub(crate) fn needs_body(headers: &HeaderMap) -> Option<Seen> {
     let needed = method.is_none_or(|method| {
         is_owned(method) || matches!(method, "server/discover" | "subscriptions/listen")
     });
-    needed.then(|| Seen {
+    needed.then_some(Seen {
         modern: true,
         tool_call: method == Some("tools/call"),
     })
@@ -254,7 +254,7 @@ pub(crate) fn classify(
         },
     };
     let checked = check_headers(
-        headers.get(&MCP_NAME),
+        headers,
         sent,
         id,
         method,
@@ -500,7 +500,7 @@ struct Sent<'h> {
 
 /// Step 2: the routing headers agree with the body.
 fn check_headers(
-    name: Option<&HeaderValue>,
+    headers: &HeaderMap,
     sent: Sent<'_>,
     id: Json<'_>,
     method: &str,
@@ -531,7 +531,7 @@ fn check_headers(
         "tasks/get" | "tasks/update" | "tasks/cancel" => config.require_task_name_header,
         _ => return Ok(()),
     };
-    let Some(raw) = name else {
+    let Some(raw) = headers.get(&MCP_NAME) else {
         if required {
             return mismatch(format!("Mcp-Name header is required for {method}"));
         }

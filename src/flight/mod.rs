@@ -34,6 +34,7 @@ pub(crate) mod caller;
 mod collect;
 pub(crate) mod direct;
 pub(crate) mod driver;
+pub(crate) mod event;
 pub(crate) mod live;
 mod segment;
 pub(crate) mod tap;
