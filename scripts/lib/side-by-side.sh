@@ -17,10 +17,19 @@
 # URL and PAIRED_URL from start_bench_server --paired, WORK, and
 # HTTP_BENCH_PIN.
 
+# steal_ticks: "stolen total" clock ticks of all CPUs so far (/proc/stat's
+# `cpu` line: the time the hypervisor ran something else while this
+# machine's CPUs wanted to run, and all the time); "0 0" where unreadable.
+steal_ticks() {
+  awk '$1 == "cpu" {t = 0; for (i = 2; i <= NF; i++) t += $i; print $9, t; found = 1}
+       END {if (!found) print 0, 0}' /proc/stat 2>/dev/null || echo 0 0
+}
+
 # measure_pair RUN KEY CASE VARIANT BASE_CASE BASE_VARIANT: one run of
 # CASE VARIANT against BASE_CASE BASE_VARIANT, at once (after a warm-up of
 # HTTP_BENCH_WARMUP seconds, the same way), appended to WORK/pairs as
-# `KEY RUN req/s req/s-baseline CPU-ns CPU-ns-baseline`.
+# `KEY RUN req/s req/s-baseline CPU-ns CPU-ns-baseline steal-%` (steal: the
+# share of all CPU time the hypervisor took during the run).
 measure_pair() {
   local run="$1" key="$2" case="$3" variant="$4" base_case="$5" base_variant="$6"
   local url="$URL" base_url="$PAIRED_URL" threads=serve-a base_threads=serve-b
@@ -30,17 +39,21 @@ measure_pair() {
   if [[ "$HTTP_BENCH_WARMUP" != 0 ]]; then
     both_wrk "$HTTP_BENCH_WARMUP" "$case" "$variant" "$url" "$base_case" "$base_variant" "$base_url"
   fi
-  local cpu base_cpu
+  local cpu base_cpu steal
   cpu="$(thread_cpu_ns "$threads")"
   base_cpu="$(thread_cpu_ns "$base_threads")"
+  steal="$(steal_ticks)"
   both_wrk "$HTTP_BENCH_SECONDS" "$case" "$variant" "$url" "$base_case" "$base_variant" "$base_url"
   cpu="$(($(thread_cpu_ns "$threads") - cpu))"
   base_cpu="$(($(thread_cpu_ns "$base_threads") - base_cpu))"
+  steal="$(awk -v a="$steal" -v b="$(steal_ticks)" 'BEGIN {
+    split(a, x, " "); split(b, y, " "); t = y[2] - x[2]
+    printf "%.1f", (t > 0 ? 100 * (y[1] - x[1]) / t : 0) }')"
   ((cpu > 0 && base_cpu > 0)) || die "no CPU time counted for the server's threads"
-  printf '%s %s %s %s %s %s\n' "$key" "$run" "$PAIR_RPS" "$PAIR_BASE_RPS" "$cpu" "$base_cpu" \
-    >>"$WORK/pairs"
+  printf '%s %s %s %s %s %s %s\n' "$key" "$run" "$PAIR_RPS" "$PAIR_BASE_RPS" "$cpu" "$base_cpu" \
+    "$steal" >>"$WORK/pairs"
   log "side by side, run $run/$HTTP_BENCH_RUNS $case $variant vs $base_case $base_variant: $PAIR_RPS vs $PAIR_BASE_RPS req/s" \
-    "on $threads vs $base_threads, CPU $((cpu / 1000000)) vs $((base_cpu / 1000000)) ms"
+    "on $threads vs $base_threads, CPU $((cpu / 1000000)) vs $((base_cpu / 1000000)) ms, steal $steal%"
 }
 
 # both_wrk SECONDS CASE VARIANT URL BASE_CASE BASE_VARIANT BASE_URL: the two
@@ -77,12 +90,12 @@ both_wrk() {
 pair_row() {
   local key="$1" label="$2" target="${3:-}"
   awk -v k="$key" '$1 == k {
-      print $3, $4, ($3 / $5) / ($4 / $6), $3 / $4, $5 / ($5 + $6)
+      print $3, $4, ($3 / $5) / ($4 / $6), $3 / $4, $5 / ($5 + $6), $7 + 0
     }' "$WORK/pairs" >"$WORK/pair-rows"
   [[ -s "$WORK/pair-rows" ]] || return 0
   awk 'NR % 2 == 1 {r = $3} NR % 2 == 0 {print sqrt(r * $3)}' "$WORK/pair-rows" >"$WORK/pair-swapped"
   [[ -s "$WORK/pair-swapped" ]] || { log "side by side: $key needs two runs"; return 0; }
-  local m b r lo hi t share
+  local m b r lo hi t share steal
   m="$(cut -d' ' -f1 "$WORK/pair-rows" | median)"
   b="$(cut -d' ' -f2 "$WORK/pair-rows" | median)"
   r="$(median <"$WORK/pair-swapped")"
@@ -90,11 +103,12 @@ pair_row() {
   hi="$(sort -g "$WORK/pair-swapped" | tail -n 1)"
   t="$(cut -d' ' -f4 "$WORK/pair-rows" | median)"
   share="$(cut -d' ' -f5 "$WORK/pair-rows" | median)"
+  steal="$(cut -d' ' -f6 "$WORK/pair-rows" | median)"
   awk -v l="$label" -v m="$m" -v b="$b" -v r="$r" -v lo="$lo" -v hi="$hi" -v t="$t" \
-    -v s="$share" -v target="$target" -v n="$(wc -l <"$WORK/pair-swapped")" 'BEGIN {
+    -v s="$share" -v st="$steal" -v target="$target" -v n="$(wc -l <"$WORK/pair-swapped")" 'BEGIN {
     verdict = (target == "" ? "—" : (r >= target ? "yes" : "no"))
-    printf "| %-30s | %8.0f | %8.0f | %8.3f× | %.3f–%.3f | %3d | %6.3f× | %4.1f%% | %-7s | %-3s |\n",
-      l, b, m, r, lo, hi, n, t, 100 * s, (target == "" ? "—" : "≥ " target "×"), verdict
+    printf "| %-30s | %8.0f | %8.0f | %8.3f× | %.3f–%.3f | %3d | %6.3f× | %4.1f%% | %4.0f%% | %-7s | %-3s |\n",
+      l, b, m, r, lo, hi, n, t, 100 * s, st, (target == "" ? "—" : "≥ " target "×"), verdict
   }'
 }
 
@@ -112,11 +126,13 @@ report_pairs() {
   echo "measured variant) as the geometric mean of its two runs' ratios; the median and range"
   echo "(lowest to highest) over the n pairs. req/s: the median of the runs' ratios of plain"
   echo "req/s; CPU: the measured variant's share of the CPU the two used. control: bare against"
-  echo "bare, what the measure reads when there is no difference. Other work on the machine takes"
-  echo "CPU from the two runtimes unevenly: measure on a quiet one."
+  echo "bare, what the measure reads when there is no difference. steal: the median share of all"
+  echo "CPU time the hypervisor gave to others during the runs (/proc/stat), how busy this"
+  echo "machine's neighbours were. Other work on the machine takes CPU from the two runtimes"
+  echo "unevenly: measure on a quiet one."
   echo
-  echo "| Measured vs baseline           | baseline | measured | per CPU-s | range       |   n | req/s   | CPU   | target  | met |"
-  echo "|--------------------------------|----------|----------|-----------|-------------|-----|---------|-------|---------|-----|"
+  echo "| Measured vs baseline           | baseline | measured | per CPU-s | range       |   n | req/s   | CPU   | steal | target  | met |"
+  echo "|--------------------------------|----------|----------|-----------|-------------|-----|---------|-------|-------|---------|-----|"
   local case
   for case in "$@"; do
     case "$case" in
