@@ -150,15 +150,22 @@ where
         let Some(deadline) = deadline else {
             return Ok(future.await?.map(ResponseBody::inner));
         };
-        // One poll, then one turn of the scheduler, before the timer: an
-        // inner server that answers within that turn (a fast JSON call)
-        // never needs the threshold's timer.
+        // One poll, then one turn of the scheduler and a second poll,
+        // before the timer: an inner server that answers within that turn
+        // (a fast call to one that runs its handler as a task of its own,
+        // as rmcp does) never needs the threshold's timer.
         let first = std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await;
         let answered = match first {
             Poll::Ready(result) => Ok(result),
             Poll::Pending => {
                 tokio::task::yield_now().await;
-                timeout_at(deadline, future.as_mut()).await
+                // Polled again before the timer is made: making it (a
+                // handle on the time driver) and dropping it unused costs a
+                // fast call more than this poll.
+                match std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await {
+                    Poll::Ready(result) => Ok(result),
+                    Poll::Pending => timeout_at(deadline, future.as_mut()).await,
+                }
             }
         };
         match answered {
