@@ -131,13 +131,16 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        // The clone is not ready; the service that was polled ready goes along.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
         let seen = (request.method() == Method::POST)
             .then(|| needs_body(request.headers()))
             .flatten();
         let state = if let Some(seen) = seen {
+            // The body is read before the inner service is called: the
+            // service that was polled ready goes along, its clone (not
+            // ready) stays. A request passed on at once is sent to the
+            // ready service itself, with no clone to make and drop.
+            let clone = self.inner.clone();
+            let inner = std::mem::replace(&mut self.inner, clone);
             let (parts, body) = request.into_parts();
             State::Collect {
                 collect: Gather::new(body, self.runtime.config.max_body_bytes),
@@ -161,7 +164,7 @@ where
                     let (parts, body) = request.into_parts();
                     let owner = self.runtime.owner(&parts).key;
                     let request = Request::from_parts(parts, body);
-                    let future = inner.call(request.map(RequestBody::streaming));
+                    let future = self.inner.call(request.map(RequestBody::streaming));
                     let runtime = self.runtime.clone();
                     State::Owned {
                         future: Box::pin(async move {
@@ -173,7 +176,7 @@ where
                     }
                 }
                 None => State::Inner {
-                    future: inner.call(request.map(RequestBody::streaming)),
+                    future: self.inner.call(request.map(RequestBody::streaming)),
                 },
             }
         };
