@@ -36,8 +36,8 @@ use crate::legacy::{self, sessions::Sessions};
 use crate::policy::ToolPolicy;
 use crate::task::TaskId;
 use crate::wire::envelope::{
-    Envelope, Json, Loose, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, Params, as_str, decode_name,
-    header, tasks_member,
+    Capabilities, Envelope, Json, Loose, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, Params,
+    as_str, decode_name, header,
 };
 use crate::wire::jsonrpc::Reply;
 use crate::wire::raw::{Members, edit_object, span};
@@ -273,11 +273,16 @@ pub(crate) fn classify(
             "Missing required _meta fields io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities",
         ));
     }
-    let extensions = meta
-        .and_then(|m| m.capabilities.as_ref())
-        .and_then(|c| c.extensions);
-    // Read only where it matters, to keep the pass-through path lean.
-    let declared = || tasks_member(extensions).declared;
+    let capabilities = meta.and_then(|m| m.capabilities.as_ref());
+    let extensions = capabilities.and_then(|c| c.extensions);
+    // Read with `extensions` by the one-pass reader; otherwise only where
+    // it matters, to keep the pass-through path lean.
+    let tasks_of = || {
+        capabilities
+            .map(Capabilities::tasks_member)
+            .unwrap_or_default()
+    };
+    let declared = || tasks_of().declared;
     let version = meta_version.unwrap_or_default();
     match method {
         "server/discover" => Route::Discover,
@@ -296,7 +301,7 @@ pub(crate) fn classify(
         }
         "tools/call" => {
             let policy = config.policy_for(named.as_deref().unwrap_or_default());
-            let tasks = tasks_member(extensions);
+            let tasks = tasks_of();
             match (tasks.declared && version == MODERN_VERSION, policy) {
                 (false, ToolPolicy::Threshold | ToolPolicy::Always | ToolPolicy::Never) => {
                     Route::Forward

@@ -202,6 +202,19 @@ pub(crate) struct Meta<'a> {
 pub(crate) struct Capabilities<'a> {
     #[serde(borrow)]
     pub extensions: Option<Json<'a>>,
+    /// The tasks extension's member of `extensions`, when the one-pass
+    /// reader found it on the way (`None`: not read, so [`tasks_member`]
+    /// reads it).
+    #[serde(skip)]
+    pub tasks: Option<TasksMember<'a>>,
+}
+
+impl<'a> Capabilities<'a> {
+    /// The tasks extension's member of `extensions`: as read with it, or
+    /// read now.
+    pub(crate) fn tasks_member(&self) -> TasksMember<'a> {
+        self.tasks.unwrap_or_else(|| tasks_member(self.extensions))
+    }
 }
 
 /// The tasks extension's member of an `extensions` object, read in one

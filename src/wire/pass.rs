@@ -62,31 +62,9 @@ pub(super) fn envelope(text: &str, keep_span: bool) -> Option<Envelope<'_, Spann
 /// `None` to leave it to serde (not an object, or a key with escapes).
 pub(super) fn tasks_member(text: &str) -> Option<TasksMember<'_>> {
     let mut pass = Pass::new(text);
-    let (mut member, mut named) = (TasksMember::default(), 0);
-    let mut key = pass.first_key()?;
-    while let Some(name) = key {
-        match name {
-            Field::Known(name) if name == TASKS_EXTENSION => {
-                let value = pass.any()?;
-                named += 1;
-                if value.get().starts_with('{') {
-                    member = TasksMember {
-                        declared: true,
-                        value: Some(value),
-                    };
-                }
-            }
-            Field::Known(_) => pass.skip()?,
-            // serde would compare the decoded key, and never cut it.
-            Field::Escaped => return None,
-        }
-        key = pass.next_key()?;
-    }
+    let member = pass.tasks_members()?;
     pass.jiter.finish().ok()?;
-    if named != 1 {
-        member.value = None;
-    }
-    Some(member)
+    member
 }
 
 /// A key: its text when written without escapes.
@@ -157,6 +135,55 @@ impl<'a> Pass<'a> {
     /// Steps over the value at the point.
     fn skip(&mut self) -> Option<()> {
         self.jiter.next_skip().ok()
+    }
+
+    /// Reads the `extensions` object at the point (`None`: not an object),
+    /// and the tasks extension's member in it: `Some(None)` when a key
+    /// written with escapes leaves that to serde (which compares decoded
+    /// keys).
+    fn tasks_members(&mut self) -> Option<Option<TasksMember<'a>>> {
+        let (mut member, mut named, mut escaped) = (TasksMember::default(), 0, false);
+        let mut key = self.first_key()?;
+        while let Some(name) = key {
+            match name {
+                Field::Known(name) if name == TASKS_EXTENSION => {
+                    let value = self.any()?;
+                    named += 1;
+                    if value.get().starts_with('{') {
+                        member = TasksMember {
+                            declared: true,
+                            value: Some(value),
+                        };
+                    }
+                }
+                Field::Known(_) => self.skip()?,
+                Field::Escaped => {
+                    escaped = true;
+                    self.skip()?;
+                }
+            }
+            key = self.next_key()?;
+        }
+        if named != 1 {
+            member.value = None;
+        }
+        Some((!escaped).then_some(member))
+    }
+
+    /// The `extensions` value at the point as written (`null`: none), with
+    /// the tasks extension's member when it is an object read plainly.
+    fn extensions(&mut self) -> Option<(Option<Json<'a>>, Option<TasksMember<'a>>)> {
+        match self.jiter.peek().ok()? {
+            Peek::Null => self.jiter.known_null().ok().map(|()| (None, None)),
+            Peek::Object => {
+                // At the object's `{`: the peek stepped over the whitespace only.
+                let start = self.jiter.current_index();
+                let member = self.tasks_members()?;
+                let text = self.text.get(start..self.jiter.current_index())?;
+                Some((Some(Json::checked(text)), member))
+            }
+            peek => Some((Some(self.spanned_value(peek)?), None)),
+        }
     }
 
     /// The value at the point as it is written.
@@ -314,12 +341,12 @@ impl<'a> Pass<'a> {
     }
 
     fn capabilities(&mut self) -> Option<Capabilities<'a>> {
-        let mut extensions = None;
+        let (mut extensions, mut tasks) = (None, None);
         self.members(["extensions"], |pass, _| {
-            extensions = pass.json()?;
+            (extensions, tasks) = pass.extensions()?;
             Some(())
         })?;
-        Some(Capabilities { extensions })
+        Some(Capabilities { extensions, tasks })
     }
 
     fn listen_filter(&mut self) -> Option<ListenFilter> {
@@ -387,7 +414,9 @@ mod tests {
                 out += &format!(" version {}", text(&meta.version));
                 if let Some(capabilities) = &meta.capabilities {
                     out += &format!(" extensions {}", at(body, capabilities.extensions));
-                    let member = super::super::envelope::tasks_member(capabilities.extensions);
+                    // The pass's member, read with `extensions`; serde's,
+                    // read after: the two readers must agree on it too.
+                    let member = capabilities.tasks_member();
                     out += &format!(" tasks {} {}", member.declared, at(body, member.value));
                 }
             }
@@ -413,6 +442,9 @@ mod tests {
         r#"{"params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{},"io.modelcontextprotocol/tasks":null}}}}}"#,
         r#"{"params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":false}}}}}"#,
         r#"{"params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":[]}}}}"#,
+        r#"{"params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":"x"}}}}"#,
+        r#"{"params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol\/tasks":{}}}}}}"#,
+        r#"{"params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"a\u0062":1,"io.modelcontextprotocol/tasks":{}}}}}}"#,
         r#"{"params":{"name":1e400,"x":-0.5e-3,"y":[true,false,null]}}"#,
         r#"{"unknown":{"deep":[[[{"a":"\u00e9"}]]]},"id":2}"#,
     ];
@@ -451,6 +483,35 @@ mod tests {
                 assert_eq!(describe(body, &read), describe(body, &serde), "{body}");
             }
         }
+    }
+
+    /// The tasks member as the pass read it with `extensions` (`None`: left
+    /// for later), in the body's `_meta.clientCapabilities`.
+    fn folded(body: &str) -> Option<(bool, Option<&str>)> {
+        let envelope = envelope(body, false).expect("the pass reads it");
+        let meta = envelope.params?.fields.meta?;
+        let tasks = meta.capabilities?.tasks?;
+        Some((tasks.declared, tasks.value.map(|value| value.get())))
+    }
+
+    #[test]
+    fn the_tasks_member_is_read_with_the_extensions_unless_a_key_is_escaped() {
+        let body = |extensions: &str| {
+            format!(
+                r#"{{"params":{{"_meta":{{"io.modelcontextprotocol/clientCapabilities":{{"extensions":{extensions}}}}}}}}}"#
+            )
+        };
+        let declared = body(r#"{"a":[1],"io.modelcontextprotocol/tasks":{"x":1}}"#);
+        assert_eq!(folded(&declared), Some((true, Some(r#"{"x":1}"#))));
+        let twice =
+            body(r#"{"io.modelcontextprotocol/tasks":{},"io.modelcontextprotocol/tasks":{}}"#);
+        assert_eq!(folded(&twice), Some((true, None)));
+        assert_eq!(folded(&body("{}")), Some((false, None)));
+        assert_eq!(folded(&body("null")), None);
+        assert_eq!(
+            folded(&body(r#"{"io.modelcontextprotocol\/tasks":{}}"#)),
+            None
+        );
     }
 
     #[test]
