@@ -17,7 +17,10 @@ start_server() {
 start_command() {
   local server_log="$1" bin="$2"
   shift 1
-  "$@" >"$server_log" 2>&1 </dev/null &
+  # Emptied here, not by the background command's redirection: that runs
+  # later, and the loop below could read the URL a previous server wrote.
+  : >"$server_log"
+  "$@" >>"$server_log" 2>&1 </dev/null &
   SERVER_PID=$!
   URL=""
   local deadline=$((SECONDS + SERVER_START_TIMEOUT))
