@@ -158,7 +158,7 @@ where
         let answered = match first {
             Poll::Ready(result) => Ok(result),
             Poll::Pending => {
-                tokio::task::yield_now().await;
+                requeue().await;
                 // Polled again before the timer is made: making it (a
                 // handle on the time driver) and dropping it unused costs a
                 // fast call more than this poll.
@@ -183,6 +183,26 @@ where
             Ok(Err(error)) => Ok(inner_failed(error.into(), &parking)),
             Err(_) => Ok(park(parking, caller(), future).await),
         }
+    })
+}
+
+/// Pending once, with the task woken at once: it goes to the back of the
+/// run queue, behind the tasks the inner service just spawned.
+///
+/// Not `tokio::task::yield_now`: that one hands the waker to the scheduler,
+/// which wakes it only once the worker has run out of tasks and polled its
+/// driver. A call whose answer woke the task first (the usual fast call)
+/// was then polled once more for nothing: the whole connection's future,
+/// and often a driver poll, for every request.
+fn requeue() -> impl Future<Output = ()> {
+    let mut woken = false;
+    std::future::poll_fn(move |cx| {
+        if woken {
+            return Poll::Ready(());
+        }
+        woken = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
     })
 }
 
