@@ -158,7 +158,7 @@ where
         let answered = match first {
             Poll::Ready(result) => Ok(result),
             Poll::Pending => {
-                requeue().await;
+                scheduler_turn().await;
                 // Polled again before the timer is made: making it (a
                 // handle on the time driver) and dropping it unused costs a
                 // fast call more than this poll.
@@ -186,14 +186,34 @@ where
     })
 }
 
-/// Pending once, with the task woken at once: it goes to the back of the
-/// run queue, behind the tasks the inner service just spawned.
+/// One turn of the scheduler for the inner server, before the raced call
+/// polls it again.
 ///
-/// Not `tokio::task::yield_now`: that one hands the waker to the scheduler,
-/// which wakes it only once the worker has run out of tasks and polled its
-/// driver. A call whose answer woke the task first (the usual fast call)
-/// was then polled once more for nothing: the whole connection's future,
-/// and often a driver poll, for every request.
+/// A multi-threaded runtime runs the task a call just spawned (rmcp's
+/// handler) first, from its LIFO slot: waking this task at once puts it
+/// behind that one, and the answer is there at the next poll. Not
+/// `tokio::task::yield_now`, which hands the waker to the scheduler to wake
+/// only once the worker has run out of tasks and polled its driver: the
+/// answer has usually woken the task by then, and the deferred wake polled
+/// the whole connection's future once more for nothing, every call.
+///
+/// A current-thread runtime queues a spawned task behind this one, and
+/// rmcp's handler is spawned by a task spawned by the call, so a wake at
+/// once would poll too early and make the timer. There `yield_now`, which
+/// waits until everything else has run, is still the cheaper of the two.
+async fn scheduler_turn() {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let one_thread = Handle::try_current()
+        .is_ok_and(|handle| handle.runtime_flavor() == RuntimeFlavor::CurrentThread);
+    if one_thread {
+        tokio::task::yield_now().await;
+    } else {
+        requeue().await;
+    }
+}
+
+/// Pending once, with the task woken at once: it goes to the back of the
+/// run queue.
 fn requeue() -> impl Future<Output = ()> {
     let mut woken = false;
     std::future::poll_fn(move |cx| {
