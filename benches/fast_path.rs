@@ -37,34 +37,21 @@ mod client;
 mod fixture;
 #[path = "support/http_requests.rs"]
 mod http_requests;
+#[path = "support/routes.rs"]
+mod routes;
 
 use criterion::{Criterion, criterion_group};
 use http_body_util::BodyExt;
-use mcp_tasks::{MemoryTaskStore, TasksLayer};
-use tower::{Layer, ServiceExt};
+use tower::ServiceExt;
 
-use fixture::{FixtureMode, FixtureOptions, Probe};
 use http_requests::{Prepared, Requests};
+use routes::router;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime")
-}
-
-/// The HTTP benchmark's bare and layered routes, JSON and SSE.
-fn router() -> axum::Router {
-    let layer = TasksLayer::new(MemoryTaskStore::new());
-    let fixture = |json: bool| {
-        let options = FixtureOptions::new(FixtureMode::Stateless).json_response(json);
-        fixture::service_with(options, Probe::new())
-    };
-    axum::Router::new()
-        .route_service("/bare/json", fixture(true))
-        .route_service("/bare/sse", fixture(false))
-        .route_service("/layered/json", layer.layer(fixture(true)))
-        .route_service("/layered/sse", layer.layer(fixture(false)))
 }
 
 /// One call of `request` on `path`, its answer read whole and checked.

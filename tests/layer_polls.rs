@@ -9,6 +9,10 @@
 //! once the answer has gone (on a multi-threaded runtime; see the last test
 //! for a current-thread one).
 
+#[path = "../benches/support/http_requests.rs"]
+mod http_requests;
+#[path = "../benches/support/routes.rs"]
+mod routes;
 mod support;
 
 use std::future::Future;
@@ -16,46 +20,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use axum::body::Body;
-use http::Request;
 use http_body_util::BodyExt;
-use mcp_tasks::{MemoryTaskStore, TasksLayer};
-use serde_json::json;
-use support::fixture::{FixtureMode, FixtureOptions, Probe, service_with};
-use support::in_process::{post, tasks_declared};
+use http_requests::Requests;
+use routes::router;
+// The paths the two shared modules above take their helpers from.
+use support::{client, fixture};
 use tokio::sync::oneshot;
-use tower::{Layer, ServiceExt};
+use tower::ServiceExt;
 
-/// The bare and layered fixture, answering JSON or SSE.
-fn router() -> axum::Router {
-    let layer = TasksLayer::new(MemoryTaskStore::new());
-    let fixture = |json: bool| {
-        let options = FixtureOptions::new(FixtureMode::Stateless).json_response(json);
-        service_with(options, Probe::new())
-    };
-    axum::Router::new()
-        .route_service("/bare/json", fixture(true))
-        .route_service("/bare/sse", fixture(false))
-        .route_service("/layered/json", layer.layer(fixture(true)))
-        .route_service("/layered/sse", layer.layer(fixture(false)))
-}
-
-/// A fast `greet` from a client that declares the tasks extension.
-fn fast_call(path: &str) -> Request<Body> {
-    let params = json!({"name": "greet", "arguments": {"name": "polls"}});
-    let (mut parts, body) =
-        post("tools/call", params, Some("greet"), tasks_declared()).into_parts();
-    parts.uri = path.parse().expect("path");
-    parts.headers.insert(
-        http::header::HOST,
-        http::HeaderValue::from_static("127.0.0.1"),
-    );
-    parts.headers.insert(
-        http::header::ACCEPT,
-        http::HeaderValue::from_static("application/json, text/event-stream"),
-    );
-    Request::from_parts(parts, Body::new(body))
-}
+/// The bare and layered routes of each answer mode.
+const ROUTES: [(&str, &str); 2] = [
+    ("/bare/json", "/layered/json"),
+    ("/bare/sse", "/layered/sse"),
+];
 
 /// `future`, counting its polls in `polls`.
 fn counted<F: Future + Send + 'static>(
@@ -76,7 +53,8 @@ async fn polls_of_one_call(router: axum::Router, path: &'static str) -> usize {
     let (answered, answer) = oneshot::channel();
     let (next, wait_for_next) = oneshot::channel::<()>();
     let task = tokio::spawn(counted(polls.clone(), async move {
-        let response = router.oneshot(fast_call(path)).await.expect("infallible");
+        let request = Requests::new().fast_call(1).to_request(path);
+        let response = router.oneshot(request).await.expect("infallible");
         let body = response.into_body().collect().await.expect("body");
         let _ = answered.send(body.to_bytes());
         let _ = wait_for_next.await;
@@ -108,20 +86,24 @@ async fn most_polls(router: &axum::Router, path: &'static str) -> usize {
     most
 }
 
+/// The most polls a call took on each route of `ROUTES`, bare and layered.
+async fn polls_per_route() -> Vec<(&'static str, usize, usize)> {
+    let router = router();
+    let mut polls = Vec::new();
+    for (bare, layered) in ROUTES {
+        let bare_polls = most_polls(&router, bare).await;
+        polls.push((layered, bare_polls, most_polls(&router, layered).await));
+    }
+    polls
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_fast_call_costs_its_task_no_more_polls_than_the_bare_server() {
-    let router = router();
-    for answers in ["json", "sse"] {
-        let (bare, layered) = match answers {
-            "json" => ("/bare/json", "/layered/json"),
-            _ => ("/bare/sse", "/layered/sse"),
-        };
-        let bare = most_polls(&router, bare).await;
-        let layered = most_polls(&router, layered).await;
-        assert!(bare >= 2, "{answers}: the bare call took {bare} polls");
+    for (route, bare, layered) in polls_per_route().await {
+        assert!(bare >= 2, "{route}: the bare call took {bare} polls");
         assert!(
             layered <= bare,
-            "{answers}: the layered call took {layered} polls, the bare one {bare}"
+            "{route}: the layered call took {layered} polls, the bare one {bare}"
         );
     }
 }
@@ -132,16 +114,10 @@ async fn a_fast_call_costs_its_task_no_more_polls_than_the_bare_server() {
 /// than the bare server, and no more.
 #[tokio::test(flavor = "current_thread")]
 async fn on_one_thread_a_fast_call_costs_its_task_one_poll_more_at_most() {
-    let router = router();
-    for (bare, layered) in [
-        ("/bare/json", "/layered/json"),
-        ("/bare/sse", "/layered/sse"),
-    ] {
-        let bare_polls = most_polls(&router, bare).await;
-        let layered_polls = most_polls(&router, layered).await;
+    for (route, bare, layered) in polls_per_route().await {
         assert!(
-            layered_polls <= bare_polls + 1,
-            "{layered}: {layered_polls} polls, {bare}: {bare_polls}"
+            layered <= bare + 1,
+            "{route}: the layered call took {layered} polls, the bare one {bare}"
         );
     }
 }
