@@ -109,7 +109,7 @@ pub(crate) struct Loose<'a> {
 }
 
 /// A JSON value as the body writes it, checked as JSON by the reader that
-/// found it (the jiter pass, or serde_json): what a `&RawValue` holds,
+/// found it (the scanning pass, or serde_json): what a `&RawValue` holds,
 /// without serde_json checking the same text a second time. Most of the
 /// values the layer reads are only located or compared; the few that go
 /// into a reply become a `&RawValue` there ([`Json::raw`]).
@@ -123,8 +123,8 @@ impl<'a> Json<'a> {
     }
 
     /// The value as a `&RawValue`, checked again by serde_json, for a reply
-    /// that carries it. serde_json takes as a raw value any JSON that jiter
-    /// or itself read, however deep, so the `null` fallback is never used.
+    /// that carries it. serde_json takes as a raw value any JSON that the
+    /// pass or itself read, however deep, so the `null` fallback is never used.
     pub(crate) fn raw(self) -> &'a RawValue {
         serde_json::from_str(self.0).unwrap_or(RawValue::NULL)
     }

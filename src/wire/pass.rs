@@ -1,4 +1,5 @@
-//! The envelope read in one pass by jiter, without serde's visitors.
+//! The envelope read in one pass by [`scan`](super::scan), without serde's
+//! visitors.
 //!
 //! [`Envelope::parse`](super::envelope::Envelope::parse) tries this reader
 //! first on a UTF-8 body. It reads what serde's derived reader reads (the
@@ -17,25 +18,24 @@
 //! Why: the layer reads every POST, and serde's derived reader is a visitor
 //! per struct, each its own copy of serde_json's generic code, which a
 //! fast call pays for in instruction-cache misses more than in
-//! instructions (BENCHMARKS.md, issue #11). jiter's reader is one set of
-//! plain functions. Skipped values are checked as JSON either way (jiter
-//! refuses control characters and bad escapes in strings; the body was
+//! instructions (BENCHMARKS.md, issue #11). The scanner is a few plain
+//! functions that decode nothing. Skipped values are checked as JSON
+//! either way (the scanner refuses what serde_json might; the body was
 //! checked as UTF-8 as a whole). The values the layer only locates or
 //! compares (`id`, `params.name`, `params.taskId`, the `extensions` object)
-//! are handed out as jiter checked them ([`Json`]), not checked again by
-//! serde_json; the others are. One difference remains: jiter nests up to
-//! 200 levels, serde_json up to 128, so a body nested between the two is
-//! read here where serde would refuse it, and the inner server then sees it.
+//! are handed out as the scanner checked them ([`Json`]), not checked again
+//! by serde_json; the others are. A string with escapes that the layer
+//! reads (`method`, a version) is decoded by serde_json.
 
 use std::borrow::Cow;
 
-use jiter::{Jiter, Peek};
 use serde_json::value::RawValue;
 
 use super::TASKS_EXTENSION;
 use super::envelope::{
     Capabilities, Envelope, Json, ListenFilter, Meta, Params, Spanned, TasksMember, Text,
 };
+use super::scan::{Scan, Str};
 
 /// The envelope of `text` (the body, as UTF-8), or `None` to leave it to
 /// serde. `keep_span`: keep the raw `params`, as [`Envelope::parse`] does.
@@ -54,7 +54,7 @@ pub(super) fn envelope(text: &str, keep_span: bool) -> Option<Envelope<'_, Spann
         }
         Some(())
     })?;
-    pass.jiter.finish().ok()?;
+    pass.scan.finish()?;
     Some(envelope)
 }
 
@@ -63,7 +63,7 @@ pub(super) fn envelope(text: &str, keep_span: bool) -> Option<Envelope<'_, Spann
 pub(super) fn tasks_member(text: &str) -> Option<TasksMember<'_>> {
     let mut pass = Pass::new(text);
     let member = pass.tasks_members()?;
-    pass.jiter.finish().ok()?;
+    pass.scan.finish()?;
     member
 }
 
@@ -92,49 +92,41 @@ impl Seen {
 }
 
 struct Pass<'a> {
-    jiter: Jiter<'a>,
+    scan: Scan<'a>,
     text: &'a str,
 }
 
 impl<'a> Pass<'a> {
     fn new(text: &'a str) -> Self {
         Self {
-            jiter: Jiter::new(text.as_bytes()),
+            scan: Scan::new(text),
             text,
         }
     }
 
     /// Enters the object at the point: its first key (`None`: empty).
     fn first_key(&mut self) -> Option<Option<Field<'a>>> {
-        let key = self
-            .jiter
-            .next_object()
-            .ok()?
-            .map(|key| range(key.as_bytes()));
-        match key {
-            Some(at) => self.field(at).map(Some),
-            None => Some(None),
-        }
+        let key = self.scan.object_first()?;
+        Some(key.map(|key| self.field(key)))
     }
 
     /// The object's next key (`None`: its end).
     fn next_key(&mut self) -> Option<Option<Field<'a>>> {
-        let key = self.jiter.next_key().ok()?.map(|key| range(key.as_bytes()));
-        match key {
-            Some(at) => self.field(at).map(Some),
-            None => Some(None),
-        }
+        let key = self.scan.object_next()?;
+        Some(key.map(|key| self.field(key)))
     }
 
-    /// The key at `at`, as jiter decoded it: a slice of the text when it
-    /// holds no escape, else a copy in jiter's scratch buffer.
-    fn field(&self, at: (usize, usize)) -> Option<Field<'a>> {
-        Some(in_text(self.text, at).map_or(Field::Escaped, Field::Known))
+    /// The key `key`: its text when it holds no escape.
+    fn field(&self, key: Str) -> Field<'a> {
+        match key.escaped {
+            false => Field::Known(&self.text[key.start..key.end]),
+            true => Field::Escaped,
+        }
     }
 
     /// Steps over the value at the point.
     fn skip(&mut self) -> Option<()> {
-        self.jiter.next_skip().ok()
+        self.scan.skip()
     }
 
     /// Reads the `extensions` object at the point (`None`: not an object),
@@ -173,38 +165,38 @@ impl<'a> Pass<'a> {
     /// The `extensions` value at the point as written (`null`: none), with
     /// the tasks extension's member when it is an object read plainly.
     fn extensions(&mut self) -> Option<(Option<Json<'a>>, Option<TasksMember<'a>>)> {
-        match self.jiter.peek().ok()? {
-            Peek::Null => self.jiter.known_null().ok().map(|()| (None, None)),
-            Peek::Object => {
+        match self.scan.peek()? {
+            b'n' => self.scan.null().map(|()| (None, None)),
+            b'{' => {
                 // At the object's `{`: the peek stepped over the whitespace only.
-                let start = self.jiter.current_index();
+                let start = self.scan.at();
                 let member = self.tasks_members()?;
-                let text = self.text.get(start..self.jiter.current_index())?;
+                let text = self.text.get(start..self.scan.at())?;
                 Some((Some(Json::checked(text)), member))
             }
-            peek => Some((Some(self.spanned_value(peek)?), None)),
+            _ => Some((Some(self.spanned_value()?), None)),
         }
     }
 
     /// The value at the point as it is written.
     fn any(&mut self) -> Option<Json<'a>> {
-        let peek = self.jiter.peek().ok()?;
-        self.spanned_value(peek)
+        self.scan.peek()?;
+        self.spanned_value()
     }
 
-    /// The value at the point, stepped over (and so checked) by jiter.
-    fn spanned_value(&mut self, peek: Peek) -> Option<Json<'a>> {
-        let start = self.jiter.current_index();
-        self.jiter.known_skip(peek).ok()?;
-        let text = self.text.get(start..self.jiter.current_index())?;
+    /// The value at the point (after a peek), stepped over and so checked.
+    fn spanned_value(&mut self) -> Option<Json<'a>> {
+        let start = self.scan.at();
+        self.scan.skip()?;
+        let text = self.text.get(start..self.scan.at())?;
         Some(Json::checked(text))
     }
 
     /// An optional value as written: `null` is none.
     fn json(&mut self) -> Option<Option<Json<'a>>> {
-        match self.jiter.peek().ok()? {
-            Peek::Null => self.jiter.known_null().ok().map(|()| None),
-            peek => self.spanned_value(peek).map(Some),
+        match self.scan.peek()? {
+            b'n' => self.scan.null().map(|()| None),
+            _ => self.spanned_value().map(Some),
         }
     }
 
@@ -217,14 +209,16 @@ impl<'a> Pass<'a> {
 
     /// An optional string, borrowed unless it holds escapes.
     fn text(&mut self) -> Option<Option<Text<'a>>> {
-        match self.jiter.peek().ok()? {
-            Peek::Null => self.jiter.known_null().ok().map(|()| None),
-            Peek::String => {
-                let whole = self.text;
-                let decoded = self.jiter.known_str().ok()?;
-                let text = match in_text(whole, range(decoded.as_bytes())) {
-                    Some(plain) => Cow::Borrowed(plain),
-                    None => Cow::Owned(decoded.to_owned()),
+        match self.scan.peek()? {
+            b'n' => self.scan.null().map(|()| None),
+            b'"' => {
+                let string = self.scan.string()?;
+                let text = match string.escaped {
+                    false => Cow::Borrowed(&self.text[string.start..string.end]),
+                    // Rare: decoded by serde_json, quotes included.
+                    true => Cow::Owned(
+                        serde_json::from_str(&self.text[string.start - 1..=string.end]).ok()?,
+                    ),
                 };
                 Some(Some(Text(text)))
             }
@@ -235,9 +229,9 @@ impl<'a> Pass<'a> {
     /// Whether an optional object follows: `Some(true)` entered it,
     /// `Some(false)` read a `null`, `None` anything else.
     fn object(&mut self) -> Option<bool> {
-        match self.jiter.peek().ok()? {
-            Peek::Null => self.jiter.known_null().ok().map(|()| false),
-            Peek::Object => Some(true),
+        match self.scan.peek()? {
+            b'n' => self.scan.null().map(|()| false),
+            b'{' => Some(true),
             _ => None,
         }
     }
@@ -248,10 +242,10 @@ impl<'a> Pass<'a> {
             return Some(None);
         }
         // At the object's `{`: the peek stepped over the whitespace only.
-        let start = self.jiter.current_index();
+        let start = self.scan.at();
         let fields = self.params()?;
         let raw = if keep_span {
-            let text = self.text.get(start..self.jiter.current_index())?;
+            let text = self.text.get(start..self.scan.at())?;
             Some(serde_json::from_str::<&RawValue>(text).ok()?)
         } else {
             None
@@ -359,18 +353,6 @@ impl<'a> Pass<'a> {
     }
 }
 
-/// Where a string jiter decoded lies (in the text, or in its scratch
-/// buffer), so that a slice of the text outlives jiter's borrow.
-fn range(key: &[u8]) -> (usize, usize) {
-    (key.as_ptr() as usize, key.len())
-}
-
-/// The string at `(pointer, len)`, if it lies in `text`.
-fn in_text(text: &str, (pointer, len): (usize, usize)) -> Option<&str> {
-    let start = pointer.checked_sub(text.as_ptr() as usize)?;
-    text.get(start..start.checked_add(len)?)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,7 +447,7 @@ mod tests {
         r#"{"id":01}"#,
         r#"{"id":"a	b"}"#,
         r#"{"x":"\q"}"#,
-        // A lone surrogate, which serde skips over and jiter refuses.
+        // A lone surrogate, which serde skips over and the scanner refuses.
         r#"{"x":"\ud800","id":2}"#,
         r#"[1]"#,
         r#"{"id":1"#,
