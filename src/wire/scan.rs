@@ -12,7 +12,7 @@
 //! | a control character in a string, an unknown escape, a short `\u` | `None`    |
 //! | a `\u` surrogate escape that is not a high-low pair | `None` (serde_json skips a lone one over in a value it ignores, and refuses it in a string it keeps) |
 //! | a number outside the grammar (`01`, `1.`, `.5`, `+1`) | `None`              |
-//! | nesting deeper than [`MAX_DEPTH`]             | `None` (serde_json's limit is 128) |
+//! | nesting deeper than [`MAX_DEPTH`]             | `None` (serde then reads it)   |
 //!
 //! Why not a JSON crate: the layer reads every `tools/call` it may park, and
 //! jiter, the lightest general reader measured, took about 7,000
