@@ -265,9 +265,7 @@ fn live_get_stream<B>(runtime: &Runtime, request: &Request<B>) -> Option<String>
     (runtime.sessions().touch(session) == Known::Live).then(|| session.to_owned())
 }
 
-/// Picks the next state for a classified POST. The two routes of most
-/// requests are taken here; the others out of line, so that the code a
-/// fast call runs stays together (BENCHMARKS.md, issue #11).
+/// Picks the next state for a classified POST.
 fn route<S, B, RB>(
     runtime: Arc<Runtime>,
     mut inner: S,
@@ -284,11 +282,25 @@ where
     RB: Body<Data = Bytes> + Send + 'static,
     RB::Error: Into<BoxError>,
 {
-    let sessions = runtime.sessions();
-    match classify(&parts.headers, seen, &bytes, &runtime.config, sessions) {
+    let owned = |future: OwnedFuture<RB, S::Error>| State::Owned { future };
+    match classify(
+        &parts.headers,
+        seen,
+        &bytes,
+        &runtime.config,
+        runtime.sessions(),
+    ) {
         Route::Forward => State::Inner {
             future: inner.call(Request::from_parts(parts, RequestBody::buffered(bytes))),
         },
+        Route::Reply(reply) => reply_state(reply),
+        Route::Discover => {
+            let span = observe::request_span("server/discover");
+            let future = inner.call(Request::from_parts(parts, RequestBody::buffered(bytes)));
+            owned(traced(span, async move {
+                Ok(rewrite::advertise(future.await?).await)
+            }))
+        }
         Route::ToolCall(call) => {
             let span = observe::request_span("tools/call");
             observe::record_tool(&span, call.name.clone().and_then(|name| bytes.get(name)));
@@ -301,43 +313,7 @@ where
                 let _entered = (!span.is_disabled()).then(|| span.enter());
                 race::tool_call(runtime, inner, parts, bytes, call)
             };
-            State::Owned {
-                future: traced(span, call),
-            }
-        }
-        other => route_owned(runtime, inner, parts, bytes, other),
-    }
-}
-
-/// Every other route: the layer's own answers, edits and task methods.
-#[inline(never)]
-fn route_owned<S, B, RB>(
-    runtime: Arc<Runtime>,
-    mut inner: S,
-    parts: Parts,
-    bytes: Bytes,
-    route: Route,
-) -> State<S, S::Future, B, RB, S::Error>
-where
-    S: Service<Request<RequestBody<B>>, Response = Response<RB>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<BoxError> + Send + 'static,
-    B: Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<BoxError>,
-    RB: Body<Data = Bytes> + Send + 'static,
-    RB::Error: Into<BoxError>,
-{
-    let owned = |future: OwnedFuture<RB, S::Error>| State::Owned { future };
-    match route {
-        // Taken by `route`: never here.
-        Route::Forward | Route::ToolCall(_) => reply_state(Reply::internal(None, "misrouted")),
-        Route::Reply(reply) => reply_state(reply),
-        Route::Discover => {
-            let span = observe::request_span("server/discover");
-            let future = inner.call(Request::from_parts(parts, RequestBody::buffered(bytes)));
-            owned(traced(span, async move {
-                Ok(rewrite::advertise(future.await?).await)
-            }))
+            owned(traced(span, call))
         }
         Route::Task(call) if call.method == TaskMethod::Update => {
             let span = task_method_span(&call);
