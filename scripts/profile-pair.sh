@@ -52,6 +52,10 @@ CASE="${1:-call-json}"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=lib/http-load.sh
 source "$REPO/scripts/lib/http-load.sh"
+# shellcheck source=lib/side-by-side.sh
+source "$REPO/scripts/lib/side-by-side.sh"
+# shellcheck source=lib/perf.sh
+source "$REPO/scripts/lib/perf.sh"
 help_if_asked "$@"
 
 MEASURED_CASE="$CASE" MEASURED=layered
@@ -61,13 +65,7 @@ case "$CASE" in
   *) die "unknown case $CASE (call-json, call-sse, list, control)" ;;
 esac
 
-PERF="${PERF:-$(command -v perf || true)}"
-if [[ -z "$PERF" ]]; then
-  [[ "$(id -u)" == 0 ]] || die "perf is missing; install linux-perf (Debian) or set PERF"
-  log "installing linux-perf (apt-get)"
-  apt-get install -y linux-perf >&2 || die "apt-get install linux-perf failed"
-  PERF="$(command -v perf)" || die "perf is still missing after installing linux-perf"
-fi
+find_perf
 OUT="${PROFILE_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/mcp-tasks-profile-pair.XXXXXX")}"
 mkdir -p "$OUT"
 
@@ -77,19 +75,11 @@ prepare_server
 start_bench_server --paired
 
 # both SECONDS: the measured variant on serve-a (URL), bare on serve-b
-# (PAIRED_URL), at once; sets RPS_MEASURED and RPS_BARE.
+# (PAIRED_URL), at once (lib/side-by-side.sh); sets RPS_MEASURED and
+# RPS_BARE.
 both() {
-  start_wrk "$1" "$MEASURED_CASE" "$MEASURED" "$URL" "$OUT/wrk-measured.out"
-  local measured="$WRK_PID"
-  start_wrk "$1" "$MEASURED_CASE" bare "$PAIRED_URL" "$OUT/wrk-bare.out"
-  local failed=0
-  wait "$measured" || failed=1
-  wait "$WRK_PID" || failed=1
-  ((failed == 0)) || { cat "$OUT"/wrk-*.out >&2; die "wrk failed"; }
-  check_wrk "$OUT/wrk-measured.out" "$MEASURED_CASE" "$MEASURED"
-  RPS_MEASURED="$RPS"
-  check_wrk "$OUT/wrk-bare.out" "$MEASURED_CASE" bare
-  RPS_BARE="$RPS"
+  both_wrk "$1" "$MEASURED_CASE" "$MEASURED" "$URL" "$MEASURED_CASE" bare "$PAIRED_URL"
+  RPS_MEASURED="$PAIR_RPS" RPS_BARE="$PAIR_BASE_RPS"
 }
 
 both 2

@@ -57,19 +57,15 @@ VARIANT="${2:-layered}"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=lib/http-load.sh
 source "$REPO/scripts/lib/http-load.sh"
+# shellcheck source=lib/perf.sh
+source "$REPO/scripts/lib/perf.sh"
 help_if_asked "$@"
 
 case_route "$CASE" "$VARIANT"
 
 # --- perf --------------------------------------------------------------------
 
-PERF="${PERF:-$(command -v perf || true)}"
-if [[ -z "$PERF" ]]; then
-  [[ "$(id -u)" == 0 ]] || die "perf is missing; install linux-perf (Debian) or set PERF"
-  log "installing linux-perf (apt-get)"
-  apt-get install -y linux-perf >&2 || die "apt-get install linux-perf failed"
-  PERF="$(command -v perf)" || die "perf is still missing after installing linux-perf"
-fi
+find_perf
 if [[ -z "${PROFILE_EVENT:-}" ]]; then
   PROFILE_EVENT=cpu-clock
   paranoid="$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 2)"
