@@ -27,7 +27,7 @@ use std::future::Future;
 use std::ops::Range;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use futures_util::FutureExt;
@@ -150,40 +150,41 @@ where
         let Some(deadline) = deadline else {
             return Ok(future.await?.map(ResponseBody::inner));
         };
-        // One poll, then one turn of the scheduler and a second poll,
-        // before the timer: an inner server that answers within that turn
-        // (a fast call to one that runs its handler as a task of its own,
-        // as rmcp does) never needs the threshold's timer.
-        let first = std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await;
-        let answered = match first {
-            Poll::Ready(result) => Ok(result),
-            Poll::Pending => {
-                scheduler_turn().await;
-                // Polled again before the timer is made: making it (a
-                // handle on the time driver) and dropping it unused costs a
-                // fast call more than this poll.
-                match std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await {
-                    Poll::Ready(result) => Ok(result),
-                    Poll::Pending => timeout_at(deadline, future.as_mut()).await,
-                }
-            }
-        };
-        match answered {
-            Ok(Ok(response)) if is_sse(&response) => {
-                let mut live_call = Some((response, parking, caller));
-                std::future::poll_fn(|cx| match live_call.take() {
-                    Some((response, parking, caller)) => {
-                        Poll::Ready(Ok(live(cx, response, deadline, parking, caller)))
-                    }
-                    None => Poll::Pending,
-                })
-                .await
-            }
+        match in_time(future.as_mut(), deadline).await {
+            // Nothing of the race lives across an await from here: each
+            // binding that did would take room of its own in the future.
+            Ok(Ok(response)) if is_sse(&response) => Ok(live(response, deadline, parking, caller)),
             Ok(Ok(response)) => Ok(response.map(ResponseBody::inner)),
             Ok(Err(error)) => Ok(inner_failed(error.into(), &parking)),
             Err(_) => Ok(park(parking, caller(), future).await),
         }
     })
+}
+
+/// The inner answer if it comes before `deadline`.
+///
+/// One poll, then one turn of the scheduler and a second poll, before the
+/// timer: an inner server that answers within that turn (a fast call to
+/// one that runs its handler as a task of its own, as rmcp does) never
+/// needs the threshold's timer. Making it (a handle on the time driver) and
+/// dropping it unused costs a fast call more than the second poll.
+async fn in_time<F: Future>(
+    mut future: Pin<&mut F>,
+    deadline: Instant,
+) -> Result<F::Output, tokio::time::error::Elapsed> {
+    if let Poll::Ready(output) = poll_once(future.as_mut()).await {
+        return Ok(output);
+    }
+    scheduler_turn().await;
+    if let Poll::Ready(output) = poll_once(future.as_mut()).await {
+        return Ok(output);
+    }
+    timeout_at(deadline, future).await
+}
+
+/// `future` polled once.
+fn poll_once<F: Future>(mut future: Pin<&mut F>) -> impl Future<Output = Poll<F::Output>> {
+    std::future::poll_fn(move |cx| Poll::Ready(future.as_mut().poll(cx)))
 }
 
 /// One turn of the scheduler for the inner server, before the raced call
@@ -302,7 +303,6 @@ async fn until_answer(flight: &mut Flight, progress: &mut Option<String>) -> Box
 /// ([`racing_body`]). Out of line: a JSON answer never comes here.
 #[inline(never)]
 fn live<RB, C>(
-    cx: &mut Context<'_>,
     response: Response<RB>,
     deadline: Instant,
     parking: Parking,
@@ -315,7 +315,13 @@ where
 {
     let (mut head, body) = response.into_parts();
     let mut body = Box::pin(body);
-    let read = match body.as_mut().poll_frame(cx) {
+    // Polled with no waker: a body not ready yet goes to `Direct`, which
+    // polls it again, with the waker of whoever reads the response, before
+    // it waits on it.
+    let read = match body
+        .as_mut()
+        .poll_frame(&mut Context::from_waker(Waker::noop()))
+    {
         Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
             Ok(data) if starts_with_the_response(&data) => {
                 return Response::from_parts(head, ResponseBody::resumed(data, body));
