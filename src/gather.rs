@@ -88,6 +88,11 @@ where
             }
             if this.first.is_empty() && this.joined.is_empty() {
                 *this.first = data;
+                // A body that knows it has ended (one whose length was
+                // announced, as every real POST's is) is not polled again.
+                if this.body.is_end_stream() {
+                    break;
+                }
                 continue;
             }
             if this.joined.is_empty() {

@@ -110,15 +110,17 @@ pub(crate) fn on_input_required(
 
 /// The headers and extensions a re-issued call is sent with.
 ///
-/// Kept small because a parked task holds one, and cheap to take because
-/// every declaring client's call takes one before it is sent: the kept
-/// headers are a slice (one allocation, nothing when the client sent
-/// nothing beyond what a re-issued call sets itself), not a `HeaderMap`,
-/// whose first insert allocates room for six entries and a hash index.
+/// Cheap to take because every declaring client's call takes one before it
+/// is sent, and small once parked because a parked task holds one: the
+/// kept headers are a list (one allocation, made with room for every header
+/// of the request, nothing when the client sent nothing beyond what a
+/// re-issued call sets itself), not a `HeaderMap`, whose first insert
+/// allocates room for six entries and a hash index; a parked call's list is
+/// cut to its length ([`Template::parked`]).
 #[derive(Clone, Debug)]
 pub(crate) struct Template {
     pub uri: http::Uri,
-    pub headers: Box<[(HeaderName, HeaderValue)]>,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
     pub extensions: http::Extensions,
 }
 
@@ -164,23 +166,29 @@ impl Template {
         parts: &http::request::Parts,
         extensions: http::Extensions,
     ) -> Self {
-        let kept = |(name, _): &(&HeaderName, &HeaderValue)| is_kept(name);
-        // Counted first, so the list is allocated once at its final size
-        // (a call that answers in time builds and drops one of these).
-        let count = parts.headers.iter().filter(kept).count();
-        let mut headers = Vec::with_capacity(count);
-        headers.extend(
-            parts
-                .headers
-                .iter()
-                .filter(kept)
-                .map(|(name, value)| (name.clone(), value.clone())),
-        );
+        // One walk over the headers, into room for all of them: a call that
+        // answers in time builds and drops one of these, and a parked one is
+        // cut to size then.
+        let mut headers = Vec::new();
+        for (name, value) in &parts.headers {
+            if is_kept(name) {
+                if headers.capacity() == 0 {
+                    headers.reserve_exact(parts.headers.len());
+                }
+                headers.push((name.clone(), value.clone()));
+            }
+        }
         Self {
             uri: parts.uri.clone(),
-            headers: headers.into_boxed_slice(),
+            headers,
             extensions,
         }
+    }
+
+    /// The template, its header list cut to its length: what a task holds.
+    pub(crate) fn parked(mut self) -> Self {
+        self.headers.shrink_to_fit();
+        self
     }
 
     /// A JSON POST of `body` to the inner server, with the kept headers and
@@ -241,10 +249,8 @@ impl Template {
 
     /// Sets header `name` to `value`, replacing any kept value.
     pub(crate) fn set_header(&mut self, name: HeaderName, value: HeaderValue) {
-        let mut headers: Vec<_> = std::mem::take(&mut self.headers).into_vec();
-        headers.retain(|(kept, _)| *kept != name);
-        headers.push((name, value));
-        self.headers = headers.into_boxed_slice();
+        self.headers.retain(|(kept, _)| *kept != name);
+        self.headers.push((name, value));
     }
 }
 
