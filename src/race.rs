@@ -123,7 +123,7 @@ where
         arrived: Instant::now(),
         // The request's span, entered by the caller (or, when no subscriber
         // takes it, the span around the request).
-        span: tracing::Span::current(),
+        span: crate::observe::current_span(),
         id: call.id,
         owner,
         body: bytes,

@@ -42,7 +42,15 @@ use crate::task::{TaskId, Timestamp};
 pub(crate) struct ErrorCode(pub i64);
 
 /// The span of a request the layer handles, named after its method.
+///
+/// None at all (`Span::none()`) when no subscriber takes `info` spans:
+/// making a disabled span still costs a declaring client's fast call (and,
+/// with `tracing`'s `log` feature, a record for the `log` crate that
+/// nothing reads of a request span).
 pub(crate) fn request_span(method: &'static str) -> Span {
+    if !tracing::level_enabled!(tracing::Level::INFO) {
+        return Span::none();
+    }
     tracing::info_span!(
         "mcp.request",
         otel.name = method,
@@ -52,6 +60,15 @@ pub(crate) fn request_span(method: &'static str) -> Span {
         mcp.task.id = Empty,
         error.type = Empty,
     )
+}
+
+/// The current span, or none without asking when no subscriber is set up
+/// (asking costs a fast call a look into the thread's dispatcher).
+pub(crate) fn current_span() -> Span {
+    if tracing::level_filters::LevelFilter::current() == tracing::level_filters::LevelFilter::OFF {
+        return Span::none();
+    }
+    Span::current()
 }
 
 /// The span of a task, a child of the current span (the request that
