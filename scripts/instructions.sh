@@ -25,8 +25,17 @@
 # every 0.2 s) adds a little per call, more the slower the machine runs
 # the calls: compare counts taken one after the other on an idle machine.
 #
+# With INSTRUCTIONS_TOP=K it also lists, per case, the K functions whose
+# first-level instruction-cache misses the layer adds most (layered minus
+# bare, in the runs of 2N calls, per call; cg_annotate, which comes with
+# valgrind, reads the counts by function), and the sums over the functions
+# only the layered run executes: the code the layer brings into each call.
+# Every line of it is cold again on the next call here, as over HTTP, so
+# its lines missed rank a change as much as its instructions do.
+#
 # Usage:
 #   scripts/instructions.sh                       # all cases, N = 1000
+#   INSTRUCTIONS_TOP=15 INSTRUCTIONS_CASES=call_json scripts/instructions.sh
 #   INSTRUCTIONS_CASES=call_json scripts/instructions.sh
 #   FAST_PATH_BENCH=/tmp/fast_path-before scripts/instructions.sh
 #   INSTRUCTIONS_HTTP=1 scripts/instructions.sh   # over HTTP
@@ -35,6 +44,8 @@
 #   INSTRUCTIONS_CASES   cases (call_json call_sse list)
 #   INSTRUCTIONS_CALLS   N (1000)
 #   INSTRUCTIONS_HTTP    1: over loopback HTTP (0)
+#   INSTRUCTIONS_TOP     K > 0: the functions with the most added I1
+#                        misses per call, K of them, per case (0: none)
 #   FAST_PATH_BENCH      a prebuilt fast_path bench executable (a build of
 #                        another commit, for before/after) instead of
 #                        building this tree's; it must have `--count`
@@ -59,6 +70,7 @@ source "$REPO/scripts/lib/build-bench.sh"
 source "$REPO/scripts/lib/start-server.sh"
 help_if_asked "$@"
 INSTRUCTIONS_HTTP="${INSTRUCTIONS_HTTP:-0}"
+INSTRUCTIONS_TOP="${INSTRUCTIONS_TOP:-0}"
 SERVER_START_TIMEOUT="${SERVER_START_TIMEOUT:-300}"
 
 VALGRIND="${VALGRIND:-$(command -v valgrind || true)}"
@@ -68,6 +80,10 @@ if [[ -z "$VALGRIND" ]]; then
   apt-get install -y valgrind >&2 || die "apt-get install valgrind failed"
   VALGRIND="$(command -v valgrind)" || die "valgrind is still missing after installing it"
 fi
+
+# cg_annotate comes with valgrind, next to it.
+CG_ANNOTATE=("$(dirname "$VALGRIND")/cg_annotate")
+[[ -x "${CG_ANNOTATE[0]}" ]] || CG_ANNOTATE=(cg_annotate)
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcp-tasks-instructions.XXXXXX")"
 # A count that fails leaves no server running.
@@ -117,7 +133,9 @@ http_calls() {
 # counts CASE VARIANT CALLS: "instructions I1-misses D1-misses" of one run.
 counts() {
   local out="$WORK/cachegrind.txt"
-  local valgrind=("$VALGRIND" --tool=cachegrind --cache-sim=yes --cachegrind-out-file=/dev/null)
+  local kept=/dev/null
+  ((INSTRUCTIONS_TOP > 0)) && kept="$WORK/cachegrind.$1.$2.$3.out"
+  local valgrind=("$VALGRIND" --tool=cachegrind --cache-sim=yes --cachegrind-out-file="$kept")
   if ((INSTRUCTIONS_HTTP)); then
     start_command "$out" "${valgrind[@]}" "$BENCH" 127.0.0.1:0 --park 1 --requests "$WORK/requests"
     http_calls "$@"
@@ -141,6 +159,45 @@ per_call() {
     printf "%.0f %.0f %.0f\n", (y[1] - x[1]) / n, (y[2] - x[2]) / n, (y[3] - x[3]) / n }'
 }
 
+# by_function OUT: "instructions I1-misses name" per function of one
+# cachegrind output (a function's lines from several source files summed).
+by_function() {
+  "${CG_ANNOTATE[@]}" --show=Ir,I1mr --sort=I1mr --threshold=0 --auto=no "$1" \
+    | sed -E 's/\( *[0-9.]+%\)//g' \
+    | awk '/file:function/ {table = 1; next}
+      table && /^ *[0-9,]+ +[0-9,]+ +[^ ]+:/ {
+        ir = $1; i1 = $2; gsub(",", "", ir); gsub(",", "", i1)
+        name = $0; sub(/^ *[0-9,]+ +[0-9,]+ +/, "", name); sub(/^[^:]*:/, "", name)
+        irs[name] += ir; i1s[name] += i1 }
+      END {for (name in irs) printf "%d %d %s\n", irs[name], i1s[name], name}'
+}
+
+# top_functions CASE: the functions with the most I1 misses the layer adds
+# per call, and the sums over those only the layered run executes.
+top_functions() {
+  local calls=$((2 * INSTRUCTIONS_CALLS))
+  by_function "$WORK/cachegrind.$1.bare.$calls.out" >"$WORK/bare.functions"
+  by_function "$WORK/cachegrind.$1.layered.$calls.out" >"$WORK/layered.functions"
+  echo
+  echo "$1: the $INSTRUCTIONS_TOP functions with the most I1 misses added per call (layered − bare)"
+  echo
+  echo "| Added I1 misses | Added instructions | Function |"
+  echo "|----------------:|-------------------:|----------|"
+  awk -v n="$calls" '
+    FNR == NR {name = $0; sub(/^[0-9]+ [0-9]+ /, "", name); bir[name] = $1; bi1[name] = $2; next}
+    {name = $0; sub(/^[0-9]+ [0-9]+ /, "", name); lir[name] = $1; li1[name] = $2}
+    END {
+      for (name in lir) if (!(name in bir)) {own_ir += lir[name]; own_i1 += li1[name]}
+      for (name in bir) if (!(name in lir)) {lir[name] = 0; li1[name] = 0}
+      for (name in lir) printf "%.1f\t%.0f\t%s\n", (li1[name] - bi1[name]) / n, (lir[name] - bir[name]) / n, name
+      printf "own\t%.0f\t%.0f\n", own_i1 / n, own_ir / n > "/dev/stderr"
+    }' "$WORK/bare.functions" "$WORK/layered.functions" 2>"$WORK/own" \
+    | sort -t$'\t' -k1,1 -g -r \
+    | awk -F'\t' -v top="$INSTRUCTIONS_TOP" \
+      'NR <= top {printf "| %+.1f | %+d | `%s` |\n", $1, $2, substr($3, 1, 110)}'
+  awk -F'\t' '{printf "\nThe functions only the layered run executes: %d I1 misses and %d instructions per call.\n", $2, $3}' "$WORK/own"
+}
+
 where="in process"
 ((INSTRUCTIONS_HTTP)) && where="over loopback HTTP"
 log "counting $where with $BENCH, N = $INSTRUCTIONS_CALLS (each case runs 4 times under valgrind)"
@@ -156,3 +213,8 @@ for case in $INSTRUCTIONS_CASES; do
     for (k = 1; k <= 3; k++)
       printf "| %s | %s | %d | %d | %+d | %.3f× |\n", c, names[k], x[k], y[k], y[k] - x[k], x[k] / y[k] }'
 done
+if ((INSTRUCTIONS_TOP > 0)); then
+  for case in $INSTRUCTIONS_CASES; do
+    top_functions "$case"
+  done
+fi
