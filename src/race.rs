@@ -31,7 +31,7 @@ use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use futures_util::FutureExt;
-use futures_util::future::Either;
+use futures_util::future::{Either, poll_immediate};
 use http::header::CONTENT_LENGTH;
 use http::request::Parts;
 use http::{Request, Response};
@@ -122,7 +122,8 @@ where
     let parking = Parking {
         arrived: Instant::now(),
         // The request's span, entered by the caller (or, when no subscriber
-        // takes it, the span around the request).
+        // takes it, the span around the request; none when no subscriber is
+        // set up at all).
         span: crate::observe::current_span(),
         id: call.id,
         owner,
@@ -174,19 +175,14 @@ async fn in_time<F: Future>(
     mut future: Pin<&mut F>,
     deadline: Instant,
 ) -> Result<F::Output, tokio::time::error::Elapsed> {
-    if let Poll::Ready(output) = poll_once(future.as_mut()).await {
+    if let Some(output) = poll_immediate(future.as_mut()).await {
         return Ok(output);
     }
     scheduler_turn().await;
-    if let Poll::Ready(output) = poll_once(future.as_mut()).await {
+    if let Some(output) = poll_immediate(future.as_mut()).await {
         return Ok(output);
     }
     timeout_at(deadline, future).await
-}
-
-/// `future` polled once.
-fn poll_once<F: Future>(mut future: Pin<&mut F>) -> impl Future<Output = Poll<F::Output>> {
-    std::future::poll_fn(move |cx| Poll::Ready(future.as_mut().poll(cx)))
 }
 
 /// One turn of the scheduler for the inner server, before the raced call
