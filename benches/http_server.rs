@@ -14,6 +14,7 @@
 //! | `/bare/sse`      | the fixture alone, answering `text/event-stream`            |
 //! | `/layered/json`  | the JSON fixture behind the layer                           |
 //! | `/layered/sse`   | the SSE fixture behind the layer                            |
+//! | `/adapted/json`, `/adapted/sse` | the fixture as the layer calls it, without the layer (`support/adapted.rs`): the `twin` cases' baseline copy |
 //! | `/layered/park`  | the JSON fixture behind the layer with `greet` and `slow_compute` under `ToolPolicy::Always`; it parks the tasks at startup |
 //!
 //! The fixture runs stateless (2026-07-28 only). All layered routes share
@@ -45,6 +46,8 @@
 //! `call` (a fast `greet`), `list` (`tools/list`) and `tasks-get` (of the
 //! parked target).
 
+#[path = "support/adapted.rs"]
+mod adapted;
 #[path = "../tests/support/client/mod.rs"]
 mod client;
 #[path = "../tests/support/fixture/mod.rs"]
@@ -243,6 +246,8 @@ fn router(park: usize) -> axum::Router {
         .route_service("/layered/json", layer.layer(fixture_service(true)))
         .route_service("/layered/sse", layer.layer(fixture_service(false)))
         .route_service(PARK_PATH, parking.layer(fixture_service(true)))
+        .route_service("/adapted/json", adapted::adapted(fixture_service(true)))
+        .route_service("/adapted/sse", adapted::adapted(fixture_service(false)))
 }
 
 /// The layer with the default threshold (500 ms), room for `park` live

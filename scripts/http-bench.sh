@@ -34,6 +34,14 @@
 # | tasks-get  | tasks/get of a working task among 10,000         | /layered/json               | ≥ 3× layered call-json |
 # | sse-timing | slow_compute 0.45 s with progress (benches/sse_timing.rs) | /bare/sse, /layered/sse | each event ≤ 5 ms later |
 # | control    | call-json bare against itself, side by side only | /bare/json on both runtimes | none: it shows what "no difference" reads |
+# | twin       | call-json, side by side only, not run by default | /adapted/json against /bare/json | none: what the bare route's second copy of the inner server's code costs (below) |
+# | twin-sse   | the same, SSE answers                            | /adapted/sse against /bare/sse | none |
+#
+# `/adapted` is the fixture given the layer's body types by two maps that do
+# nothing else (benches/support/adapted.rs): it runs the same compiled copy
+# of the inner server as the layered route, while the bare route runs one of
+# its own. Side by side, both copies share one core's caches, which no
+# server built with the layer has; twin reads what that costs the measure.
 #
 # Usage:
 #   scripts/http-bench.sh                                   # 6 runs of 5 s
@@ -95,7 +103,7 @@ for case in $HTTP_BENCH_CASES; do
   case "$case" in
     sse-timing) SSE_TIMING=1 ;;
     tasks-get) THROUGHPUT+=("$case") ;;
-    control) PAIRED_ONLY+=("$case") ;;
+    control | twin | twin-sse) PAIRED_ONLY+=("$case") ;;
     *) case_route "$case" bare && THROUGHPUT+=("$case") ;;
   esac
 done

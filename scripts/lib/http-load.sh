@@ -83,11 +83,11 @@ start_bench_server() {
 
 # case_route CASE VARIANT: sets ROUTE_PATH, ROUTE_REQUEST (a request name the
 # server wrote) and ROUTE_TYPE (the content type every answer must have).
-# Cases: call-json, call-sse, list (variants bare and layered) and
+# Cases: call-json, call-sse, list (variants bare, layered and adapted) and
 # tasks-get (layered only).
 case_route() {
   local case="$1" variant="$2"
-  [[ "$variant" == bare || "$variant" == layered ]] || die "unknown variant $variant"
+  [[ "$variant" =~ ^(bare|layered|adapted)$ ]] || die "unknown variant $variant"
   case "$case" in
     call-json) ROUTE_PATH="/$variant/json" ROUTE_REQUEST=call ROUTE_TYPE=application/json ;;
     call-sse) ROUTE_PATH="/$variant/sse" ROUTE_REQUEST=call ROUTE_TYPE=text/event-stream ;;

@@ -139,6 +139,8 @@ report_pairs() {
       call-json) pair_row "$case" "call-json: layered vs bare" 0.97 ;;
       call-sse) pair_row "$case" "call-sse: layered vs bare" 0.97 ;;
       list) pair_row "$case" "list: layered vs bare" 0.98 ;;
+      twin) pair_row "$case" "twin: adapted vs bare" ;;
+      twin-sse) pair_row "$case" "twin-sse: adapted vs bare" ;;
       tasks-get) pair_row "$case" "tasks-get vs layered call-json" 3.00 ;;
       control) pair_row "$case" "control: bare vs bare" ;;
     esac
@@ -153,6 +155,8 @@ measure_pairs() {
     case "$case" in
       tasks-get) measure_pair "$run" "$case" tasks-get layered call-json layered ;;
       control) measure_pair "$run" "$case" call-json bare call-json bare ;;
+      twin) measure_pair "$run" "$case" call-json adapted call-json bare ;;
+      twin-sse) measure_pair "$run" "$case" call-sse adapted call-sse bare ;;
       *) measure_pair "$run" "$case" "$case" layered "$case" bare ;;
     esac
   done
