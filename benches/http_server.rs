@@ -14,7 +14,7 @@
 //! | `/bare/sse`      | the fixture alone, answering `text/event-stream`            |
 //! | `/layered/json`  | the JSON fixture behind the layer                           |
 //! | `/layered/sse`   | the SSE fixture behind the layer                            |
-//! | `/adapted/json`, `/adapted/sse` | the fixture as the layer calls it, without the layer (`support/adapted.rs`): the `twin` cases' baseline copy |
+//! | `/adapted/json`, `/adapted/sse` | the fixture with the layer's body types but no layer (`support/adapted.rs`): what the `twin` cases measure against the bare routes |
 //! | `/layered/park`  | the JSON fixture behind the layer with `greet` and `slow_compute` under `ToolPolicy::Always`; it parks the tasks at startup |
 //!
 //! The fixture runs stateless (2026-07-28 only). All layered routes share

@@ -34,14 +34,15 @@
 # | tasks-get  | tasks/get of a working task among 10,000         | /layered/json               | ≥ 3× layered call-json |
 # | sse-timing | slow_compute 0.45 s with progress (benches/sse_timing.rs) | /bare/sse, /layered/sse | each event ≤ 5 ms later |
 # | control    | call-json bare against itself, side by side only | /bare/json on both runtimes | none: it shows what "no difference" reads |
-# | twin       | call-json, side by side only, not run by default | /adapted/json against /bare/json | none: what the bare route's second copy of the inner server's code costs (below) |
-# | twin-sse   | the same, SSE answers                            | /adapted/sse against /bare/sse | none |
+# | twin       | call-json, side by side only, not run by default | /adapted/json measured against /bare/json | none: a diagnostic (below) |
+# | twin-sse   | the same, SSE answers                            | /adapted/sse measured against /bare/sse | none |
 #
-# `/adapted` is the fixture given the layer's body types by two maps that do
-# nothing else (benches/support/adapted.rs): it runs the same compiled copy
-# of the inner server as the layered route, while the bare route runs one of
-# its own. Side by side, both copies share one core's caches, which no
-# server built with the layer has; twin reads what that costs the measure.
+# `/adapted` is the fixture with the layer's body types, given by two maps
+# that do nothing else (benches/support/adapted.rs): it runs the same
+# compiled copy of the inner server as the layered route, while the bare
+# route runs one of its own. Side by side, both copies share one core's
+# caches, which no server built with the layer has; twin reads what that
+# (and the two maps) costs the measure.
 #
 # Usage:
 #   scripts/http-bench.sh                                   # 6 runs of 5 s
@@ -55,8 +56,9 @@
 #   HTTP_BENCH_WARMUP       seconds of the warm-up before each one; 0: none (1)
 #   HTTP_BENCH_CONNECTIONS  wrk connections (16)
 #   HTTP_BENCH_THREADS      wrk threads (1)
-#   HTTP_BENCH_CASES        the cases to run, in order, except that control
-#                           comes last and sse-timing after all modes
+#   HTTP_BENCH_CASES        the cases to run, in order, except that the
+#                           side-by-side-only ones (control, twin, twin-sse)
+#                           come last and sse-timing after all modes
 #                           ("call-json call-sse list tasks-get control sse-timing")
 #   HTTP_BENCH_MODES        the modes to run, side by side first
 #                           ("side-by-side alternate")
@@ -123,12 +125,31 @@ for mode in $HTTP_BENCH_MODES; do
     *) die "unknown mode $mode (side-by-side, alternate)" ;;
   esac
 done
+# check_plan: drops the side-by-side-only cases when that mode is off (with
+# a word), and dies when nothing is left to run.
+check_plan() {
+  if ((!SIDE_BY_SIDE && ${#PAIRED_ONLY[@]} > 0)); then
+    log "skipping ${PAIRED_ONLY[*]}: side by side only"
+    PAIRED_ONLY=()
+  fi
+  ((!ALTERNATE)) || ((${#THROUGHPUT[@]} > 0)) || ALTERNATE=0
+  if ((!SSE_TIMING && !ALTERNATE)) && ((!SIDE_BY_SIDE || ${#THROUGHPUT[@]} + ${#PAIRED_ONLY[@]} == 0)); then
+    die "nothing to run: cases \"$HTTP_BENCH_CASES\" in modes \"$HTTP_BENCH_MODES\""
+  fi
+}
+check_plan
 prepare_server "${benches[@]}"
 # A server with the option announces its second port with these words.
 if ((SIDE_BY_SIDE)) && ! grep -aq 'paired listener on' "$WORK/http_server"; then
   log "this http_server has no --paired (built before it existed): alternate mode only"
   SIDE_BY_SIDE=0
   ALTERNATE=1
+  check_plan
+fi
+# The twin cases need the /adapted routes (benches/support/adapted.rs).
+if ((SIDE_BY_SIDE)) && [[ " ${PAIRED_ONLY[*]} " == *" twin"* ]] \
+  && ! grep -aq '/adapted/json' "$WORK/http_server"; then
+  die "this http_server has no /adapted routes (built before they existed): no twin cases"
 fi
 if ((SIDE_BY_SIDE)); then
   start_bench_server --paired

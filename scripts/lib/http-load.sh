@@ -96,7 +96,7 @@ case_route() {
       [[ "$variant" == layered ]] || die "tasks-get runs on the layered route only"
       ROUTE_PATH="/layered/json" ROUTE_REQUEST=tasks-get ROUTE_TYPE=application/json
       ;;
-    *) die "unknown case $case (call-json, call-sse, list, tasks-get)" ;;
+    *) die "unknown case $case (call-json, call-sse, list, tasks-get; and control, twin, twin-sse, sse-timing)" ;;
   esac
 }
 
