@@ -112,9 +112,9 @@ pub(crate) fn on_input_required(
 ///
 /// Cheap to take because every declaring client's call takes one before it
 /// is sent, and small once parked because a parked task holds one: the
-/// kept headers are a list (one allocation, made with room for every header
-/// of the request, nothing when the client sent nothing beyond what a
-/// re-issued call sets itself), not a `HeaderMap`, whose first insert
+/// kept headers are a list (one allocation for a request's usual few,
+/// nothing when the client sent nothing beyond what a re-issued call sets
+/// itself), not a `HeaderMap`, whose first insert
 /// allocates room for six entries and a hash index; a parked call's list is
 /// cut to its length ([`Template::parked`]).
 #[derive(Clone, Debug)]
@@ -166,18 +166,15 @@ impl Template {
         parts: &http::request::Parts,
         extensions: http::Extensions,
     ) -> Self {
-        // One walk over the headers, into room for all of them: a call that
-        // answers in time builds and drops one of these, and a parked one is
-        // cut to size then.
-        let mut headers = Vec::new();
-        for (name, value) in &parts.headers {
-            if is_kept(name) {
-                if headers.capacity() == 0 {
-                    headers.reserve_exact(parts.headers.len());
-                }
-                headers.push((name.clone(), value.clone()));
-            }
-        }
+        // One walk over the headers: a call that answers in time builds and
+        // drops one of these (no allocation when nothing is kept, one for up
+        // to four kept headers), and a parked one is cut to size then.
+        let headers = parts
+            .headers
+            .iter()
+            .filter(|(name, _)| is_kept(name))
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
         Self {
             uri: parts.uri.clone(),
             headers,
