@@ -132,8 +132,11 @@ check_plan() {
     log "skipping ${PAIRED_ONLY[*]}: side by side only"
     PAIRED_ONLY=()
   fi
-  ((!ALTERNATE)) || ((${#THROUGHPUT[@]} > 0)) || ALTERNATE=0
-  if ((!SSE_TIMING && !ALTERNATE)) && ((!SIDE_BY_SIDE || ${#THROUGHPUT[@]} + ${#PAIRED_ONLY[@]} == 0)); then
+  # The alternate mode runs the throughput cases only.
+  ((${#THROUGHPUT[@]} > 0)) || ALTERNATE=0
+  local paired=0
+  ((!SIDE_BY_SIDE)) || paired=$((${#THROUGHPUT[@]} + ${#PAIRED_ONLY[@]}))
+  if ((!SSE_TIMING && !ALTERNATE && paired == 0)); then
     die "nothing to run: cases \"$HTTP_BENCH_CASES\" in modes \"$HTTP_BENCH_MODES\""
   fi
 }
