@@ -60,11 +60,6 @@ impl Background {
         self.tracker.spawn(future.instrument(span))
     }
 
-    /// The tracker, for work that spawns more tracked work.
-    pub(crate) fn tracker(&self) -> TaskTracker {
-        self.tracker.clone()
-    }
-
     /// Whether new tasks are refused.
     pub(crate) fn is_closing(&self) -> bool {
         self.closing.is_cancelled()

@@ -16,7 +16,7 @@
 //! |------------------------------------------------|----------------------------|---------------------------------------|
 //! | a result (also `isError: true`)                | relayed unchanged          | `completed`, result verbatim          |
 //! | a JSON-RPC error                               | relayed unchanged          | `failed`, error verbatim              |
-//! | `input_required` (MRTR)                        | relayed unchanged          | `input_required` (see `driver`)       |
+//! | `input_required` (MRTR)                        | relayed unchanged          | `input_required` (see `runtime::drive`)|
 //! | `notifications/progress`                       | relayed as it comes¹       | `statusMessage`                       |
 //! | an HTTP error status                           | relayed unchanged          | `failed`, `-32603`                    |
 //! | nothing: the inner service returns `Err`       | HTTP 502, JSON-RPC `-32603` for the call | `failed`, `-32603`      |
@@ -33,7 +33,6 @@
 pub(crate) mod caller;
 mod collect;
 pub(crate) mod direct;
-pub(crate) mod driver;
 pub(crate) mod event;
 pub(crate) mod live;
 mod segment;

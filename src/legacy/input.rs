@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::route::{LEGACY_VERSION, relay_id};
-use crate::flight::driver::{Dialect, Step, Work};
+use crate::runtime::{Dialect, Step, Work};
 use crate::store::{InputRound, StoreError};
 use crate::task::TaskId;
 use crate::wire::raw::{Members, edit_object};

@@ -14,8 +14,13 @@
 //! driven on a tracked tokio task holding one place among the background
 //! inner calls, under its deadline ([`crate::deadline`]).
 
+mod dialect;
+mod drive;
+mod resume;
+mod settle;
 mod start;
 mod waiters;
+mod work;
 
 use std::sync::Arc;
 
@@ -29,8 +34,10 @@ use crate::owner::ResolveOwner;
 use crate::store::{StoreError, TaskStore};
 use crate::wire::jsonrpc::Reply;
 
+pub(crate) use dialect::{Dialect, Plain, Step};
 pub(crate) use start::{First, NotStarted, Start};
 pub(crate) use waiters::{Waiters, Waiting};
+pub(crate) use work::Work;
 
 /// What every service made by one layer (and its clones) shares, besides
 /// the settings of each.

@@ -1,20 +1,20 @@
-//! Starting a task, and starting its call again after an input round.
+//! Starting a task: under every limit, created durably, then driven.
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::Request;
-use http::request::Parts;
 use serde_json::value::RawValue;
 
 use super::Runtime;
-use crate::deadline::Deadline;
+use super::dialect::Dialect;
+use super::drive;
+use super::work::{Call, Slot, Work};
 use crate::flight::Flight;
 use crate::flight::caller::CallInner;
-use crate::flight::driver::{self, Dialect, Plain, Slot, Work};
-use crate::mrtr::{self, Resume, Template};
+use crate::mrtr::Template;
 use crate::observe::{self, TaskTrace, events};
-use crate::store::{InputProgress, NewTask, QuotaScope, StoreError};
+use crate::store::{NewTask, QuotaScope, StoreError};
 use crate::task::{TaskId, TaskSnapshot, Timestamp};
 
 /// What a new task starts with.
@@ -164,28 +164,17 @@ impl Runtime {
             status_message: start.status_message,
             quota: self.config.quota,
         };
-        let mut work = Work {
-            store: self.store.clone(),
-            id,
-            stop: Default::default(),
+        let call = Call {
             caller: start.caller,
-            template: Box::new(start.template.parked()),
+            template: start.template,
             params: start.params,
-            round: 0,
-            max_rounds: self.config.max_input_rounds,
-            attempts: 0,
-            shed: 0,
-            expires: start.ttl.map(|ttl| created_at.saturating_add(ttl)),
-            deadline: Deadline::of(created_at, start.ttl, self.config.max_runtime),
-            max_result: self.config.max_result_bytes,
-            tracker: self.background.tracker(),
-            trace: TaskTrace {
-                span: observe::task_span(id),
-                parked: Some(std::time::Instant::now()),
-                watchdog: None,
-            },
-            waiting: self.common.waiting.clone(),
         };
+        let trace = TaskTrace {
+            span: observe::task_span(id),
+            parked: Some(std::time::Instant::now()),
+            watchdog: None,
+        };
+        let mut work = Work::new(self, id, call, created_at, start.ttl, trace);
         let (dialect, abort) = (start.dialect, self.background.abort_signal());
         let waited = start.waited;
         let span = work.trace.span.clone();
@@ -235,7 +224,7 @@ impl Runtime {
             };
             // The client may be gone; the task exists and is driven regardless.
             let _ = created_tx.send(Ok(created.snapshot));
-            driver::drive(work, dialect, flight, Slot::Held(slot), abort).await;
+            drive::drive(work, dialect, flight, Slot::Held(slot), abort).await;
         });
         let started = created_rx.await.unwrap_or_else(|_| {
             tracing::error!(task = %id, "the task's creation ended without an answer");
@@ -252,93 +241,5 @@ impl Runtime {
             why.record(self);
         }
         started
-    }
-
-    /// Re-issues a call whose input round the client completed, with the
-    /// credentials and extensions of the `tasks/update` that completed it.
-    /// The call waits for a place among the background calls.
-    pub(crate) fn resume(
-        &self,
-        caller: Box<dyn CallInner>,
-        parts: &Parts,
-        task: TaskId,
-        round: InputProgress,
-    ) {
-        let InputProgress::RoundComplete {
-            answers,
-            resume,
-            stop,
-        } = round
-        else {
-            return;
-        };
-        let resume: Resume = match serde_json::from_str(resume.get()) {
-            Ok(resume) => resume,
-            Err(error) => {
-                tracing::error!(%task, %error, "a stored resume context is unreadable");
-                let message = "The stored resume context is unreadable".to_owned();
-                self.fail_detached(task, message, None);
-                return;
-            }
-        };
-        let answers = mrtr::inner_answers(&resume, answers);
-        // The task's span when it waited here; a new one (a child of this
-        // tasks/update) when it was parked on another instance.
-        let trace = self.common.waiting.take(task).unwrap_or_else(|| TaskTrace {
-            span: observe::task_span(task),
-            parked: None,
-            watchdog: None,
-        });
-        trace.span.follows_from(tracing::Span::current());
-        trace
-            .span
-            .in_scope(|| events::resumed(task, resume.round + 1));
-        let mut template = Template::from_parts(parts);
-        template.set_param_headers(&resume.param_headers);
-        let mut work = Work {
-            store: self.store.clone(),
-            id: task,
-            stop,
-            caller,
-            template: Box::new(template.parked()),
-            params: resume.params,
-            round: resume.round,
-            max_rounds: self.config.max_input_rounds,
-            attempts: 0,
-            shed: 0,
-            expires: resume.expires.map(Timestamp::from_millis),
-            deadline: resume.deadline,
-            max_result: self.config.max_result_bytes,
-            tracker: self.background.tracker(),
-            trace,
-            waiting: self.common.waiting.clone(),
-        };
-        let span = work.trace.span.clone();
-        let reissued =
-            span.in_scope(|| driver::reissue(&mut work, Some(answers), resume.request_state));
-        match reissued {
-            Ok(flight) => {
-                let slot = Slot::Wait(self.background.slots());
-                let abort = self.background.abort_signal();
-                let driving = driver::drive(work, Box::new(Plain), flight, slot, abort);
-                self.background.spawn_in(span, driving);
-            }
-            Err(message) => {
-                let _entered = span.enter();
-                self.fail_detached(task, message, work.expires);
-            }
-        }
-    }
-
-    /// Fails a task with `-32603` and `message`, retrying like any outcome
-    /// write, on a tracked tokio task.
-    pub(crate) fn fail_detached(&self, id: TaskId, message: String, expires: Option<Timestamp>) {
-        let store = self.store.clone();
-        self.background.spawn(async move {
-            let write = driver::internal(message);
-            if driver::write_until(store.as_ref(), id, &write, expires).await {
-                driver::written(id, &write, None);
-            }
-        });
     }
 }

@@ -19,106 +19,27 @@
 //! What differs between protocol generations reaches the driver through a
 //! [`Dialect`]; the driver itself knows none.
 
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use serde_json::value::RawValue;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use super::caller::CallInner;
-use super::{Answer, Event, Flight};
+use super::dialect::Dialect;
+use super::settle::{Write, internal, settle, write_until, written};
+use super::work::{Slot, Work};
 use crate::deadline::Deadline;
-use crate::mrtr::{self, Next, Template};
+use crate::flight::{Answer, Event, Flight};
+use crate::mrtr::{self, Next};
 use crate::observe::events::{self, End};
-use crate::observe::{self, TaskTrace, Waiting};
-use crate::store::{InputRound, StoreError, TaskStore};
-use crate::task::{TaskId, Timestamp};
+use crate::observe::{self, TaskTrace};
+use crate::task::Timestamp;
 use crate::wire::Outcome;
-use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR, error_message};
+use serde_json::value::RawValue;
 
 /// How many load-shedding retries in a row before the task fails.
 const SHED_RETRIES: u32 = 8;
-
-/// A boxed future borrowing the work, as [`Dialect`] methods return.
-pub(crate) type Step<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
-
-/// What a protocol generation adds to driving a task.
-///
-/// The 2026-07-28 extension adds nothing ([`Plain`]): a parked call cannot
-/// ask its client anything, and dropping its stream cancels it. A 2025-11-25
-/// call relays the inner server's requests and must be told when it is
-/// abandoned (`legacy::input`).
-pub(crate) trait Dialect: Send {
-    /// The inner server sent a request of its own on the call's stream.
-    /// An `Err` fails the task with that message.
-    fn request<'a>(&'a mut self, work: &'a mut Work, message: Box<RawValue>) -> Step<'a>;
-
-    /// The call was given up (cancelled, expired, over a limit, drained, or
-    /// its stream broke) while the tool may still be running.
-    fn abandon<'a>(&'a mut self, work: &'a mut Work) -> Step<'a>;
-}
-
-/// The 2026-07-28 dialect: nothing to add.
-pub(crate) struct Plain;
-
-impl Dialect for Plain {
-    fn request<'a>(&'a mut self, _: &'a mut Work, _: Box<RawValue>) -> Step<'a> {
-        Box::pin(async { Ok(()) })
-    }
-
-    fn abandon<'a>(&'a mut self, _: &'a mut Work) -> Step<'a> {
-        Box::pin(async { Ok(()) })
-    }
-}
-
-/// Everything the background work of one task needs, across input rounds.
-pub(crate) struct Work {
-    pub store: Arc<dyn TaskStore>,
-    pub id: TaskId,
-    pub stop: CancellationToken,
-    pub caller: Box<dyn CallInner>,
-    /// Credentials and extensions for re-issued calls.
-    pub template: Box<Template>,
-    /// The original `tools/call` params.
-    pub params: Box<RawValue>,
-    /// Input rounds so far (requests relayed, in a 2025-11-25 session).
-    pub round: u32,
-    /// The most input rounds the task may ask for.
-    pub max_rounds: u32,
-    /// Calls sent in this round (for fresh JSON-RPC ids).
-    pub attempts: u32,
-    /// Load-shedding retries in a row.
-    pub shed: u32,
-    /// When the task expires (`None`: never); outcome writes are retried
-    /// until then.
-    pub expires: Option<Timestamp>,
-    /// When the task must be terminal at the latest.
-    pub deadline: Option<Deadline>,
-    /// The largest result (or SSE event) read from the inner server.
-    pub max_result: usize,
-    /// The layer's background work: outcome writes run there, so that a
-    /// deadline or a drain that stops the call cannot cut a write short.
-    pub tracker: TaskTracker,
-    /// The task's span, and when it was parked here.
-    pub trace: TaskTrace,
-    /// Where the trace waits while the task waits for input.
-    pub waiting: Arc<Waiting>,
-}
-
-/// A place among the background inner calls.
-pub(crate) enum Slot {
-    /// Taken already (a call parked with a free place).
-    Held(OwnedSemaphorePermit),
-    /// Wait for one (a resumed call).
-    Wait(Arc<Semaphore>),
-}
 
 /// How a driver stopped before its call settled.
 enum Stopped {
@@ -368,51 +289,6 @@ pub(crate) fn reissue(
     }
 }
 
-/// A store write that records what the inner call said.
-pub(crate) enum Write {
-    Complete(Box<RawValue>),
-    /// The store sets the status message from the error's `message`.
-    Fail(Box<RawValue>),
-    Input(InputRound),
-}
-
-/// A `-32603` failure with `message`.
-pub(crate) fn internal(message: String) -> Write {
-    Write::Fail(ErrorObject::new(INTERNAL_ERROR, message).to_raw())
-}
-
-/// How long outcome writes are retried for a task without a TTL.
-const RETRY_WITHOUT_TTL: Duration = Duration::from_secs(24 * 3600);
-
-/// Writes for `work`'s task, retrying while the store is unreachable, on a
-/// tracked tokio task of its own: the write completes even if the driver is
-/// stopped while it waits.
-fn settle(work: &Work, write: Write) -> impl Future<Output = ()> + Send + 'static {
-    let (store, id, expires) = (work.store.clone(), work.id, work.expires);
-    let parked = work.trace.parked;
-    let writing = async move {
-        if write_until(store.as_ref(), id, &write, expires).await {
-            written(id, &write, parked);
-        }
-    };
-    let done = work.tracker.spawn(writing.in_current_span());
-    async move {
-        let _ = done.await;
-    }
-}
-
-/// The lifecycle event of a write that was recorded.
-pub(crate) fn written(id: TaskId, write: &Write, parked: Option<std::time::Instant>) {
-    match write {
-        Write::Complete(_) => events::ended(id, End::Completed, parked),
-        Write::Fail(error) => {
-            let message = error_message(error);
-            events::ended(id, End::Failed(message.as_deref().unwrap_or("")), parked);
-        }
-        Write::Input(_) => events::input_requested(id),
-    }
-}
-
 /// Counts a parked call in `mcp_tasks_running` while it lives.
 struct Running;
 
@@ -426,40 +302,5 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         metrics::gauge!(observe::metrics::RUNNING).decrement(1.0);
-    }
-}
-
-/// Writes, retrying backend failures with backoff (up to 5 s apart) until
-/// the task would have expired anyway: an outcome reached during a store
-/// outage is kept and written once the store is back. A task that is no
-/// longer live (cancelled, expired, already terminal) keeps what it has.
-/// Whether the write was recorded.
-pub(crate) async fn write_until(
-    store: &dyn TaskStore,
-    id: TaskId,
-    write: &Write,
-    expires: Option<Timestamp>,
-) -> bool {
-    let give_up = expires.unwrap_or_else(|| Timestamp::now().saturating_add(RETRY_WITHOUT_TTL));
-    let mut delay = Duration::from_millis(50);
-    loop {
-        let result = match write {
-            Write::Complete(result) => store.complete(id, result.clone()).await,
-            Write::Fail(error) => store.fail(id, error.clone()).await,
-            Write::Input(round) => store.require_input(id, round.clone()).await,
-        };
-        match result {
-            Ok(()) => return true,
-            Err(StoreError::NotFound | StoreError::InvalidTransition { .. }) => return false,
-            Err(error) if Timestamp::now() >= give_up => {
-                tracing::error!(task = %id, %error, "task store unreachable until the task expired");
-                return false;
-            }
-            Err(error) => {
-                tracing::warn!(task = %id, %error, "task store unreachable, retrying the write");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(5));
-            }
-        }
     }
 }

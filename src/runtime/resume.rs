@@ -1,0 +1,88 @@
+//! Starting a task's call again once the client answered its input round.
+
+use http::request::Parts;
+
+use super::Runtime;
+use super::dialect::Plain;
+use super::drive;
+use super::settle::{internal, write_until, written};
+use super::work::{Slot, Work};
+use crate::flight::caller::CallInner;
+use crate::mrtr::{self, Resume, Template};
+use crate::observe::{self, TaskTrace, events};
+use crate::store::InputProgress;
+use crate::task::{TaskId, Timestamp};
+
+impl Runtime {
+    /// Re-issues a call whose input round the client completed, with the
+    /// credentials and extensions of the `tasks/update` that completed it.
+    /// The call waits for a place among the background calls.
+    pub(crate) fn resume(
+        &self,
+        caller: Box<dyn CallInner>,
+        parts: &Parts,
+        task: TaskId,
+        round: InputProgress,
+    ) {
+        let InputProgress::RoundComplete {
+            answers,
+            resume,
+            stop,
+        } = round
+        else {
+            return;
+        };
+        let mut resume: Resume = match serde_json::from_str(resume.get()) {
+            Ok(resume) => resume,
+            Err(error) => {
+                tracing::error!(%task, %error, "a stored resume context is unreadable");
+                let message = "The stored resume context is unreadable".to_owned();
+                self.fail_detached(task, message, None);
+                return;
+            }
+        };
+        let answers = mrtr::inner_answers(&resume, answers);
+        // The task's span when it waited here; a new one (a child of this
+        // tasks/update) when it was parked on another instance.
+        let trace = self.common.waiting.take(task).unwrap_or_else(|| TaskTrace {
+            span: observe::task_span(task),
+            parked: None,
+            watchdog: None,
+        });
+        trace.span.follows_from(tracing::Span::current());
+        trace
+            .span
+            .in_scope(|| events::resumed(task, resume.round + 1));
+        let mut template = Template::from_parts(parts);
+        template.set_param_headers(&resume.param_headers);
+        let request_state = resume.request_state.take();
+        let call = (caller, template);
+        let mut work = Work::resumed(self, task, stop, call, resume, trace);
+        let span = work.trace.span.clone();
+        let reissued = span.in_scope(|| drive::reissue(&mut work, Some(answers), request_state));
+        match reissued {
+            Ok(flight) => {
+                let slot = Slot::Wait(self.background.slots());
+                let abort = self.background.abort_signal();
+                let driving = drive::drive(work, Box::new(Plain), flight, slot, abort);
+                self.background.spawn_in(span, driving);
+            }
+            Err(message) => {
+                let _entered = span.enter();
+                self.fail_detached(task, message, work.expires);
+            }
+        }
+    }
+
+    /// Fails a task with `-32603` and `message`, retrying like any outcome
+    /// write, on a tracked tokio task.
+    pub(crate) fn fail_detached(&self, id: TaskId, message: String, expires: Option<Timestamp>) {
+        let store = self.store.clone();
+        self.background.spawn(async move {
+            let write = internal(message);
+            if write_until(store.as_ref(), id, &write, expires).await {
+                written(id, &write, None);
+            }
+        });
+    }
+}

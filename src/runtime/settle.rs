@@ -1,0 +1,101 @@
+//! Writing a task's outcome to the store, whatever the store's state.
+//!
+//! | Write          | Store call        | When the store fails                                  |
+//! |----------------|-------------------|-------------------------------------------------------|
+//! | a result       | `complete`        | retried with backoff (up to 5 s apart) until the task would have expired |
+//! | an error       | `fail`            | the same                                              |
+//! | an input round | `require_input`   | the same                                              |
+//!
+//! A task that is no longer live (cancelled, expired, already terminal)
+//! keeps what it has: the write is dropped, never forced.
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+
+use super::work::Work;
+use crate::observe::events::{self, End};
+use crate::store::{InputRound, StoreError, TaskStore};
+use crate::task::{TaskId, Timestamp};
+use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR, error_message};
+
+/// A store write that records what the inner call said.
+pub(crate) enum Write {
+    Complete(Box<RawValue>),
+    /// The store sets the status message from the error's `message`.
+    Fail(Box<RawValue>),
+    Input(InputRound),
+}
+
+/// A `-32603` failure with `message`.
+pub(crate) fn internal(message: String) -> Write {
+    Write::Fail(ErrorObject::new(INTERNAL_ERROR, message).to_raw())
+}
+
+/// How long outcome writes are retried for a task without a TTL.
+const RETRY_WITHOUT_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// Writes for `work`'s task, retrying while the store is unreachable, on a
+/// tracked tokio task of its own: the write completes even if the driver is
+/// stopped while it waits.
+pub(super) fn settle(work: &Work, write: Write) -> impl Future<Output = ()> + Send + 'static {
+    let (store, id, expires) = (work.store.clone(), work.id, work.expires);
+    let parked = work.trace.parked;
+    let writing = async move {
+        if write_until(store.as_ref(), id, &write, expires).await {
+            written(id, &write, parked);
+        }
+    };
+    let done = work.background.spawn(writing);
+    async move {
+        let _ = done.await;
+    }
+}
+
+/// The lifecycle event of a write that was recorded.
+pub(crate) fn written(id: TaskId, write: &Write, parked: Option<std::time::Instant>) {
+    match write {
+        Write::Complete(_) => events::ended(id, End::Completed, parked),
+        Write::Fail(error) => {
+            let message = error_message(error);
+            events::ended(id, End::Failed(message.as_deref().unwrap_or("")), parked);
+        }
+        Write::Input(_) => events::input_requested(id),
+    }
+}
+
+/// Writes, retrying backend failures with backoff (up to 5 s apart) until
+/// the task would have expired anyway: an outcome reached during a store
+/// outage is kept and written once the store is back. A task that is no
+/// longer live (cancelled, expired, already terminal) keeps what it has.
+/// Whether the write was recorded.
+pub(crate) async fn write_until(
+    store: &dyn TaskStore,
+    id: TaskId,
+    write: &Write,
+    expires: Option<Timestamp>,
+) -> bool {
+    let give_up = expires.unwrap_or_else(|| Timestamp::now().saturating_add(RETRY_WITHOUT_TTL));
+    let mut delay = Duration::from_millis(50);
+    loop {
+        let result = match write {
+            Write::Complete(result) => store.complete(id, result.clone()).await,
+            Write::Fail(error) => store.fail(id, error.clone()).await,
+            Write::Input(round) => store.require_input(id, round.clone()).await,
+        };
+        match result {
+            Ok(()) => return true,
+            Err(StoreError::NotFound | StoreError::InvalidTransition { .. }) => return false,
+            Err(error) if Timestamp::now() >= give_up => {
+                tracing::error!(task = %id, %error, "task store unreachable until the task expired");
+                return false;
+            }
+            Err(error) => {
+                tracing::warn!(task = %id, %error, "task store unreachable, retrying the write");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
