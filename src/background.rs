@@ -1,7 +1,11 @@
-//! The background work of one layer: every tokio task it starts for a task
-//! (drivers, re-issues, answer deliveries, outcome writes) is tracked here,
-//! so that a [`Drain`](crate::Drain) can stop parking, wait for what runs,
-//! and fail what is left.
+//! The background work of one layer: every tokio task the layer starts is
+//! started here, so that a [`Drain`](crate::Drain) can stop parking, wait
+//! for what runs, and fail what is left.
+//!
+//! | Kind       | What                                                        | A drain                     |
+//! |------------|-------------------------------------------------------------|-----------------------------|
+//! | tracked    | drivers, re-issues, answer deliveries, outcome writes       | waits for it, then aborts it |
+//! | detached   | streams to clients (listen, session GET, `tasks/result`), the change-feed reader, input watchdogs | does not wait: it ends by its own signal (`closing`, `abort`, the client leaving, the task ending) |
 //!
 //! | Signal    | Fired by                        | Effect                                                   |
 //! |-----------|---------------------------------|----------------------------------------------------------|
@@ -20,6 +24,8 @@ use tracing::Instrument;
 #[derive(Debug)]
 pub(crate) struct Background {
     tracker: TaskTracker,
+    /// Streams and watchdogs: counted, never waited for.
+    detached: TaskTracker,
     closing: CancellationToken,
     abort: CancellationToken,
     /// Inner calls that may run in the background at once.
@@ -31,6 +37,7 @@ impl Background {
     pub(crate) fn new(running: usize) -> Self {
         Self {
             tracker: TaskTracker::new(),
+            detached: TaskTracker::new(),
             closing: CancellationToken::new(),
             abort: CancellationToken::new(),
             running: Arc::new(Semaphore::new(running.min(Semaphore::MAX_PERMITS))),
@@ -45,6 +52,19 @@ impl Background {
         F::Output: Send + 'static,
     {
         self.spawn_in(tracing::Span::current(), future)
+    }
+
+    /// Runs `future` on a tokio task of its own, in the current span,
+    /// counted apart from the work a drain waits for: a stream to a client
+    /// or a watchdog, which ends by its own signal (the client leaving, the
+    /// drain's `closing` or `abort`), not by finishing a task.
+    pub(crate) fn spawn_detached<F>(&self, future: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.detached
+            .spawn(future.instrument(tracing::Span::current()))
     }
 
     /// Runs `future` on a tokio task of its own, tracked, in `span`.

@@ -10,10 +10,12 @@ use crate::background::Background;
 use crate::config::{TasksConfig, WaiterLimits};
 use crate::drain::Drain;
 use crate::legacy::sessions::{SessionLimits, Sessions};
+use crate::legacy::waiters::Waiters;
 use crate::owner::{DefaultOwner, ResolveOwner};
 use crate::policy::ToolPolicy;
-use crate::runtime::{Common, Runtime, Waiters};
-use crate::service::TasksService;
+use crate::push::Hub;
+use crate::runtime::Runtime;
+use crate::service::{Shared, TasksService};
 use crate::store::TaskStore;
 
 /// Makes any MCP Streamable-HTTP service task-capable.
@@ -34,23 +36,24 @@ pub struct TasksLayer {
     store: Arc<dyn TaskStore>,
     owner: Arc<dyn ResolveOwner>,
     scope: Option<Arc<str>>,
-    /// The 2025-11-25 sessions and `tasks/result` waiters, shared by every
-    /// service this layer (or a clone of it) makes.
-    common: Arc<Common>,
     /// The background work of every service this layer makes.
     background: Arc<Background>,
+    /// The traces of tasks waiting for input, for their resume.
+    waiting: Arc<crate::observe::Waiting>,
+    /// The 2025-11-25 sessions, shared by every service this layer (or a
+    /// clone of it) makes, like the state below.
+    sessions: Arc<Sessions>,
+    /// The 2025-11-25 `tasks/result` waiters.
+    waiters: Arc<Waiters>,
+    /// The task status subscriptions and the changes they watch.
+    hub: Arc<Hub>,
 }
 
-fn common(config: &TasksConfig) -> Arc<Common> {
-    Arc::new(Common {
-        sessions: Arc::new(Sessions::new(SessionLimits {
-            max: config.max_sessions,
-            idle: config.session_idle,
-        })),
-        waiters: Waiters::new(config.waiters),
-        push: Arc::new(crate::push::Hub::new(config.subscriptions)),
-        waiting: Default::default(),
-    })
+fn sessions(config: &TasksConfig) -> Arc<Sessions> {
+    Arc::new(Sessions::new(SessionLimits {
+        max: config.max_sessions,
+        idle: config.session_idle,
+    }))
 }
 
 impl TasksLayer {
@@ -63,9 +66,13 @@ impl TasksLayer {
     /// A layer over a store that is already shared.
     pub fn with_store(store: Arc<dyn TaskStore>) -> Self {
         let config = TasksConfig::default();
+        let background = Arc::new(Background::new(config.max_running));
         Self {
-            common: common(&config),
-            background: Arc::new(Background::new(config.max_running)),
+            sessions: sessions(&config),
+            waiters: Arc::new(Waiters::new(config.waiters)),
+            hub: Arc::new(Hub::new(config.subscriptions, background.clone())),
+            waiting: Arc::default(),
+            background,
             config,
             // Each operation timed, for the store metrics.
             store: Arc::new(crate::observe::store::Measured(store)),
@@ -189,7 +196,7 @@ impl TasksLayer {
     pub fn legacy_sessions(mut self, max: usize, idle: Duration) -> Self {
         self.config.max_sessions = max.max(1);
         self.config.session_idle = idle;
-        self.common = common(&self.config);
+        self.sessions = sessions(&self.config);
         self
     }
 
@@ -228,6 +235,7 @@ impl TasksLayer {
     pub fn max_running(mut self, max: usize) -> Self {
         self.config.max_running = max.max(1);
         self.background = Arc::new(Background::new(self.config.max_running));
+        self.hub = Arc::new(Hub::new(self.config.subscriptions, self.background.clone()));
         self
     }
 
@@ -269,7 +277,7 @@ impl TasksLayer {
             per_task,
             per_owner: per_principal,
         };
-        self.common = common(&self.config);
+        self.waiters = Arc::new(Waiters::new(self.config.waiters));
         self
     }
 
@@ -279,7 +287,7 @@ impl TasksLayer {
     pub fn max_subscriptions(mut self, per_principal: u32, total: u32) -> Self {
         self.config.subscriptions.per_owner = per_principal;
         self.config.subscriptions.total = total;
-        self.common = common(&self.config);
+        self.hub = Arc::new(Hub::new(self.config.subscriptions, self.background.clone()));
         self
     }
 
@@ -287,7 +295,7 @@ impl TasksLayer {
     /// 100); a listen asking for more is refused (`-32602`).
     pub fn max_subscription_task_ids(mut self, max: usize) -> Self {
         self.config.subscriptions.task_ids = max;
-        self.common = common(&self.config);
+        self.hub = Arc::new(Hub::new(self.config.subscriptions, self.background.clone()));
         self
     }
 
@@ -332,9 +340,15 @@ impl<S> Layer<S> for TasksLayer {
             store: self.store.clone(),
             resolver: self.owner.clone(),
             scope: self.scope.clone(),
-            common: self.common.clone(),
             background: self.background.clone(),
+            waiting: self.waiting.clone(),
         };
-        TasksService::new(inner, Arc::new(runtime))
+        let shared = Shared {
+            runtime: Arc::new(runtime),
+            sessions: self.sessions.clone(),
+            waiters: self.waiters.clone(),
+            hub: self.hub.clone(),
+        };
+        TasksService::new(inner, Arc::new(shared))
     }
 }

@@ -36,34 +36,49 @@ use crate::config::TasksConfig;
 use crate::flight::caller::Caller;
 use crate::gather::{Gather, Unread};
 use crate::legacy::route::{LegacyMethod, LegacyRoute};
-use crate::legacy::sessions::Known;
+use crate::legacy::sessions::{Known, Sessions};
+use crate::legacy::waiters::Waiters;
 use crate::legacy::{self, advertise};
 use crate::methods;
 use crate::observe;
+use crate::push::Hub;
 use crate::race;
 use crate::rewrite;
 use crate::runtime::Runtime;
 use crate::wire::envelope::header;
 use crate::wire::jsonrpc::Reply;
 
+/// What every service made by one layer (and its clones) shares: the
+/// engine, and the state of each protocol generation, which the engine
+/// knows nothing of and which is handed to that generation's handlers.
+pub(crate) struct Shared {
+    pub runtime: Arc<Runtime>,
+    /// The 2025-11-25 sessions the layer serves tasks in.
+    pub sessions: Arc<Sessions>,
+    /// Waiters on 2025-11-25 `tasks/result`.
+    pub waiters: Arc<Waiters>,
+    /// The task status subscriptions and the changes they watch.
+    pub hub: Arc<Hub>,
+}
+
 /// The middleware built by [`TasksLayer`](crate::TasksLayer).
 pub struct TasksService<S> {
     inner: S,
-    runtime: Arc<Runtime>,
+    shared: Arc<Shared>,
 }
 
 impl<S: Clone> Clone for TasksService<S> {
     fn clone(&self) -> Self {
         Self {
             inner: self.inner.clone(),
-            runtime: self.runtime.clone(),
+            shared: self.shared.clone(),
         }
     }
 }
 
 impl<S> TasksService<S> {
-    pub(crate) fn new(inner: S, runtime: Arc<Runtime>) -> Self {
-        Self { inner, runtime }
+    pub(crate) fn new(inner: S, shared: Arc<Shared>) -> Self {
+        Self { inner, shared }
     }
 
     /// The wrapped service.
@@ -73,7 +88,7 @@ impl<S> TasksService<S> {
 
     /// The settings in force.
     pub fn config(&self) -> &TasksConfig {
-        &self.runtime.config
+        &self.shared.runtime.config
     }
 }
 
@@ -92,7 +107,7 @@ pin_project! {
             seen: Seen,
             parts: Option<Parts>,
             inner: Option<S>,
-            runtime: Arc<Runtime>,
+            shared: Arc<Shared>,
         },
         Inner { #[pin] future: F },
         Owned { future: OwnedFuture<RB, E> },
@@ -143,11 +158,11 @@ where
             let inner = std::mem::replace(&mut self.inner, clone);
             let (parts, body) = request.into_parts();
             State::Collect {
-                collect: Gather::new(body, self.runtime.config.max_body_bytes),
+                collect: Gather::new(body, self.shared.runtime.config.max_body_bytes),
                 seen,
                 parts: Some(parts),
                 inner: Some(inner),
-                runtime: self.runtime.clone(),
+                shared: self.shared.clone(),
             }
         } else {
             if request.method() == Method::DELETE
@@ -156,22 +171,26 @@ where
             {
                 // The client ends its 2025-11-25 session (the inner server
                 // may refuse; then later requests get its 404 all the same).
-                self.runtime.sessions().end(session);
+                self.shared.sessions.end(session);
             }
-            match live_get_stream(&self.runtime, &request) {
+            match live_get_stream(&self.shared.sessions, &request) {
                 Some(session) => {
                     // The owner resolver reads the parts.
                     let (parts, body) = request.into_parts();
-                    let owner = self.runtime.owner(&parts).key;
+                    let owner = self.shared.runtime.owner(&parts).key;
                     let request = Request::from_parts(parts, body);
                     let future = self.inner.call(request.map(RequestBody::streaming));
-                    let runtime = self.runtime.clone();
+                    let Shared {
+                        runtime,
+                        sessions,
+                        hub,
+                        ..
+                    } = &*self.shared;
+                    let with = (runtime.clone(), sessions.clone(), hub.clone());
                     State::Owned {
                         future: Box::pin(async move {
                             let response = future.await?;
-                            Ok(crate::push::session_stream(
-                                runtime, owner, session, response,
-                            ))
+                            Ok(crate::push::session_stream(with, owner, session, response))
                         }),
                     }
                 }
@@ -205,15 +224,16 @@ where
                     seen,
                     parts,
                     inner,
-                    runtime,
+                    shared,
                 } => {
                     let collected = ready!(collect.poll(cx));
                     match (collected, parts.take(), inner.take()) {
                         (Ok(bytes), Some(parts), Some(inner)) => {
-                            route(runtime.clone(), inner, *seen, parts, bytes)
+                            route(shared, inner, *seen, parts, bytes)
                         }
                         (Err(error), _, _) => {
-                            let reply = unreadable_body(error, runtime.config.max_body_bytes);
+                            let limit = shared.runtime.config.max_body_bytes;
+                            let reply = unreadable_body(error, limit);
                             reply_state(reply)
                         }
                         _ => reply_state(Reply::internal(None, "request state lost")),
@@ -257,17 +277,17 @@ fn unreadable_body(error: Unread, limit: usize) -> Reply {
 /// The session id of a GET that opens the SSE stream of a live
 /// 2025-11-25 session, for its status notifications. A GET in the session
 /// restarts its idle clock, like any request in it.
-fn live_get_stream<B>(runtime: &Runtime, request: &Request<B>) -> Option<String> {
+fn live_get_stream<B>(sessions: &Sessions, request: &Request<B>) -> Option<String> {
     if request.method() != Method::GET {
         return None;
     }
     let session = request.headers().get("mcp-session-id")?.to_str().ok()?;
-    (runtime.sessions().touch(session) == Known::Live).then(|| session.to_owned())
+    (sessions.touch(session) == Known::Live).then(|| session.to_owned())
 }
 
 /// Picks the next state for a classified POST.
 fn route<S, B, RB>(
-    runtime: Arc<Runtime>,
+    shared: &Arc<Shared>,
     mut inner: S,
     seen: Seen,
     parts: Parts,
@@ -283,12 +303,13 @@ where
     RB::Error: Into<BoxError>,
 {
     let owned = |future: OwnedFuture<RB, S::Error>| State::Owned { future };
+    let runtime = &shared.runtime;
     match classify(
         &parts.headers,
         seen,
         &bytes,
         &runtime.config,
-        runtime.sessions(),
+        &shared.sessions,
     ) {
         Route::Forward => State::Inner {
             future: inner.call(Request::from_parts(parts, RequestBody::buffered(bytes))),
@@ -311,7 +332,7 @@ where
             // entering it still costs, and changes no parent.
             let call = {
                 let _entered = (!span.is_disabled()).then(|| span.enter());
-                race::tool_call(runtime, inner, parts, bytes, call)
+                race::tool_call(runtime.clone(), inner, parts, bytes, call)
             };
             owned(traced(span, call))
         }
@@ -320,6 +341,7 @@ where
             let caller = Caller::<S, B>::boxed(inner);
             // Detached: once an answer completes a round, the re-issue must
             // happen even if this client hangs up.
+            let runtime = runtime.clone();
             let background = runtime.background.clone();
             let detached = background.spawn_in(span.clone(), async move {
                 let answered = methods::answer(&runtime, &parts, call).await;
@@ -335,16 +357,20 @@ where
                 Ok(reply_response(reply))
             }))
         }
-        Route::Task(call) => owned(traced(task_method_span(&call), async move {
-            let answered = methods::answer(&runtime, &parts, call).await;
-            Ok(reply_response(answered.reply))
+        Route::Task(call) => owned(traced(task_method_span(&call), {
+            let runtime = runtime.clone();
+            async move {
+                let answered = methods::answer(&runtime, &parts, call).await;
+                Ok(reply_response(answered.reply))
+            }
         })),
         Route::Listen(mut call) => {
             let span = observe::request_span("subscriptions/listen");
             let owner = runtime.owner(&parts).key;
+            let (runtime, hub) = (runtime.clone(), shared.hub.clone());
             match call.forward.take() {
                 None => owned(traced(span, async move {
-                    Ok(crate::push::listen(runtime, owner, call).await)
+                    Ok(crate::push::listen(runtime, &hub, owner, call).await)
                 })),
                 Some(body) => {
                     let mut parts = parts;
@@ -353,7 +379,7 @@ where
                     let future = inner.call(request);
                     owned(traced(span, async move {
                         let response = future.await?;
-                        Ok(crate::push::merged(runtime, owner, call, response).await)
+                        Ok(crate::push::merged(runtime, &hub, owner, call, response).await)
                     }))
                 }
             }
@@ -365,7 +391,7 @@ where
             }
             owned(traced(
                 span,
-                legacy_route(runtime, inner, parts, bytes, route),
+                legacy_route(shared.clone(), inner, parts, bytes, route),
             ))
         }
     }
@@ -426,7 +452,7 @@ fn accepted<B>() -> Response<ResponseBody<B>> {
 
 /// Serves a message of a 2025-11-25 session the layer takes part in.
 async fn legacy_route<S, B, RB>(
-    runtime: Arc<Runtime>,
+    shared: Arc<Shared>,
     mut inner: S,
     parts: Parts,
     bytes: Bytes,
@@ -441,40 +467,43 @@ where
     RB: Body<Data = Bytes> + Send + 'static,
     RB::Error: Into<BoxError>,
 {
+    let runtime = &shared.runtime;
     match route {
         LegacyRoute::Initialize => {
             let list = runtime.owner(&parts).principal.is_some();
             let request = Request::from_parts(parts, RequestBody::buffered(bytes));
             let response = inner.call(request).await?;
             let session = header(response.headers(), "mcp-session-id").map(Into::into);
-            let edit = advertise::initialize(session, runtime.sessions().clone(), list);
+            let edit = advertise::initialize(session, shared.sessions.clone(), list);
             Ok(rewrite::edit_response(response, edit).await)
         }
         LegacyRoute::ToolsList { session } => {
             let request = Request::from_parts(parts, RequestBody::buffered(bytes));
             let response = inner.call(request).await?;
             if response.status() == http::StatusCode::NOT_FOUND {
-                runtime.sessions().end(&session);
+                shared.sessions.end(&session);
             }
             let edit = advertise::tools_list(runtime.config.clone());
             Ok(rewrite::edit_response(response, edit).await)
         }
         LegacyRoute::Call(call) => {
             let caller = Caller::<S, B>::boxed(inner);
-            let reply = legacy::call::call(runtime, caller, parts, bytes, call).await;
+            let runtime = runtime.clone();
+            let reply =
+                legacy::call::call(runtime, &shared.sessions, caller, parts, bytes, call).await;
             Ok(reply_response(reply))
         }
         LegacyRoute::Task(call) if call.method == LegacyMethod::Result => {
-            Ok(legacy::result::answer(runtime, parts, call).await)
+            Ok(legacy::result::answer(runtime.clone(), &shared.waiters, parts, call).await)
         }
         LegacyRoute::Task(call) => Ok(reply_response(
-            legacy::methods::answer(&runtime, &parts, &call).await,
+            legacy::methods::answer(runtime, &parts, &call).await,
         )),
         LegacyRoute::Answer { task, key } => {
-            match legacy::answer::take(&runtime, &parts, &bytes, task, key).await {
+            match legacy::answer::take(runtime, &parts, &bytes, task, key).await {
                 Ok(delivery) => {
                     let caller = Caller::<S, B>::boxed(inner);
-                    legacy::answer::deliver(&runtime, caller, &parts, delivery);
+                    legacy::answer::deliver(runtime, caller, &parts, delivery);
                     Ok(accepted())
                 }
                 Err(reply) => Ok(reply_response(reply)),

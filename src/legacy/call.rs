@@ -20,6 +20,7 @@ use serde_json::value::RawValue;
 
 use super::input::Relay;
 use super::route::{LEGACY_VERSION, LegacyCall, error};
+use super::sessions::Sessions;
 use crate::config::TasksConfig;
 use crate::flight::caller::CallInner;
 use crate::mrtr::Template;
@@ -65,6 +66,7 @@ fn forwarded_body(body: &[u8], call: &LegacyCall, inner_id: &str) -> Option<Stri
 /// Creates the task, answers it, and starts the call in the background.
 pub(crate) async fn call(
     runtime: Arc<Runtime>,
+    sessions: &Sessions,
     caller: Box<dyn CallInner>,
     parts: Parts,
     bytes: Bytes,
@@ -106,8 +108,8 @@ pub(crate) async fn call(
     };
     match runtime.start_as(id, start, first).await {
         Ok(snapshot) => {
-            runtime.sessions().note_augmented(&call.session, &call.id);
-            runtime.sessions().note_task(&call.session, id);
+            sessions.note_augmented(&call.session, &call.id);
+            sessions.note_task(&call.session, id);
             let created = Created {
                 task: render(&snapshot, TaskView::Legacy),
             };

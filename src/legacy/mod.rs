@@ -29,6 +29,7 @@ pub(crate) mod methods;
 pub(crate) mod result;
 pub(crate) mod route;
 pub(crate) mod sessions;
+pub(crate) mod waiters;
 
 /// A fresh registry for unit tests.
 #[cfg(test)]

@@ -33,9 +33,10 @@ use tokio::time::Instant;
 
 use super::input::with_related_task;
 use super::route::{LegacyTask, error};
+use super::waiters::{Waiters, Waiting};
 use crate::body::reply_response as json;
 use crate::body::{BoxError, ResponseBody};
-use crate::runtime::{Runtime, Waiting, store_failed};
+use crate::runtime::{Runtime, store_failed};
 use crate::task::{TaskId, TaskSnapshot, TaskState};
 use crate::wire::jsonrpc::{INVALID_PARAMS, LIMIT_REACHED, Reply};
 use crate::wire::raw::Members;
@@ -113,6 +114,7 @@ fn event(data: &[u8]) -> Bytes {
 /// Answers `tasks/result`.
 pub(crate) async fn answer<B>(
     runtime: Arc<Runtime>,
+    waiters: &Waiters,
     parts: Parts,
     call: LegacyTask,
 ) -> Response<ResponseBody<B>> {
@@ -133,8 +135,8 @@ pub(crate) async fn answer<B>(
         Ok(None) => return json(Reply::task_not_found(&call.id)),
         Err(e) => return json(store_failed(Some(&call.id), &e)),
     };
-    let Some(waiting) = runtime.common.waiters.enter(task, owner.as_deref()) else {
-        let limits = runtime.common.waiters.limits();
+    let Some(waiting) = waiters.enter(task, owner.as_deref()) else {
+        let limits = waiters.limits();
         let message = format!(
             "Too many tasks/result streams are waiting (at most {} per task and {} per principal)",
             limits.per_task, limits.per_owner
@@ -143,7 +145,8 @@ pub(crate) async fn answer<B>(
         return json(error(&call.id, LIMIT_REACHED, message));
     };
     let (tx, mut rx) = mpsc::channel::<Bytes>(4);
-    tokio::spawn(wait(runtime, owner, task, call.id, tx, waiting, shown));
+    let background = runtime.background.clone();
+    background.spawn_detached(wait(runtime, owner, task, call.id, tx, waiting, shown));
     let frames = futures_util::stream::poll_fn(move |cx| {
         rx.poll_recv(cx)
             .map(|next| next.map(|bytes| Ok::<_, BoxError>(Frame::data(bytes))))

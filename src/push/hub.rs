@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::background::Background;
 use crate::config::SubscriptionLimits;
 use crate::store::{TaskChange, TaskStore};
 use crate::task::TaskId;
@@ -62,6 +63,8 @@ struct Table {
 /// The subscriptions of one layer.
 pub(crate) struct Hub {
     limits: SubscriptionLimits,
+    /// Where the reader of the store's change feed runs.
+    background: Arc<Background>,
     table: Arc<Mutex<Table>>,
     next: AtomicU64,
 }
@@ -92,9 +95,10 @@ fn lock(table: &Mutex<Table>) -> MutexGuard<'_, Table> {
 }
 
 impl Hub {
-    pub(crate) fn new(limits: SubscriptionLimits) -> Self {
+    pub(crate) fn new(limits: SubscriptionLimits, background: Arc<Background>) -> Self {
         Self {
             limits,
+            background,
             table: Arc::default(),
             next: AtomicU64::new(0),
         }
@@ -136,7 +140,8 @@ impl Hub {
             && let Some(feed) = store.changes()
         {
             table.reading = true;
-            tokio::spawn(read(feed, Arc::downgrade(&self.table)));
+            self.background
+                .spawn_detached(read(feed, Arc::downgrade(&self.table)));
         }
         Ok(Watch {
             key,

@@ -16,9 +16,8 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
-use super::hub::{Refused, Watch};
+use super::hub::{Hub, Refused, Watch};
 use crate::body::{BoxError, ResponseBody, reply_response};
 use crate::flight::live::sse_event;
 use crate::runtime::{Runtime, store_failed};
@@ -68,10 +67,11 @@ impl Agreed {
 /// the stream.
 pub(crate) async fn listen<B>(
     runtime: Arc<Runtime>,
+    hub: &Hub,
     owner: Option<String>,
     call: ListenCall,
 ) -> Response<ResponseBody<B>> {
-    let agreed = match agree(&runtime, owner.as_deref(), &call).await {
+    let agreed = match agree(&runtime, hub, owner.as_deref(), &call).await {
         Ok(agreed) => agreed,
         Err(refused) => return reply_response(refused),
     };
@@ -97,10 +97,10 @@ pub(crate) async fn listen<B>(
 /// asked tasks `owner` may see. `Err` is the JSON-RPC answer instead.
 pub(super) async fn agree(
     runtime: &Arc<Runtime>,
+    hub: &Hub,
     owner: Option<&str>,
     call: &ListenCall,
 ) -> Result<Agreed, Reply> {
-    let hub = &runtime.common.push;
     let most = hub.limits().task_ids;
     if call.task_ids.len() > most {
         let message = format!("notifications.taskIds may name at most {most} tasks");
@@ -237,7 +237,8 @@ impl Feeder {
     /// Feeds the stream from `first` (the tasks' state now) on, on a task
     /// of its own.
     pub(super) fn start(self, first: Vec<TaskSnapshot>) {
-        tokio::spawn(self.run(first).in_current_span());
+        let background = self.runtime.background.clone();
+        background.spawn_detached(self.run(first));
     }
 
     async fn run(mut self, first: Vec<TaskSnapshot>) {

@@ -19,8 +19,8 @@ use http::Response;
 use http_body::Body;
 use serde_json::Value;
 use tokio::sync::mpsc;
-use tracing::Instrument;
 
+use super::Hub;
 use super::listen::{BUFFER, Feeder, ListenCall, Merged, agree, event_stream};
 use crate::body::{BoxError, ResponseBody, reply_response};
 use crate::runtime::Runtime;
@@ -28,6 +28,7 @@ use crate::runtime::Runtime;
 /// Answers a merged listen from the inner server's `response`.
 pub(crate) async fn merged<RB>(
     runtime: Arc<Runtime>,
+    hub: &Hub,
     owner: Option<String>,
     call: ListenCall,
     response: Response<RB>,
@@ -40,7 +41,7 @@ where
         super::Inner::Stream(_, events) => events,
         super::Inner::Answer(answer) => return answer,
     };
-    let agreed = match agree(&runtime, owner.as_deref(), &call).await {
+    let agreed = match agree(&runtime, hub, owner.as_deref(), &call).await {
         Ok(agreed) => agreed,
         // Refused: the client gets the refusal, the inner stream is dropped.
         Err(refused) => return reply_response(refused),
@@ -49,6 +50,7 @@ where
     let (tx, rx) = mpsc::channel::<Bytes>(BUFFER + agreed.tasks.len() + 1);
     let first = agreed.tasks.into_iter().map(|(_, task)| task).collect();
     let link = Merged::default();
+    let background = runtime.background.clone();
     let feeder = Feeder::new(
         runtime,
         owner,
@@ -58,7 +60,7 @@ where
         Some(link.clone()),
     );
     let relay = relay(events, tx, names, feeder, first, link);
-    tokio::spawn(relay.in_current_span());
+    background.spawn_detached(relay);
     event_stream(rx)
 }
 

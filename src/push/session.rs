@@ -21,18 +21,19 @@ use http_body::Body;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
+use super::Hub;
 use super::listen::{BUFFER, RESYNC, RETRY, event_stream, expiry, sleep_until};
 use crate::body::{BoxError, ResponseBody};
 use crate::legacy::result::{Shown, changed};
+use crate::legacy::sessions::Sessions;
 use crate::runtime::Runtime;
 use crate::task::TaskId;
 
 /// The inner server's GET `response` for `session`, with the status
 /// notifications of the session's tasks added.
 pub(crate) fn session_stream<RB>(
-    runtime: Arc<Runtime>,
+    (runtime, sessions, hub): (Arc<Runtime>, Arc<Sessions>, Arc<Hub>),
     owner: Option<String>,
     session: String,
     response: Response<RB>,
@@ -64,9 +65,10 @@ where
             ended.cancel();
         }
     };
-    tokio::spawn(relay.in_current_span());
-    let feeder = feed(runtime, owner, session, tx, ended);
-    tokio::spawn(feeder.in_current_span());
+    runtime.background.spawn_detached(relay);
+    let background = runtime.background.clone();
+    let feeder = feed((runtime, sessions, hub), owner, session, tx, ended);
+    background.spawn_detached(feeder);
     let mut response = event_stream(rx);
     for (name, value) in &head.headers {
         response
@@ -80,7 +82,7 @@ where
 /// Watches the session's tasks until the inner stream ends or the client
 /// leaves.
 async fn feed(
-    runtime: Arc<Runtime>,
+    (runtime, sessions, hub): (Arc<Runtime>, Arc<Sessions>, Arc<Hub>),
     owner: Option<String>,
     session: String,
     tx: mpsc::Sender<Bytes>,
@@ -92,7 +94,7 @@ async fn feed(
     // (the store announces no expiry).
     let mut again: HashMap<TaskId, Instant> = HashMap::new();
     let mut opened = true;
-    let Some((_, news)) = runtime.sessions().tasks(&session) else {
+    let Some((_, news)) = sessions.tasks(&session) else {
         return;
     };
     loop {
@@ -100,7 +102,7 @@ async fn feed(
         let news = news.notified();
         tokio::pin!(news);
         news.as_mut().enable();
-        let Some((tasks, _)) = runtime.sessions().tasks(&session) else {
+        let Some((tasks, _)) = sessions.tasks(&session) else {
             return;
         };
         done.retain(|id| tasks.contains(id));
@@ -115,11 +117,7 @@ async fn feed(
         }
         opened = false;
         let ids: Vec<TaskId> = shown.keys().copied().collect();
-        let watch = match runtime
-            .common
-            .push
-            .watch(&runtime.store, owner.as_deref(), ids)
-        {
+        let watch = match hub.watch(&runtime.store, owner.as_deref(), ids) {
             Ok(watch) => watch,
             Err(_) => {
                 tracing::info!(

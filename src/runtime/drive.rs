@@ -158,7 +158,7 @@ fn watch_input(work: &Work, abort: CancellationToken) -> Option<tokio::task::Abo
             }
         }
     };
-    let spawned = tokio::spawn(watchdog.instrument(work.trace.span.clone()));
+    let spawned = (work.trace.span).in_scope(|| work.background.spawn_detached(watchdog));
     Some(spawned.abort_handle())
 }
 

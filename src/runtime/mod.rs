@@ -19,7 +19,6 @@ mod drive;
 mod resume;
 mod settle;
 mod start;
-mod waiters;
 mod work;
 
 use std::sync::Arc;
@@ -29,38 +28,27 @@ use serde_json::value::RawValue;
 
 use crate::background::Background;
 use crate::config::TasksConfig;
-use crate::legacy::sessions::Sessions;
 use crate::owner::ResolveOwner;
 use crate::store::{StoreError, TaskStore};
 use crate::wire::jsonrpc::Reply;
 
 pub(crate) use dialect::{Dialect, Plain, Step};
 pub(crate) use start::{First, NotStarted, Start};
-pub(crate) use waiters::{Waiters, Waiting};
 pub(crate) use work::Work;
 
-/// What every service made by one layer (and its clones) shares, besides
-/// the settings of each.
-pub(crate) struct Common {
-    /// The 2025-11-25 sessions the layer serves tasks in.
-    pub sessions: Arc<Sessions>,
-    /// Waiters on 2025-11-25 `tasks/result`.
-    pub waiters: Waiters,
-    /// The traces of tasks waiting for input, for their resume.
-    pub waiting: Arc<crate::observe::Waiting>,
-    /// The task status subscriptions and the changes they watch.
-    pub push: Arc<crate::push::Hub>,
-}
-
-/// The state behind one [`TasksService`](crate::TasksService) and its clones.
+/// The engine behind one [`TasksService`](crate::TasksService) and its
+/// clones: what a task's life needs, and nothing of any protocol
+/// generation (those hold their own state and call in here).
 pub(crate) struct Runtime {
     pub config: TasksConfig,
     pub store: Arc<dyn TaskStore>,
     pub resolver: Arc<dyn ResolveOwner>,
     /// The name of the inner server this layer wraps, if given.
     pub scope: Option<Arc<str>>,
-    pub common: Arc<Common>,
+    /// Every tokio task the layer starts, and the drain's signals.
     pub background: Arc<Background>,
+    /// The traces of tasks waiting for input, for their resume.
+    pub waiting: Arc<crate::observe::Waiting>,
 }
 
 /// Who sent a request, as the layer keys its tasks.
@@ -98,11 +86,6 @@ impl Runtime {
         let principal = self.resolver.resolve(parts);
         let key = scoped(self.scope.as_deref(), principal.as_deref());
         Owner { principal, key }
-    }
-
-    /// The 2025-11-25 sessions.
-    pub(crate) fn sessions(&self) -> &Arc<Sessions> {
-        &self.common.sessions
     }
 }
 

@@ -44,7 +44,7 @@ impl Runtime {
         let answers = mrtr::inner_answers(&resume, answers);
         // The task's span when it waited here; a new one (a child of this
         // tasks/update) when it was parked on another instance.
-        let trace = self.common.waiting.take(task).unwrap_or_else(|| TaskTrace {
+        let trace = self.waiting.take(task).unwrap_or_else(|| TaskTrace {
             span: observe::task_span(task),
             parked: None,
             watchdog: None,

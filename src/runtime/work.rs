@@ -128,7 +128,7 @@ impl Work {
             max_result: runtime.config.max_result_bytes,
             background: runtime.background.clone(),
             trace,
-            waiting: runtime.common.waiting.clone(),
+            waiting: runtime.waiting.clone(),
         }
     }
 }
