@@ -206,7 +206,7 @@ mod tests {
         let mut reader = serde_json::Deserializer::from_slice(&body[start..]);
         let raw = <&RawValue as serde::Deserialize>::deserialize(&mut reader).unwrap();
         let extensions = span(body, raw.get()).unwrap();
-        let member = crate::wire::envelope::tasks_member(Some(raw.into()));
+        let member = crate::wire::read::tasks_member(Some(raw.into()));
         let tasks = member.value.and_then(|value| span(body, value.get()));
         let bytes = Bytes::copy_from_slice(body);
         let stripped = strip_tasks_extension(&bytes, extensions.clone(), tasks.clone()).unwrap();

@@ -16,7 +16,8 @@ use super::raw::span;
 
 /// The request, parsed in one pass over the buffer: every later step reads
 /// this, never the body again. `P` is [`Spanned`] where the span of
-/// `params` is needed, [`Params`] otherwise (see [`Envelope::parse`]).
+/// `params` is needed, [`Params`] otherwise (see `Envelope::parse`, in
+/// `wire::read`).
 #[derive(Deserialize)]
 pub(crate) struct Envelope<'a, P> {
     #[serde(borrow)]
@@ -27,23 +28,6 @@ pub(crate) struct Envelope<'a, P> {
 }
 
 impl<'a> Envelope<'a, Spanned<'a>> {
-    /// Parses `body`, keeping where `params` lies in it if `keep_span`.
-    /// Keeping it costs serde_json two scratch allocations, so a request
-    /// that passes through goes without.
-    ///
-    /// A body that is UTF-8 throughout (any real one) is checked once, as a
-    /// whole, and read as text: cheaper than checking each string on the
-    /// way. Any other is read as bytes, with serde_json's own errors.
-    pub(crate) fn parse(body: &'a [u8], keep_span: bool) -> serde_json::Result<Self> {
-        let Ok(text) = std::str::from_utf8(body) else {
-            return Self::parse_with(serde_json::Deserializer::from_slice(body), keep_span);
-        };
-        if let Some(envelope) = super::pass::envelope(text, keep_span) {
-            return Ok(envelope);
-        }
-        Self::parse_with(serde_json::Deserializer::from_str(text), keep_span)
-    }
-
     pub(super) fn parse_with<R: serde_json::de::Read<'a>>(
         mut reader: serde_json::Deserializer<R>,
         keep_span: bool,
@@ -203,18 +187,10 @@ pub(crate) struct Capabilities<'a> {
     #[serde(borrow)]
     pub extensions: Option<Json<'a>>,
     /// The tasks extension's member of `extensions`, when the one-pass
-    /// reader found it on the way (`None`: not read, so [`tasks_member`]
-    /// reads it).
+    /// reader found it on the way (`None`: not read, so `tasks_member`
+    /// reads it, in `wire::read`).
     #[serde(skip)]
     pub tasks: Option<TasksMember<'a>>,
-}
-
-impl<'a> Capabilities<'a> {
-    /// The tasks extension's member of `extensions`: as read with it, or
-    /// read now.
-    pub(crate) fn tasks_member(&self) -> TasksMember<'a> {
-        self.tasks.unwrap_or_else(|| tasks_member(self.extensions))
-    }
 }
 
 /// The tasks extension's member of an `extensions` object, read in one
@@ -278,17 +254,6 @@ pub(crate) fn as_str(raw: Option<Json<'_>>) -> Option<Cow<'_, str>> {
     }
 }
 
-/// The tasks extension's member of an `extensions` object (none when
-/// there is no object).
-pub(crate) fn tasks_member(extensions: Option<Json<'_>>) -> TasksMember<'_> {
-    let Some(raw) = extensions else {
-        return TasksMember::default();
-    };
-    super::pass::tasks_member(raw.get())
-        .or_else(|| serde_json::from_str(raw.get()).ok())
-        .unwrap_or_default()
-}
-
 /// The routing headers of the 2026-07-28 Streamable HTTP binding, named
 /// once: a lookup by a ready `HeaderName` skips parsing the name.
 pub(crate) const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -319,6 +284,7 @@ pub(crate) fn decode_name(value: &str) -> Option<Cow<'_, str>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::read::tasks_member;
 
     #[test]
     fn base64_names_are_decoded_and_plain_names_pass_as_they_are() {

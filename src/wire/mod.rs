@@ -5,6 +5,7 @@ pub(crate) mod envelope;
 pub mod jsonrpc;
 mod pass;
 pub(crate) mod raw;
+pub(crate) mod read;
 mod scan;
 pub mod view;
 
