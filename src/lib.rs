@@ -99,6 +99,8 @@ pub use policy::ToolPolicy;
 pub use service::{ResponseFuture, TasksService};
 #[cfg(feature = "redis")]
 pub use store::RedisTaskStore;
+#[cfg(feature = "sqlite")]
+pub use store::SqliteTaskStore;
 pub use store::{
     CancelOutcome, CreatedTask, InputProgress, InputRound, MemoryTaskStore, NewTask, Quota,
     QuotaScope, StoreError, TaskChange, TaskList, TaskStore,

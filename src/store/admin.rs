@@ -58,14 +58,17 @@ impl StatusCounts {
 
     /// Counts one more task of `status`.
     pub fn add(&mut self, status: TaskStatus) {
-        let slot = match status {
+        *self.slot(status) += 1;
+    }
+
+    fn slot(&mut self, status: TaskStatus) -> &mut u64 {
+        match status {
             TaskStatus::Working => &mut self.working,
             TaskStatus::InputRequired => &mut self.input_required,
             TaskStatus::Completed => &mut self.completed,
             TaskStatus::Failed => &mut self.failed,
             TaskStatus::Cancelled => &mut self.cancelled,
-        };
-        *slot += 1;
+        }
     }
 
     /// Every status together.
@@ -101,6 +104,14 @@ impl TaskCounts {
             .entry(owner.map(str::to_owned))
             .or_default()
             .add(status);
+    }
+
+    /// Counts `n` more tasks of `owner` in `status` (a store that counts
+    /// with a `GROUP BY`).
+    #[cfg(feature = "sqlite")]
+    pub(crate) fn add_many(&mut self, owner: Option<&str>, status: TaskStatus, n: u64) {
+        let counts = self.owners.entry(owner.map(str::to_owned)).or_default();
+        *counts.slot(status) += n;
     }
 
     /// One owner's counts (all zero for an owner without live tasks).

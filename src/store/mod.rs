@@ -1,4 +1,5 @@
-//! Where tasks live: the [`TaskStore`] trait and the in-memory default.
+//! Where tasks live: the [`TaskStore`] trait, the in-memory default, and
+//! the Redis (feature `redis`) and SQLite (feature `sqlite`) stores.
 //!
 //! The layer never touches task state except through this trait, so a store
 //! shared by several machines (Redis) can make every transition atomic on its
@@ -29,6 +30,8 @@ mod memory;
 mod owners;
 #[cfg(feature = "redis")]
 pub mod redis;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 
 use std::fmt;
 use std::future::Future;
@@ -42,6 +45,8 @@ use crate::task::{TaskId, TaskSnapshot, TaskStatus, Timestamp};
 
 #[cfg(feature = "redis")]
 pub use self::redis::{RedisTaskStore, RedisTaskStoreBuilder, TaskPage};
+#[cfg(feature = "sqlite")]
+pub use self::sqlite::{SqliteTaskStore, SqliteTaskStoreBuilder, Synchronous};
 pub use admin::{AdminPage, AdminTask, StatusCounts, TaskCounts};
 pub use cursor::ListCursor;
 pub use memory::MemoryTaskStore;

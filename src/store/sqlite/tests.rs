@@ -1,0 +1,111 @@
+//! Unit tests of [`SqliteTaskStore`] that look inside it: the query plans
+//! behind the cost promises, and the schema version check.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
+
+use super::{Synchronous, schema};
+use crate::store::StoreError;
+use crate::task::TaskId;
+
+/// A file under the temporary directory, removed with its WAL when dropped.
+pub(super) struct TempFile(PathBuf);
+
+impl TempFile {
+    pub(super) fn new() -> Self {
+        let name = format!("mcp-tasks-unit-{}.db", TaskId::generate().unwrap());
+        Self(std::env::temp_dir().join(name))
+    }
+
+    pub(super) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
+        }
+    }
+}
+
+/// The `detail` lines of SQLite's plan for `sql`.
+fn plan(conn: &Connection, sql: &str) -> String {
+    let mut statement = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    let details: Vec<String> = statement
+        .query_map([], |row| row.get(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    details.join("; ")
+}
+
+#[test]
+fn listings_walk_their_index_in_order_without_sorting() {
+    let file = TempFile::new();
+    let conn = schema::open_writer(file.path(), Synchronous::Normal).unwrap();
+    let where_live = "(created_at, id) > (1, '') AND (expires_at IS NULL OR expires_at > 5) \
+                      ORDER BY created_at, id LIMIT 10";
+    for owner in ["'alice'", "NULL"] {
+        let by_owner = plan(
+            &conn,
+            &format!("SELECT * FROM tasks WHERE owner IS {owner} AND {where_live}"),
+        );
+        assert!(
+            by_owner.contains("USING INDEX tasks_by_owner") && !by_owner.contains("TEMP B-TREE"),
+            "list of {owner} walks (owner, created_at, id): {by_owner}"
+        );
+    }
+    let all = plan(&conn, &format!("SELECT * FROM tasks WHERE {where_live}"));
+    assert!(
+        all.contains("USING INDEX tasks_by_creation") && !all.contains("TEMP B-TREE"),
+        "admin_list walks (created_at, id): {all}"
+    );
+    let due = plan(
+        &conn,
+        "SELECT id FROM tasks WHERE expires_at <= 5 ORDER BY expires_at LIMIT 500",
+    );
+    assert!(
+        due.contains("tasks_by_expiry"),
+        "the reaper finds due rows by index: {due}"
+    );
+}
+
+#[test]
+fn a_file_of_a_newer_schema_version_is_refused_and_left_as_it_was() {
+    let file = TempFile::new();
+    drop(schema::open_writer(file.path(), Synchronous::Normal).unwrap());
+    let conn = Connection::open(file.path()).unwrap();
+    conn.execute_batch("PRAGMA user_version = 7").unwrap();
+    drop(conn);
+    let refused = schema::open_writer(file.path(), Synchronous::Full);
+    let Err(StoreError::Backend(error)) = refused else {
+        panic!("a newer schema is refused");
+    };
+    assert!(
+        error.to_string().contains("schema version 7, newer"),
+        "{error}"
+    );
+    let conn = Connection::open(file.path()).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, 7, "the refused file is not touched");
+}
+
+#[test]
+fn a_database_of_another_program_is_refused_not_taken_over() {
+    let file = TempFile::new();
+    let conn = Connection::open(file.path()).unwrap();
+    conn.execute_batch("CREATE TABLE tasks (name TEXT)")
+        .unwrap();
+    drop(conn);
+    let refused = schema::open_writer(file.path(), Synchronous::Normal);
+    assert!(
+        matches!(&refused, Err(StoreError::Backend(e)) if e.to_string().contains("another program")),
+        "got {:?}",
+        refused.err()
+    );
+}
