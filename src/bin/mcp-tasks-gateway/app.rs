@@ -10,7 +10,7 @@ use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderValue, header};
 use mcp_tasks::proxy::Proxy;
-use mcp_tasks::{Admin, Drain, MemoryTaskStore, RedisTaskStore, TasksLayer};
+use mcp_tasks::{Admin, Drain, MemoryTaskStore, RedisTaskStore, SqliteTaskStore, TasksLayer};
 use tower::ServiceBuilder;
 
 use crate::guard::{self, Guard};
@@ -148,14 +148,25 @@ fn json(body: bytes::Bytes) -> Response {
 
 /// `TasksLayer` with the store and the task settings.
 async fn layer(args: &Args) -> Result<TasksLayer, String> {
-    let mut layer = match &args.redis {
-        Some(url) => {
+    let mut layer = match (&args.redis, &args.sqlite) {
+        (Some(_), Some(_)) => {
+            return Err("--redis and --sqlite both name a task store: choose one \
+                        (--sqlite for a single gateway, --redis for several)"
+                .to_owned());
+        }
+        (Some(url), None) => {
             let store = RedisTaskStore::connect(url)
                 .await
                 .map_err(|e| format!("--redis {url}: {e}"))?;
             TasksLayer::new(store)
         }
-        None => TasksLayer::new(MemoryTaskStore::new()),
+        (None, Some(path)) => {
+            let store = SqliteTaskStore::open(path)
+                .await
+                .map_err(|e| format!("--sqlite {}: {e}", path.display()))?;
+            TasksLayer::new(store)
+        }
+        (None, None) => TasksLayer::new(MemoryTaskStore::new()),
     };
     if let Some(threshold) = args.threshold {
         layer = layer.threshold(required(Some(threshold), Duration::ZERO, "threshold")?);
@@ -185,4 +196,40 @@ async fn layer(args: &Args) -> Result<TasksLayer, String> {
         layer = layer.tool_policy(rule.tool.clone(), rule.policy);
     }
     Ok(layer)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn naming_both_redis_and_sqlite_is_an_error_at_start() {
+        // Refused before anything connects: no Redis listens on port 1.
+        let args = Args::parse_from(["gw", "--redis", "redis://127.0.0.1:1/", "--sqlite", "t.db"]);
+        let refused = layer(&args).await.err();
+        let refused = refused.expect("two task stores are refused");
+        assert!(
+            refused.contains("--redis and --sqlite") && refused.contains("choose one"),
+            "{refused}"
+        );
+    }
+
+    #[tokio::test]
+    async fn sqlite_keeps_the_tasks_in_the_named_file() {
+        let name = format!(
+            "mcp-tasks-gateway-{}.db",
+            mcp_tasks::TaskId::generate().unwrap()
+        );
+        let path = std::env::temp_dir().join(name);
+        let args = Args::parse_from(["gw", "--sqlite", path.to_str().unwrap()]);
+        let built = layer(&args).await;
+        let (opened, created) = (built.is_ok(), path.exists());
+        drop(built);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+        assert!(opened && created, "--sqlite opened (created) the file");
+    }
 }

@@ -63,6 +63,10 @@ pub struct Args {
     /// using the same server; in memory otherwise.
     #[arg(long, env = "MCP_TASKS_REDIS", value_name = "URL")]
     pub redis: Option<String>,
+    /// Keep tasks in this SQLite file, across a restart and a `kill -9` of
+    /// this gateway (one instance; use --redis for several).
+    #[arg(long, env = "MCP_TASKS_SQLITE", value_name = "PATH")]
+    pub sqlite: Option<PathBuf>,
 
     /// Live tasks, every owner together [default: 10000].
     #[arg(long, env = "MCP_TASKS_MAX_TASKS", value_name = "N")]
@@ -284,7 +288,7 @@ impl Args {
             };
         }
         pick!(
-            upstream, listen, path, threshold, ttl, max_ttl, poll_interval, redis,
+            upstream, listen, path, threshold, ttl, max_ttl, poll_interval, redis, sqlite,
             max_tasks, max_tasks_per_principal, max_running, max_runtime,
             header_timeout, body_timeout, max_connections,
             upstream_connect_timeout, upstream_header_timeout, upstream_idle_timeout,
@@ -338,6 +342,19 @@ mod tests {
         );
         assert_eq!(merged.max_ttl, Some(Human(Some(Duration::from_secs(7200)))));
         assert_eq!(merged.policy, vec!["a=never".parse().unwrap()]);
+    }
+
+    #[test]
+    fn the_sqlite_file_is_read_from_the_command_line_or_the_file() {
+        let file: Args = toml::from_str(r#"sqlite = "/var/lib/gw/tasks.db""#).unwrap();
+        let merged = Args::parse_from(["gw"]).over(file);
+        assert_eq!(merged.sqlite, Some(PathBuf::from("/var/lib/gw/tasks.db")));
+        let command_line = Args::parse_from(["gw", "--sqlite", "here.db"]);
+        let file: Args = toml::from_str(r#"sqlite = "there.db""#).unwrap();
+        assert_eq!(
+            command_line.over(file).sqlite,
+            Some(PathBuf::from("here.db"))
+        );
     }
 
     #[test]
