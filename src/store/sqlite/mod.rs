@@ -33,7 +33,7 @@
 //! a restart has no work left to stop; it stays as it was stored until its
 //! TTL runs out. Several processes may open one file (SQLite locks it), but
 //! stop signals and the change feed do not cross between them: use
-//! [`RedisTaskStore`](crate::store::RedisTaskStore) for several instances.
+//! `RedisTaskStore` (feature `redis`) for several instances.
 
 mod builder;
 mod pairs;
