@@ -179,7 +179,18 @@ async fn a_reopened_store_finds_every_task_with_its_terminal_result() {
     assert!(matches!(&read.state, TaskState::Failed { error: e } if e.get() == error));
     assert_eq!(read.status_message.as_deref(), Some("the disk is full"));
     let read = reopened.get(running, Some("bob")).await.unwrap().unwrap();
-    assert_eq!(read.status(), TaskStatus::Working);
+    assert_eq!(
+        read.status(),
+        TaskStatus::Failed,
+        "a task left working by the previous process is failed, never left working"
+    );
+    assert!(
+        read.status_message
+            .as_deref()
+            .is_some_and(|m| m.contains("stopped while this task ran")),
+        "the reason says the server stopped, got {:?}",
+        read.status_message
+    );
     assert!(
         reopened
             .get(running, Some("alice"))
@@ -345,6 +356,30 @@ async fn a_task_created_before_a_sigkill_is_found_by_the_next_process() {
     );
     let read = store.get(running, Some("alice")).await.unwrap();
     let read = read.expect("a task whose create returned survives kill -9");
-    assert_eq!(read.status(), TaskStatus::Working);
+    assert_eq!(
+        read.status(),
+        TaskStatus::Failed,
+        "the killed process's running task is failed with a reason"
+    );
     store.close().await;
+}
+
+#[tokio::test]
+async fn a_file_serves_one_store_at_a_time() {
+    let file = TempFile::new();
+    let first = SqliteTaskStore::open(file.path()).await.unwrap();
+    let second = SqliteTaskStore::open(file.path()).await;
+    match second {
+        Err(StoreError::Backend(error)) => assert!(
+            error.to_string().contains("in use by another task store"),
+            "a clear reason, got {error}"
+        ),
+        Err(other) => panic!("a backend error, got {other:?}"),
+        Ok(_) => panic!("a second store opened a file the first holds"),
+    }
+    first.close().await;
+    let again = SqliteTaskStore::open(file.path()).await;
+    assert!(again.is_ok(), "the file is free once its store is closed");
+    drop(again);
+    drop(first);
 }

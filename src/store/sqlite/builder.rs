@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::read::Readers;
 use super::shared::Shared;
 use super::writer::Writer;
-use super::{Inner, SqliteTaskStore, schema};
+use super::{Inner, SqliteTaskStore, recover, schema};
 use crate::store::StoreError;
 
 /// How far a committed task survives: SQLite's `PRAGMA synchronous`, in WAL
@@ -84,9 +84,14 @@ impl SqliteTaskStoreBuilder {
     pub async fn open(self) -> Result<SqliteTaskStore, StoreError> {
         let Self { path, synchronous } = self;
         let opening = path.clone();
-        let conn = tokio::task::spawn_blocking(move || schema::open_writer(&opening, synchronous))
-            .await
-            .map_err(|e| StoreError::Backend(Box::new(e)))??;
+        let (conn, lock) = tokio::task::spawn_blocking(move || {
+            let lock = recover::hold(&opening)?;
+            let conn = schema::open_writer(&opening, synchronous)?;
+            recover::fail_orphans(&conn)?;
+            Ok::<_, StoreError>((conn, lock))
+        })
+        .await
+        .map_err(|e| StoreError::Backend(Box::new(e)))??;
         let shared = Arc::new(Shared::default());
         let writer = Writer::start(conn, Arc::clone(&shared), &path)?;
         let store = SqliteTaskStore {
@@ -96,6 +101,7 @@ impl SqliteTaskStoreBuilder {
                 writer,
                 shared,
                 reaper: std::sync::Mutex::new(None),
+                lock: std::sync::Mutex::new(Some(lock)),
             }),
         };
         // Rows of an earlier process may be due already.

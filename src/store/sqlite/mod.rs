@@ -29,16 +29,21 @@
 //! **Stop signals** are process-local: this process holds the
 //! [`CancellationToken`] of each task it created (or resumed after an input
 //! round) until the task ends; a cancel, an expiry or an operator's delete
-//! fires it. A task created by an earlier process and still `working` after
-//! a restart has no work left to stop; it stays as it was stored until its
-//! TTL runs out. Several processes may open one file (SQLite locks it), but
-//! stop signals and the change feed do not cross between them: use
-//! `RedisTaskStore` (feature `redis`) for several instances.
+//! fires it.
+//!
+//! **One process a file**: the store holds an OS lock on the file from
+//! open to [`close`](SqliteTaskStore::close) (or its drop), and a second
+//! open fails at once. So a task still `working` in the file at open was
+//! left by a process that stopped, and nothing would ever end it: the open
+//! fails it (`-32603`, saying the server stopped while it ran). Tasks
+//! waiting for input, and finished ones, are kept as they are. For several
+//! instances, use `RedisTaskStore` (feature `redis`).
 
 mod builder;
 mod pairs;
 mod read;
 mod reaper;
+mod recover;
 mod row;
 mod schema;
 mod shared;
@@ -104,12 +109,13 @@ fn corrupt(what: String) -> StoreError {
 ///         quota: Quota::default(),
 ///     })
 ///     .await?;
+/// store.complete(id, serde_json::value::RawValue::from_string(r#"{"content":[]}"#.into()).unwrap()).await?;
 /// store.close().await;
 ///
 /// // Another store on the same file, as after a restart, finds the task.
 /// let reopened = SqliteTaskStore::open(&path).await?;
 /// let seen = reopened.get(id, Some("alice")).await?.unwrap();
-/// assert_eq!(seen.status(), TaskStatus::Working);
+/// assert_eq!(seen.status(), TaskStatus::Completed);
 /// assert!(reopened.get(id, Some("bob")).await?.is_none());
 /// reopened.close().await;
 /// # for suffix in ["", "-wal", "-shm"] {
@@ -130,6 +136,8 @@ struct Inner {
     shared: Arc<Shared>,
     /// The reaper task; started again if its runtime went away.
     reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The file's lock for this process, held until `close` or the drop.
+    lock: Mutex<Option<std::fs::File>>,
 }
 
 impl Drop for Inner {
@@ -180,6 +188,11 @@ impl SqliteTaskStore {
         // A poisoned pool is closed by its own drop, with the store.
         let _ = self.inner.readers.close();
         self.inner.shared.wake.notify_one();
+        // The file is free for the next store once nothing writes to it.
+        let mut lock = (self.inner.lock)
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        lock.take();
     }
 
     /// Starts the reaper unless it runs (again, if its runtime went away).
