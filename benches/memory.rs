@@ -8,6 +8,10 @@
 //!     still running (store entry + background driver + pending inner call),
 //! (c) the same 100k inner calls pending without the layer, to subtract:
 //!     (b) − (c) is what the layer itself holds per parked task.
+//!
+//! Then, for (b) and (c), the live allocations that grew by about one per
+//! task or more, by size class: (b)'s classes that (c) lacks are the
+//! layer's, and a change that grows one shows which allocation it grew.
 
 #[path = "support/counting.rs"]
 mod counting;
@@ -23,11 +27,13 @@ use tower::{Layer, ServiceExt};
 
 const TASKS: usize = 100_000;
 
-/// Live heap bytes and resident bytes at one moment.
-#[derive(Clone, Copy)]
+/// Live heap bytes and resident bytes at one moment, and the live
+/// allocations by size class.
+#[derive(Clone)]
 struct Reading {
     heap: isize,
     resident: isize,
+    classes: Vec<isize>,
 }
 
 fn read() -> Reading {
@@ -43,15 +49,37 @@ fn read() -> Reading {
     Reading {
         heap: counting::LIVE.load(Ordering::Relaxed),
         resident: pages * 4096,
+        classes: counting::by_size(),
     }
 }
 
 /// Per-task growth between two readings.
 fn per_task(before: Reading, after: Reading) -> Reading {
+    let classes = (after.classes.iter().zip(&before.classes))
+        .map(|(a, b)| a - b)
+        .collect();
     Reading {
         heap: (after.heap - before.heap) / TASKS as isize,
         resident: (after.resident - before.resident) / TASKS as isize,
+        classes,
     }
+}
+
+/// The size classes that grew by at least half an allocation per task, as
+/// `allocations per task × up to N bytes`.
+fn breakdown(r: &Reading) -> String {
+    let per = TASKS as f64;
+    let rows: Vec<String> = (r.classes.iter().enumerate())
+        .filter(|(_, grew)| **grew as f64 >= per / 2.0)
+        .map(|(i, grew)| {
+            format!(
+                "{:.1} x <={} B",
+                *grew as f64 / per,
+                counting::class_bytes(i)
+            )
+        })
+        .collect();
+    rows.join(", ")
 }
 
 /// Lets every spawned task run until it waits: a sleep parks the runtime,
@@ -148,30 +176,37 @@ fn main() {
     let store = rt.block_on(store_only());
     let parked = rt.block_on(parked_through_layer());
     let bare = rt.block_on(pending_without_layer());
-    let line = |name: &str, r: Reading, what: &str| {
+    let line = |name: &str, r: &Reading, what: &str| {
         println!(
             "{name}: {} heap bytes, {} resident bytes per task ({what})",
             r.heap, r.resident
         );
     };
-    line("memory_store_entry", store, "100k tasks in MemoryTaskStore");
+    line(
+        "memory_store_entry",
+        &store,
+        "100k tasks in MemoryTaskStore",
+    );
     line(
         "parked_through_layer",
-        parked,
+        &parked,
         "100k parked calls: store entry + driver + pending inner call",
     );
     line(
         "pending_without_layer",
-        bare,
+        &bare,
         "100k pending inner calls, no layer",
     );
     let share = Reading {
         heap: parked.heap - bare.heap,
         resident: parked.resident - bare.resident,
+        classes: Vec::new(),
     };
+    println!("parked_through_layer allocations: {}", breakdown(&parked));
+    println!("pending_without_layer allocations: {}", breakdown(&bare));
     line(
         "layer_share",
-        share,
+        &share,
         "parked_through_layer - pending_without_layer",
     );
 }
