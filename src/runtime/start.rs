@@ -224,7 +224,12 @@ impl Runtime {
             };
             // The client may be gone; the task exists and is driven regardless.
             let _ = created_tx.send(Ok(created.snapshot));
-            drive::drive(work, dialect, flight, Slot::Held(slot), abort).await;
+            // A tokio task of its own, so that this one (which held the
+            // creation, its arguments and its channel) ends here: a parked
+            // task's memory is the driver's alone.
+            let span = work.trace.span.clone();
+            let driving = drive::drive(work, dialect, flight, Slot::Held(slot), abort);
+            background.spawn_in(span, driving);
         });
         let started = created_rx.await.unwrap_or_else(|_| {
             tracing::error!(task = %id, "the task's creation ended without an answer");
