@@ -47,6 +47,7 @@ mod recover;
 mod row;
 mod schema;
 mod shared;
+mod sync;
 #[cfg(test)]
 mod tests;
 mod write;
@@ -69,7 +70,8 @@ use read::Readers;
 use shared::Shared;
 use writer::Writer;
 
-pub use builder::{SqliteTaskStoreBuilder, Synchronous};
+pub use builder::SqliteTaskStoreBuilder;
+pub use sync::Synchronous;
 
 /// A SQLite failure as a store error.
 fn backend(error: rusqlite::Error) -> StoreError {

@@ -37,7 +37,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use super::backend;
-use super::builder::Synchronous;
+use super::sync::Synchronous;
 use crate::store::StoreError;
 
 /// The schema this build writes and reads.
@@ -85,10 +85,7 @@ pub(super) fn open_writer(path: &Path, synchronous: Synchronous) -> Result<Conne
             path.display()
         )));
     }
-    let level = match synchronous {
-        Synchronous::Normal => "NORMAL",
-        Synchronous::Full => "FULL",
-    };
+    let level = synchronous.pragma();
     conn.execute_batch(&format!("PRAGMA synchronous = {level}"))
         .map_err(backend)?;
     migrate(&mut conn, path)?;
