@@ -309,6 +309,7 @@ async fn working_task(store: &RedisTaskStore) -> TaskId {
             poll_interval: Some(Duration::from_secs(1)),
             status_message: None,
             quota: Quota::default(),
+            rerun: None,
         })
         .await
         .expect("create");

@@ -198,6 +198,7 @@ async fn the_reference_store_keeps_what_the_suite_does_not_check() {
         poll_interval: None,
         status_message: None,
         quota: Quota::default(),
+        rerun: None,
     };
     store.create(new.clone()).await.unwrap();
     assert!(matches!(

@@ -35,6 +35,7 @@ fn new_task(owner: Option<&str>, ttl: Option<Duration>) -> NewTask {
         poll_interval: None,
         status_message: None,
         quota: Quota::default(),
+        rerun: None,
     }
 }
 

@@ -13,7 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tasks::store::SqliteTaskStore;
-use mcp_tasks::{NewTask, Quota, StoreError, TaskId, TaskState, TaskStatus, TaskStore, Timestamp};
+use mcp_tasks::{
+    NewTask, Quota, Rerun, StoreError, TaskId, TaskState, TaskStatus, TaskStore, Timestamp,
+};
 use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::Barrier;
@@ -68,6 +70,7 @@ fn new_task(owner: Option<&str>, ttl: Option<Duration>) -> NewTask {
         poll_interval: Some(Duration::from_millis(250)),
         status_message: None,
         quota: Quota::default(),
+        rerun: None,
     }
 }
 
@@ -265,8 +268,8 @@ async fn a_file_of_a_newer_schema_version_is_refused_with_a_clear_error() {
     drop(store);
     let mut bytes = std::fs::read(file.path()).unwrap();
     let version = &mut bytes[USER_VERSION_OFFSET..USER_VERSION_OFFSET + 4];
-    assert_eq!(version, 1u32.to_be_bytes(), "this build writes version 1");
-    version.copy_from_slice(&2u32.to_be_bytes());
+    assert_eq!(version, 2u32.to_be_bytes(), "this build writes version 2");
+    version.copy_from_slice(&3u32.to_be_bytes());
     std::fs::File::create(file.path())
         .unwrap()
         .write_all(&bytes)
@@ -277,7 +280,7 @@ async fn a_file_of_a_newer_schema_version_is_refused_with_a_clear_error() {
         other => panic!("a newer file is a backend error, got {other:?}"),
     };
     assert!(
-        message.contains("schema version 2") && message.contains("newer"),
+        message.contains("schema version 3") && message.contains("newer"),
         "the error says why: {message}"
     );
 }
@@ -382,4 +385,48 @@ async fn a_file_serves_one_store_at_a_time() {
     assert!(again.is_ok(), "the file is free once its store is closed");
     drop(again);
     drop(first);
+}
+
+#[tokio::test]
+async fn a_task_that_may_run_again_is_handed_out_once_with_its_next_attempt() {
+    let file = TempFile::new();
+    let store = SqliteTaskStore::open(file.path()).await.unwrap();
+    let mut task = new_task(Some("alice"), Some(Duration::from_secs(600)));
+    task.rerun = Some(Rerun {
+        call: raw(r#"{"params":{"name":"reindex"}}"#),
+        attempts: 3,
+    });
+    let id = store.create(task).await.unwrap().snapshot.id;
+    assert!(
+        store.orphans().await.unwrap().is_empty(),
+        "a task of this process is no orphan"
+    );
+    store.close().await;
+
+    let reopened = SqliteTaskStore::open(file.path()).await.unwrap();
+    let read = reopened.get(id, Some("alice")).await.unwrap().unwrap();
+    assert_eq!(read.status(), TaskStatus::Working);
+    assert!(
+        read.status_message
+            .as_deref()
+            .is_some_and(|m| m.contains("attempt 2 of 3")),
+        "{:?}",
+        read.status_message
+    );
+    let orphans = reopened.orphans().await.unwrap();
+    assert_eq!(orphans.len(), 1);
+    let orphan = &orphans[0];
+    assert_eq!((orphan.id, orphan.attempt), (id, 2));
+    assert_eq!(orphan.owner.as_deref(), Some("alice"));
+    assert_eq!(orphan.rerun.call.get(), r#"{"params":{"name":"reindex"}}"#);
+    assert!(
+        reopened.orphans().await.unwrap().is_empty(),
+        "each orphan is handed out once"
+    );
+    reopened.cancel(id, Some("alice")).await.unwrap();
+    assert!(
+        orphan.stop.is_cancelled(),
+        "a cancel fires the stop signal handed out with the orphan"
+    );
+    reopened.close().await;
 }

@@ -113,4 +113,8 @@ impl TaskStore for Measured {
     fn release(&self) -> StoreFuture<'_, ()> {
         self.0.release()
     }
+
+    fn orphans(&self) -> StoreFuture<'_, Vec<crate::store::Orphan>> {
+        self.0.orphans()
+    }
 }

@@ -163,6 +163,7 @@ impl Runtime {
             poll_interval: self.config.poll_interval,
             status_message: start.status_message,
             quota: self.config.quota,
+            rerun: None,
         };
         let call = Call {
             caller: start.caller,

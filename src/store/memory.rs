@@ -60,6 +60,7 @@ const SHARDS: usize = 16;
 ///         poll_interval: None,
 ///         status_message: None,
 ///         quota: Quota::default(),
+///         rerun: None,
 ///     })
 ///     .await
 ///     .unwrap();

@@ -158,6 +158,47 @@ pub struct NewTask {
     pub status_message: Option<String>,
     /// The caps this creation must respect (default: none).
     pub quota: Quota,
+    /// What it takes to run the call again if the process running it
+    /// stops (`None`: at most once). A store that outlives its process
+    /// keeps it ([`TaskStore::orphans`]); others may drop it:
+    /// `SqliteTaskStore` keeps it, `MemoryTaskStore` has no use for it, and
+    /// `RedisTaskStore` does not keep it yet (its lost instances' tasks
+    /// are failed, as before).
+    pub rerun: Option<Rerun>,
+}
+
+/// What the layer keeps to run a task's call again after the process that
+/// ran it stopped: the call as it would send it again (opaque to the
+/// store), and how many runs it may have in all.
+#[derive(Clone, Debug)]
+pub struct Rerun {
+    /// The call, as the layer reads it back (never shown to a client).
+    pub call: Box<RawValue>,
+    /// How many times the call may run in all, the first run included
+    /// (at least 2 for a re-run to happen).
+    pub attempts: u32,
+}
+
+/// A task whose call was running when its process stopped, handed to a
+/// layer to run again ([`TaskStore::orphans`]). It is `working`, and its
+/// status message says which attempt this is.
+#[derive(Debug)]
+pub struct Orphan {
+    /// The task's id.
+    pub id: TaskId,
+    /// The store's owner key of the task.
+    pub owner: Option<String>,
+    /// When the task was created; its TTL and deadline run from here.
+    pub created_at: Timestamp,
+    /// The task's lifetime from creation.
+    pub ttl: Option<Duration>,
+    /// What [`NewTask::rerun`] stored.
+    pub rerun: Rerun,
+    /// The number of this run (2 for the first re-run).
+    pub attempt: u32,
+    /// The task's stop signal for this process: cancel, expiry or delete
+    /// fire it.
+    pub stop: CancellationToken,
 }
 
 /// A freshly created task and the signal that stops its work.
@@ -355,6 +396,14 @@ pub trait TaskStore: Send + Sync + 'static {
     /// seconds.
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<TaskChange>> {
         None
+    }
+
+    /// The tasks whose process stopped while their call ran and which may
+    /// run again, each handed out once: the layer re-issues their calls.
+    /// The store counted the attempt already and set the status message.
+    /// The default (a store that does not outlive its process): none.
+    fn orphans(&self) -> StoreFuture<'_, Vec<Orphan>> {
+        Box::pin(async { Ok(Vec::new()) })
     }
 
     /// Lets go of what this process holds in a shared store, at the end of

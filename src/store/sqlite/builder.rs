@@ -63,11 +63,11 @@ impl SqliteTaskStoreBuilder {
     pub async fn open(self) -> Result<SqliteTaskStore, StoreError> {
         let Self { path, synchronous } = self;
         let opening = path.clone();
-        let (conn, lock) = tokio::task::spawn_blocking(move || {
+        let (conn, lock, orphans) = tokio::task::spawn_blocking(move || {
             let lock = recover::hold(&opening)?;
             let conn = schema::open_writer(&opening, synchronous)?;
-            recover::fail_orphans(&conn)?;
-            Ok::<_, StoreError>((conn, lock))
+            let orphans = recover::recover(&conn)?;
+            Ok::<_, StoreError>((conn, lock, orphans))
         })
         .await
         .map_err(|e| StoreError::Backend(Box::new(e)))??;
@@ -81,6 +81,7 @@ impl SqliteTaskStoreBuilder {
                 shared,
                 reaper: std::sync::Mutex::new(None),
                 lock: std::sync::Mutex::new(Some(lock)),
+                orphans: std::sync::Mutex::new(orphans),
             }),
         };
         // Rows of an earlier process may be due already.

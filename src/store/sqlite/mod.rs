@@ -62,8 +62,8 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    AdminPage, AdminTask, CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask,
-    StoreError, StoreFuture, TaskChange, TaskCounts, TaskList, TaskStore,
+    AdminPage, AdminTask, CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, Orphan,
+    Rerun, StoreError, StoreFuture, TaskChange, TaskCounts, TaskList, TaskStore,
 };
 use crate::task::{TaskId, TaskSnapshot, TaskStatus};
 use read::Readers;
@@ -109,6 +109,7 @@ fn corrupt(what: String) -> StoreError {
 ///         poll_interval: None,
 ///         status_message: None,
 ///         quota: Quota::default(),
+///         rerun: None,
 ///     })
 ///     .await?;
 /// store.complete(id, serde_json::value::RawValue::from_string(r#"{"content":[]}"#.into()).unwrap()).await?;
@@ -140,6 +141,8 @@ struct Inner {
     reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The file's lock for this process, held until `close` or the drop.
     lock: Mutex<Option<std::fs::File>>,
+    /// Tasks of the previous process to run again, until a layer takes them.
+    orphans: Mutex<Vec<recover::Pending>>,
 }
 
 impl Drop for Inner {
@@ -348,5 +351,31 @@ impl TaskStore for SqliteTaskStore {
 
     fn changes(&self) -> Option<broadcast::Receiver<TaskChange>> {
         Some(self.inner.shared.subscribe())
+    }
+
+    fn orphans(&self) -> StoreFuture<'_, Vec<Orphan>> {
+        let pending = std::mem::take(
+            &mut *self
+                .inner
+                .orphans
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        let orphans = pending
+            .into_iter()
+            .map(|task| Orphan {
+                stop: self.inner.shared.hand_out(task.id.as_u128()),
+                id: task.id,
+                owner: task.owner,
+                created_at: task.created_at,
+                ttl: task.ttl,
+                rerun: Rerun {
+                    call: task.call,
+                    attempts: task.attempts,
+                },
+                attempt: task.attempt,
+            })
+            .collect();
+        Box::pin(async move { Ok(orphans) })
     }
 }

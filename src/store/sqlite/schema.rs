@@ -19,6 +19,12 @@
 //! | `input_requests` | `input_required`: the outstanding requests, a JSON object     |
 //! | `input_answers`  | `input_required`: the answers so far, a JSON object           |
 //! | `input_resume`   | `input_required`: what the layer needs to re-issue the call   |
+//! | `rerun`          | the call as the layer would send it again after a restart; `NULL`: run at most once |
+//! | `attempt`        | how many times the call was started (1 at creation)          |
+//! | `attempts`       | how many times it may start in all                           |
+//!
+//! Version 2 added the last three columns; a version 1 file is upgraded in
+//! place at open (its tasks run at most once, as before).
 //!
 //! | Index               | Serves                                                   | Why                              |
 //! |---------------------|----------------------------------------------------------|----------------------------------|
@@ -41,7 +47,7 @@ use super::sync::Synchronous;
 use crate::store::StoreError;
 
 /// The schema this build writes and reads.
-pub(super) const VERSION: i64 = 1;
+pub(super) const VERSION: i64 = 2;
 
 /// How long a connection waits for another one's lock (another process
 /// writing the same file, or a checkpoint) before it fails.
@@ -63,12 +69,22 @@ CREATE TABLE tasks (
     error          TEXT,
     input_requests TEXT,
     input_answers  TEXT,
-    input_resume   TEXT
+    input_resume   TEXT,
+    rerun          TEXT,
+    attempt        INTEGER NOT NULL DEFAULT 1,
+    attempts       INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX tasks_by_owner ON tasks (owner, created_at, id);
 CREATE INDEX tasks_by_creation ON tasks (created_at, id);
 CREATE INDEX tasks_by_expiry ON tasks (expires_at);
 CREATE INDEX tasks_counted ON tasks (owner, expires_at) WHERE counted = 1;
+";
+
+/// Version 1 to 2: what a re-run needs.
+const UPGRADE_FROM_1: &str = "
+ALTER TABLE tasks ADD COLUMN rerun TEXT;
+ALTER TABLE tasks ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE tasks ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1;
 ";
 
 /// Opens (creating it if needed) the writer's connection: WAL journal, the
@@ -125,6 +141,11 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
                     path.display()
                 ))
             })?;
+            tx.execute_batch(&format!("PRAGMA user_version = {VERSION}"))
+                .map_err(backend)?;
+        }
+        1 => {
+            tx.execute_batch(UPGRADE_FROM_1).map_err(backend)?;
             tx.execute_batch(&format!("PRAGMA user_version = {VERSION}"))
                 .map_err(backend)?;
         }

@@ -109,3 +109,34 @@ fn a_database_of_another_program_is_refused_not_taken_over() {
         refused.err()
     );
 }
+
+#[test]
+fn a_version_1_file_is_upgraded_in_place_and_keeps_its_tasks() {
+    let file = TempFile::new();
+    {
+        let conn = schema::open_writer(file.path(), Synchronous::Normal).unwrap();
+        // Back to version 1: without the re-run columns, one task in it.
+        conn.execute_batch(
+            "ALTER TABLE tasks DROP COLUMN rerun; ALTER TABLE tasks DROP COLUMN attempt; \
+             ALTER TABLE tasks DROP COLUMN attempts; PRAGMA user_version = 1; \
+             INSERT INTO tasks (id, status, created_at, updated_at) \
+             VALUES ('00000000000000000000000000000001', 'completed', 1, 1);",
+        )
+        .unwrap();
+    }
+    let conn = schema::open_writer(file.path(), Synchronous::Normal).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, schema::VERSION);
+    let (attempt, attempts, rerun): (i64, i64, Option<String>) = conn
+        .query_row("SELECT attempt, attempts, rerun FROM tasks", [], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })
+        .unwrap();
+    assert_eq!(
+        (attempt, attempts, rerun),
+        (1, 1, None),
+        "runs at most once"
+    );
+}
