@@ -79,6 +79,9 @@ pub struct TasksConfig {
     pub(crate) subscriptions: SubscriptionLimits,
     /// The extensions a parked call keeps for re-issuing.
     pub(crate) carried: Carried,
+    /// Tools whose call may run again after its process stopped: how many
+    /// runs each may have in all.
+    pub(crate) retries: HashMap<String, u32>,
 }
 
 impl Default for TasksConfig {
@@ -114,11 +117,18 @@ impl Default for TasksConfig {
                 per_owner: 100,
             },
             carried: Carried::default(),
+            retries: HashMap::new(),
         }
     }
 }
 
 impl TasksConfig {
+    /// How many runs in all a call of `tool` may have when the process
+    /// running it stops (1: at most once, the default).
+    pub fn retry_for(&self, tool: &str) -> u32 {
+        self.retries.get(tool).copied().unwrap_or(1)
+    }
+
     /// The policy of the named tool.
     pub fn policy_for(&self, tool: &str) -> ToolPolicy {
         self.policies

@@ -299,6 +299,36 @@ impl TasksLayer {
         self
     }
 
+    /// Lets a parked call of `tool` run again, up to `attempts` runs in all,
+    /// when the process that ran it stops (a crash, a `kill -9`, a deploy),
+    /// over a store that outlives the process (`SqliteTaskStore`). Only for
+    /// tools that are safe to run twice: the tool may have done part of its
+    /// work, or all of it, before the process stopped. `attempts` of 1 (the
+    /// default) runs a call at most once; the task then fails with a reason.
+    ///
+    /// What a re-run needs is stored with the task when the call is parked:
+    /// the `tools/call` params as the layer forwards them, the request's
+    /// URI and the headers a re-issued call carries (its credentials
+    /// included, so protect the store as you would those), capped at
+    /// `max_body_bytes`. Request extensions do not outlive the process: a
+    /// re-run carries none. A re-run keeps the task's TTL and its
+    /// `max_runtime`, both from the task's creation; it starts the call
+    /// afresh (input answered in earlier rounds is not replayed); a
+    /// cancelled or expired task is never run again. The layer takes the
+    /// store's waiting re-runs with the first request it serves.
+    ///
+    /// ```
+    /// use mcp_tasks::{MemoryTaskStore, TasksLayer};
+    ///
+    /// let layer = TasksLayer::new(MemoryTaskStore::new()).tool_retry("reindex", 3);
+    /// assert_eq!(layer.config().retry_for("reindex"), 3);
+    /// assert_eq!(layer.config().retry_for("send_email"), 1);
+    /// ```
+    pub fn tool_retry(mut self, tool: impl Into<String>, attempts: u32) -> Self {
+        self.config.retries.insert(tool.into(), attempts.max(1));
+        self
+    }
+
     /// The name of the inner server this layer wraps. Tasks made under one
     /// scope are unknown under every other, byte for byte, even in one
     /// store: give each route its own scope when clones of one layer wrap
@@ -348,6 +378,7 @@ impl<S> Layer<S> for TasksLayer {
             sessions: self.sessions.clone(),
             waiters: self.waiters.clone(),
             hub: self.hub.clone(),
+            recovering: Default::default(),
         };
         TasksService::new(inner, Arc::new(shared))
     }

@@ -20,6 +20,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
@@ -59,6 +60,9 @@ pub(crate) struct Shared {
     pub waiters: Arc<Waiters>,
     /// The task status subscriptions and the changes they watch.
     pub hub: Arc<Hub>,
+    /// Set once the store's tasks to run again were asked for (with the
+    /// first request, which brings the inner service to run them on).
+    pub recovering: AtomicBool,
 }
 
 /// The middleware built by [`TasksLayer`](crate::TasksLayer).
@@ -79,6 +83,35 @@ impl<S: Clone> Clone for TasksService<S> {
 impl<S> TasksService<S> {
     pub(crate) fn new(inner: S, shared: Arc<Shared>) -> Self {
         Self { inner, shared }
+    }
+
+    /// Runs again, on a tracked tokio task, the calls of the store's tasks
+    /// whose process stopped while they ran (see
+    /// [`TasksLayer::tool_retry`](crate::TasksLayer::tool_retry)); once per
+    /// service and its clones.
+    fn recover<B, RB>(&self)
+    where
+        S: Service<Request<RequestBody<B>>, Response = Response<RB>> + Clone + Send + 'static,
+        S::Future: Send + 'static,
+        S::Error: Into<BoxError> + Send + 'static,
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+        RB: Body<Data = Bytes> + Send + 'static,
+        RB::Error: Into<BoxError>,
+    {
+        if self.shared.recovering.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (inner, runtime) = (self.inner.clone(), self.shared.runtime.clone());
+        let background = runtime.background.clone();
+        background.spawn(async move {
+            let started = runtime
+                .recover(move || Caller::<S, B>::boxed(inner.clone()))
+                .await;
+            if started > 0 {
+                tracing::info!(started, "tasks of a stopped process run again");
+            }
+        });
     }
 
     /// The wrapped service.
@@ -146,6 +179,9 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
+        if !self.shared.recovering.load(Ordering::Relaxed) {
+            self.recover();
+        }
         let seen = (request.method() == Method::POST)
             .then(|| needs_body(request.headers()))
             .flatten();

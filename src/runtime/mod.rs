@@ -16,6 +16,7 @@
 
 mod dialect;
 mod drive;
+mod rerun;
 mod resume;
 mod settle;
 mod start;

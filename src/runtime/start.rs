@@ -155,6 +155,12 @@ impl Runtime {
             return refuse(Why::Busy, first);
         };
         let created_at = Timestamp::now();
+        // Only a call that runs already (2026-07-28) forwards params that
+        // can be sent again as they are.
+        let rerun = match &first {
+            First::Running(_) => super::rerun::record(&self.config, &start.template, &start.params),
+            First::Send { .. } => None,
+        };
         let task = NewTask {
             id,
             owner: start.owner,
@@ -163,7 +169,7 @@ impl Runtime {
             poll_interval: self.config.poll_interval,
             status_message: start.status_message,
             quota: self.config.quota,
-            rerun: None,
+            rerun,
         };
         let call = Call {
             caller: start.caller,

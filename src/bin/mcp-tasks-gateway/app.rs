@@ -195,6 +195,9 @@ async fn layer(args: &Args) -> Result<TasksLayer, String> {
     for rule in &args.policy {
         layer = layer.tool_policy(rule.tool.clone(), rule.policy);
     }
+    for rule in &args.retry {
+        layer = layer.tool_retry(rule.tool.clone(), rule.attempts);
+    }
     Ok(layer)
 }
 

@@ -59,6 +59,16 @@ pub struct Args {
         value_delimiter = ','
     )]
     pub policy: Vec<PolicyRule>,
+    /// A tool safe to run twice: its parked calls run again, up to ATTEMPTS
+    /// runs in all [default: 3], when the gateway stops while they run
+    /// (with --sqlite); repeatable.
+    #[arg(
+        long,
+        env = "MCP_TASKS_RETRY",
+        value_name = "TOOL[=ATTEMPTS]",
+        value_delimiter = ','
+    )]
+    pub retry: Vec<RetryRule>,
     /// Keep tasks in Redis (redis://HOST:PORT), shared by every gateway
     /// using the same server; in memory otherwise.
     #[arg(long, env = "MCP_TASKS_REDIS", value_name = "URL")]
@@ -232,6 +242,48 @@ impl FromStr for PolicyRule {
     }
 }
 
+/// `TOOL[=ATTEMPTS]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RetryRule {
+    /// The tool's name.
+    pub tool: String,
+    /// How many runs its calls may have in all.
+    pub attempts: u32,
+}
+
+/// The runs a `--retry` tool has when its rule names no number.
+const DEFAULT_ATTEMPTS: u32 = 3;
+
+impl FromStr for RetryRule {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (tool, attempts) = match text.split_once('=') {
+            Some((tool, attempts)) => {
+                let attempts = attempts.trim().parse::<u32>().ok().filter(|n| *n >= 1);
+                let attempts = attempts
+                    .ok_or_else(|| format!("{text:?}: ATTEMPTS is a whole number of at least 1"))?;
+                (tool, attempts)
+            }
+            None => (text, DEFAULT_ATTEMPTS),
+        };
+        let tool = tool.trim();
+        if tool.is_empty() {
+            return Err(format!("{text:?}: the tool name is empty"));
+        }
+        Ok(Self {
+            tool: tool.to_owned(),
+            attempts,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for RetryRule {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        from_text(deserializer)
+    }
+}
+
 /// Reads a value written as a string in TOML with its `FromStr`.
 fn from_text<'de, D: Deserializer<'de>, T: FromStr<Err = String>>(
     deserializer: D,
@@ -295,7 +347,7 @@ impl Args {
             shutdown_grace, metrics, otlp,
             forward_authorization, oauth_issuer, oauth_audience, oauth_jwks,
             oauth_hs256_secret_file, oauth_authorization_server;
-            policy, allowed_host, allowed_origin, oauth_scopes
+            policy, retry, allowed_host, allowed_origin, oauth_scopes
         )
     }
 }
@@ -310,6 +362,16 @@ mod tests {
         assert_eq!("1h".parse(), Ok(Human(Some(Duration::from_secs(3600)))));
         assert_eq!("none".parse(), Ok(Human(None)));
         assert!("soon".parse::<Human>().is_err());
+    }
+
+    #[test]
+    fn retries_read_tool_and_attempts_with_three_by_default() {
+        let rule: RetryRule = "reindex".parse().unwrap();
+        assert_eq!((rule.tool.as_str(), rule.attempts), ("reindex", 3));
+        let rule: RetryRule = "reindex=5".parse().unwrap();
+        assert_eq!(rule.attempts, 5);
+        assert!("reindex=0".parse::<RetryRule>().is_err());
+        assert!("=2".parse::<RetryRule>().is_err());
     }
 
     #[test]

@@ -1,0 +1,164 @@
+//! `mcp-tasks-gateway --sqlite` killed with SIGKILL while it runs a task,
+//! then started again on the same file, in front of the rmcp fixture over
+//! loopback (the fixture lives in this test process and counts each run of
+//! its tools):
+//!
+//! | The tool                        | After the restart                                     |
+//! |---------------------------------|-------------------------------------------------------|
+//! | named by `--retry`              | runs a second time and completes; its task id is kept |
+//! | not named                       | `failed`, with a message that says the server stopped |
+//! | named, but its attempts spent   | `failed`, with a message that says so                  |
+
+#[path = "support/gateway.rs"]
+mod gateway;
+mod support;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::client::McpClient;
+use support::fixture::{FixtureMode, serve_fixture};
+use support::process::Process;
+
+/// A fresh task file, removed with its WAL when dropped.
+struct TaskFile(PathBuf);
+
+impl TaskFile {
+    fn new() -> Self {
+        let name = format!("mcp-tasks-durable-{}.db", rand_suffix());
+        Self(std::env::temp_dir().join(name))
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().expect("a UTF-8 temp path")
+    }
+}
+
+impl Drop for TaskFile {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
+        }
+    }
+}
+
+fn rand_suffix() -> String {
+    mcp_tasks::TaskId::generate().expect("random").to_string()
+}
+
+/// The gateway over `file` in front of `upstream`, with `extra` options.
+async fn gateway_on(upstream: &str, file: &TaskFile, extra: &[&str]) -> Process {
+    let mut args = vec!["--sqlite", file.path()];
+    args.extend_from_slice(extra);
+    gateway::start(upstream, &args).await
+}
+
+/// Parks a `slow_compute` of `seconds` through `gateway`, waits until the
+/// fixture runs it, and kills the gateway; the task id.
+async fn park_then_kill(
+    gateway: &mut Process,
+    probe: &support::fixture::Probe,
+    seconds: f64,
+) -> String {
+    let client = McpClient::new(&gateway.url);
+    let task = client
+        .start_task("slow_compute", json!({"seconds": seconds}))
+        .await;
+    assert!(
+        probe
+            .wait_started("slow_compute", Duration::from_secs(10))
+            .await,
+        "the fixture runs the call"
+    );
+    gateway.kill().await;
+    task
+}
+
+fn status_message(response: &Value) -> &str {
+    response["result"]["statusMessage"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_retried_tool_runs_again_after_a_sigkill_and_its_task_completes() {
+    let (upstream, probe) = serve_fixture(FixtureMode::Stateless).await;
+    let file = TaskFile::new();
+    let retry = ["--retry", "slow_compute=3"];
+    let mut first = gateway_on(&upstream.url, &file, &retry).await;
+    let task = park_then_kill(&mut first, &probe, 1.5).await;
+    assert_eq!(probe.started("slow_compute"), 1);
+
+    let second = gateway_on(&upstream.url, &file, &retry).await;
+    let client = McpClient::new(&second.url);
+    // The first request the new gateway serves makes it take the task up.
+    let seen = client.tasks_get(&task).await;
+    assert_eq!(seen["result"]["status"], "working", "{seen}");
+    assert!(
+        status_message(&seen).contains("attempt 2 of 3"),
+        "the status message says which attempt runs: {seen}"
+    );
+    let done = client
+        .wait_task_status(&task, &["completed", "failed"], Duration::from_secs(20))
+        .await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"], "slow_compute done after 1.5s",
+        "{done}"
+    );
+    assert_eq!(probe.started("slow_compute"), 2, "the tool ran twice");
+}
+
+#[tokio::test]
+async fn a_tool_not_named_for_retry_is_failed_with_a_reason_after_a_sigkill() {
+    let (upstream, probe) = serve_fixture(FixtureMode::Stateless).await;
+    let file = TaskFile::new();
+    let mut first = gateway_on(&upstream.url, &file, &[]).await;
+    let task = park_then_kill(&mut first, &probe, 1.5).await;
+
+    let second = gateway_on(&upstream.url, &file, &[]).await;
+    let client = McpClient::new(&second.url);
+    let seen = client.tasks_get(&task).await;
+    assert_eq!(seen["result"]["status"], "failed", "{seen}");
+    assert!(
+        status_message(&seen).contains("stopped while this task ran"),
+        "{seen}"
+    );
+    // Nothing runs it again, however long one waits for it.
+    let again = client.tasks_get(&task).await;
+    assert_eq!(again["result"]["status"], "failed", "{again}");
+    assert_eq!(probe.started("slow_compute"), 1, "the tool ran once");
+}
+
+#[tokio::test]
+async fn a_retried_tool_whose_attempts_are_spent_is_failed_and_says_so() {
+    let (upstream, probe) = serve_fixture(FixtureMode::Stateless).await;
+    let file = TaskFile::new();
+    let retry = ["--retry", "slow_compute=2"];
+    let mut first = gateway_on(&upstream.url, &file, &retry).await;
+    let task = park_then_kill(&mut first, &probe, 30.0).await;
+
+    // The second run is killed as well, once the fixture has started it.
+    let mut second = gateway_on(&upstream.url, &file, &retry).await;
+    let client = McpClient::new(&second.url);
+    let seen = client.tasks_get(&task).await;
+    assert!(status_message(&seen).contains("attempt 2 of 2"), "{seen}");
+    assert!(
+        probe
+            .wait_until(Duration::from_secs(10), |p| p.started("slow_compute") == 2)
+            .await,
+        "the second run starts"
+    );
+    second.kill().await;
+
+    let third = gateway_on(&upstream.url, &file, &retry).await;
+    let client = McpClient::new(&third.url);
+    let seen = client.tasks_get(&task).await;
+    assert_eq!(seen["result"]["status"], "failed", "{seen}");
+    assert!(
+        status_message(&seen).contains("last of its 2 attempts"),
+        "{seen}"
+    );
+    assert_eq!(probe.started("slow_compute"), 2, "no third run");
+}
