@@ -315,7 +315,9 @@ impl TasksLayer {
     /// `max_runtime`, both from the task's creation; it starts the call
     /// afresh (input answered in earlier rounds is not replayed); a
     /// cancelled or expired task is never run again. The layer takes the
-    /// store's waiting re-runs with the first request it serves.
+    /// store's waiting re-runs with the first request it serves, and a
+    /// [`Drain`] whose grace runs out leaves a re-runnable call `working`
+    /// for the next process instead of failing it.
     ///
     /// ```
     /// use mcp_tasks::{MemoryTaskStore, TasksLayer};

@@ -8,6 +8,7 @@
 //! | named by `--retry`              | runs a second time and completes; its task id is kept |
 //! | not named                       | `failed`, with a message that says the server stopped |
 //! | named, but its attempts spent   | `failed`, with a message that says so                  |
+//! | named, still running when a drain (SIGTERM) gives up | left `working`; runs again at the next start |
 
 #[path = "support/gateway.rs"]
 mod gateway;
@@ -161,4 +162,45 @@ async fn a_retried_tool_whose_attempts_are_spent_is_failed_and_says_so() {
         "{seen}"
     );
     assert_eq!(probe.started("slow_compute"), 2, "no third run");
+}
+
+#[tokio::test]
+async fn a_retried_tool_still_running_when_a_drain_gives_up_runs_again_at_the_next_start() {
+    let (upstream, probe) = serve_fixture(FixtureMode::Stateless).await;
+    let file = TaskFile::new();
+    let options = ["--retry", "slow_compute=3", "--shutdown-grace", "200ms"];
+    let mut first = gateway_on(&upstream.url, &file, &options).await;
+    let client = McpClient::new(&first.url);
+    let retried = client
+        .start_task("slow_compute", json!({"seconds": 1.5}))
+        .await;
+    let once = client
+        .start_task("failing_job", json!({"seconds": 30}))
+        .await;
+    assert!(
+        probe
+            .wait_started("slow_compute", Duration::from_secs(10))
+            .await,
+        "the fixture runs the call"
+    );
+    first.terminate();
+    let status = first.wait_exit(Duration::from_secs(20)).await;
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "the gateway drains and exits: {status:?}"
+    );
+
+    let second = gateway_on(&upstream.url, &file, &options).await;
+    let client = McpClient::new(&second.url);
+    let done = client
+        .wait_task_status(&retried, &["completed", "failed"], Duration::from_secs(20))
+        .await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(probe.started("slow_compute"), 2, "handed over, not failed");
+    let failed = client.tasks_get(&once).await;
+    assert_eq!(failed["result"]["status"], "failed", "{failed}");
+    assert!(
+        status_message(&failed).contains("shut down"),
+        "a tool not named for retry fails at the drain, as before: {failed}"
+    );
 }

@@ -114,6 +114,10 @@ impl TaskStore for Measured {
         self.0.release()
     }
 
+    fn keeps_reruns(&self) -> bool {
+        self.0.keeps_reruns()
+    }
+
     fn orphans(&self) -> StoreFuture<'_, Vec<crate::store::Orphan>> {
         self.0.orphans()
     }

@@ -121,6 +121,12 @@ pub(crate) async fn drive(
             }
             None
         }
+        Err(Stopped::Aborted) if work.rerunnable => {
+            // Left `working` in a store that hands it to the next process,
+            // which runs the call again.
+            events::stopped(work.id, "drain", "handed over to the next start");
+            None
+        }
         Err(Stopped::Aborted) => Some((
             "drain",
             "The server shut down before the task finished".to_owned(),

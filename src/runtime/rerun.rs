@@ -158,6 +158,7 @@ impl Runtime {
         };
         let mut work = Work::new(self, id, call, created_at, ttl, trace);
         work.stop = stop;
+        work.rerunnable = true;
         span.in_scope(|| tracing::info!(task = %id, attempt, attempts = rerun.attempts, "running the call again"));
         match span.in_scope(|| drive::reissue(&mut work, None, None)) {
             Ok(flight) => {

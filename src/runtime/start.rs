@@ -158,9 +158,12 @@ impl Runtime {
         // Only a call that runs already (2026-07-28) forwards params that
         // can be sent again as they are.
         let rerun = match &first {
-            First::Running(_) => super::rerun::record(&self.config, &start.template, &start.params),
-            First::Send { .. } => None,
+            First::Running(_) if self.store.keeps_reruns() => {
+                super::rerun::record(&self.config, &start.template, &start.params)
+            }
+            _ => None,
         };
+        let rerunnable = rerun.is_some();
         let task = NewTask {
             id,
             owner: start.owner,
@@ -182,6 +185,7 @@ impl Runtime {
             watchdog: None,
         };
         let mut work = Work::new(self, id, call, created_at, start.ttl, trace);
+        work.rerunnable = rerunnable;
         let (dialect, abort) = (start.dialect, self.background.abort_signal());
         let waited = start.waited;
         let span = work.trace.span.clone();

@@ -54,6 +54,9 @@ pub(crate) struct Work {
     pub trace: TaskTrace,
     /// Where the trace waits while the task waits for input.
     pub waiting: Arc<Waiting>,
+    /// Whether the store keeps what it takes to run the call again in a
+    /// later process: a drain that gives up on it leaves it `working`.
+    pub rerunnable: bool,
 }
 
 /// How a task's call is reached and what it was asked.
@@ -129,6 +132,7 @@ impl Work {
             background: runtime.background.clone(),
             trace,
             waiting: runtime.waiting.clone(),
+            rerunnable: false,
         }
     }
 }

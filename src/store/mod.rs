@@ -398,6 +398,15 @@ pub trait TaskStore: Send + Sync + 'static {
         None
     }
 
+    /// Whether this store keeps [`NewTask::rerun`] and hands its tasks back
+    /// to a later process ([`orphans`](Self::orphans)): then the layer
+    /// stores re-run records, and leaves a re-runnable task `working` when
+    /// a drain gives up on it, for the next process to run again. The
+    /// default: no.
+    fn keeps_reruns(&self) -> bool {
+        false
+    }
+
     /// The tasks whose process stopped while their call ran and which may
     /// run again, each handed out once: the layer re-issues their calls.
     /// The store counted the attempt already and set the status message.

@@ -353,6 +353,10 @@ impl TaskStore for SqliteTaskStore {
         Some(self.inner.shared.subscribe())
     }
 
+    fn keeps_reruns(&self) -> bool {
+        true
+    }
+
     fn orphans(&self) -> StoreFuture<'_, Vec<Orphan>> {
         let pending = std::mem::take(
             &mut *self
