@@ -82,6 +82,9 @@ pub struct TasksConfig {
     /// Tools whose call may run again after its process stopped: how many
     /// runs each may have in all.
     pub(crate) retries: HashMap<String, u32>,
+    /// Whether a tool the inner server marks `idempotentHint` may run again
+    /// without a `tool_retry` of its own.
+    pub(crate) retry_hints: bool,
 }
 
 impl Default for TasksConfig {
@@ -118,6 +121,7 @@ impl Default for TasksConfig {
             },
             carried: Carried::default(),
             retries: HashMap::new(),
+            retry_hints: true,
         }
     }
 }
@@ -125,8 +129,15 @@ impl Default for TasksConfig {
 impl TasksConfig {
     /// How many runs in all a call of `tool` may have when the process
     /// running it stops (1: at most once, the default).
+    /// The inner server's `idempotentHint` is not looked at here.
     pub fn retry_for(&self, tool: &str) -> u32 {
         self.retries.get(tool).copied().unwrap_or(1)
+    }
+
+    /// Whether tools the inner server marks `idempotentHint` may run again
+    /// (default: yes).
+    pub fn retry_hints(&self) -> bool {
+        self.retry_hints
     }
 
     /// The policy of the named tool.

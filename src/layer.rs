@@ -40,6 +40,8 @@ pub struct TasksLayer {
     background: Arc<Background>,
     /// The traces of tasks waiting for input, for their resume.
     waiting: Arc<crate::observe::Waiting>,
+    /// The tools the inner server marks idempotent, as last read.
+    hints: Arc<crate::runtime::Hints>,
     /// The 2025-11-25 sessions, shared by every service this layer (or a
     /// clone of it) makes, like the state below.
     sessions: Arc<Sessions>,
@@ -72,6 +74,7 @@ impl TasksLayer {
             waiters: Arc::new(Waiters::new(config.waiters)),
             hub: Arc::new(Hub::new(config.subscriptions, background.clone())),
             waiting: Arc::default(),
+            hints: Arc::default(),
             background,
             config,
             // Each operation timed, for the store metrics.
@@ -331,6 +334,18 @@ impl TasksLayer {
         self
     }
 
+    /// Whether a tool the inner server marks `idempotentHint: true` in its
+    /// `tools/list` may run again (3 runs in all) without a
+    /// [`tool_retry`](Self::tool_retry) of its own (default: yes; a
+    /// `tool_retry` names the number, 1 to forbid). The layer reads the
+    /// inner server's `tools/list` when it first parks such a call over a
+    /// store that keeps re-runs, with that call's credentials, and again
+    /// after five minutes.
+    pub fn retry_hints(mut self, on: bool) -> Self {
+        self.config.retry_hints = on;
+        self
+    }
+
     /// The name of the inner server this layer wraps. Tasks made under one
     /// scope are unknown under every other, byte for byte, even in one
     /// store: give each route its own scope when clones of one layer wrap
@@ -374,6 +389,7 @@ impl<S> Layer<S> for TasksLayer {
             scope: self.scope.clone(),
             background: self.background.clone(),
             waiting: self.waiting.clone(),
+            hints: self.hints.clone(),
         };
         let shared = Shared {
             runtime: Arc::new(runtime),

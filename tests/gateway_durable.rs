@@ -7,6 +7,7 @@
 //! |---------------------------------|-------------------------------------------------------|
 //! | named by `--retry`              | runs a second time and completes; its task id is kept |
 //! | not named                       | `failed`, with a message that says the server stopped |
+//! | marked `idempotentHint` upstream | runs again as if named (not with `--retry-hints false`) |
 //! | named, but its attempts spent   | `failed`, with a message that says so                  |
 //! | named, still running when a drain (SIGTERM) gives up | left `working`; runs again at the next start |
 
@@ -55,21 +56,18 @@ async fn gateway_on(upstream: &str, file: &TaskFile, extra: &[&str]) -> Process 
     gateway::start(upstream, &args).await
 }
 
-/// Parks a `slow_compute` of `seconds` through `gateway`, waits until the
-/// fixture runs it, and kills the gateway; the task id.
+/// Parks a call of `tool` through `gateway`, waits until the fixture runs
+/// it, and kills the gateway; the task id.
 async fn park_then_kill(
     gateway: &mut Process,
     probe: &support::fixture::Probe,
-    seconds: f64,
+    tool: &str,
+    arguments: Value,
 ) -> String {
     let client = McpClient::new(&gateway.url);
-    let task = client
-        .start_task("slow_compute", json!({"seconds": seconds}))
-        .await;
+    let task = client.start_task(tool, arguments).await;
     assert!(
-        probe
-            .wait_started("slow_compute", Duration::from_secs(10))
-            .await,
+        probe.wait_started(tool, Duration::from_secs(10)).await,
         "the fixture runs the call"
     );
     gateway.kill().await;
@@ -88,7 +86,7 @@ async fn a_retried_tool_runs_again_after_a_sigkill_and_its_task_completes() {
     let file = TaskFile::new();
     let retry = ["--retry", "slow_compute=3"];
     let mut first = gateway_on(&upstream.url, &file, &retry).await;
-    let task = park_then_kill(&mut first, &probe, 1.5).await;
+    let task = park_then_kill(&mut first, &probe, "slow_compute", json!({"seconds": 1.5})).await;
     assert_eq!(probe.started("slow_compute"), 1);
 
     let second = gateway_on(&upstream.url, &file, &retry).await;
@@ -116,7 +114,7 @@ async fn a_tool_not_named_for_retry_is_failed_with_a_reason_after_a_sigkill() {
     let (upstream, probe) = serve_fixture(FixtureMode::Stateless).await;
     let file = TaskFile::new();
     let mut first = gateway_on(&upstream.url, &file, &[]).await;
-    let task = park_then_kill(&mut first, &probe, 1.5).await;
+    let task = park_then_kill(&mut first, &probe, "failing_job", json!({"seconds": 30})).await;
 
     let second = gateway_on(&upstream.url, &file, &[]).await;
     let client = McpClient::new(&second.url);
@@ -129,7 +127,35 @@ async fn a_tool_not_named_for_retry_is_failed_with_a_reason_after_a_sigkill() {
     // Nothing runs it again, however long one waits for it.
     let again = client.tasks_get(&task).await;
     assert_eq!(again["result"]["status"], "failed", "{again}");
-    assert_eq!(probe.started("slow_compute"), 1, "the tool ran once");
+    assert_eq!(probe.started("failing_job"), 1, "the tool ran once");
+}
+
+#[tokio::test]
+async fn a_tool_the_upstream_marks_idempotent_runs_again_without_retry_unless_hints_are_off() {
+    let (upstream, probe) = serve_fixture(FixtureMode::Stateless).await;
+    // `slow_compute` carries `idempotentHint: true` in the fixture's tools/list.
+    let file = TaskFile::new();
+    let mut first = gateway_on(&upstream.url, &file, &[]).await;
+    let hinted = park_then_kill(&mut first, &probe, "slow_compute", json!({"seconds": 1.5})).await;
+    let second = gateway_on(&upstream.url, &file, &[]).await;
+    let client = McpClient::new(&second.url);
+    let done = client
+        .wait_task_status(&hinted, &["completed", "failed"], Duration::from_secs(20))
+        .await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(probe.started("slow_compute"), 2, "run again on the hint");
+    drop(second);
+
+    let (upstream, probe) = serve_fixture(FixtureMode::Stateless).await;
+    let file = TaskFile::new();
+    let off = ["--retry-hints", "false"];
+    let mut first = gateway_on(&upstream.url, &file, &off).await;
+    let task = park_then_kill(&mut first, &probe, "slow_compute", json!({"seconds": 1.5})).await;
+    let second = gateway_on(&upstream.url, &file, &off).await;
+    let client = McpClient::new(&second.url);
+    let seen = client.tasks_get(&task).await;
+    assert_eq!(seen["result"]["status"], "failed", "hints off: {seen}");
+    assert_eq!(probe.started("slow_compute"), 1);
 }
 
 #[tokio::test]
@@ -138,7 +164,7 @@ async fn a_retried_tool_whose_attempts_are_spent_is_failed_and_says_so() {
     let file = TaskFile::new();
     let retry = ["--retry", "slow_compute=2"];
     let mut first = gateway_on(&upstream.url, &file, &retry).await;
-    let task = park_then_kill(&mut first, &probe, 30.0).await;
+    let task = park_then_kill(&mut first, &probe, "slow_compute", json!({"seconds": 30})).await;
 
     // The second run is killed as well, once the fixture has started it.
     let mut second = gateway_on(&upstream.url, &file, &retry).await;

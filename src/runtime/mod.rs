@@ -16,6 +16,7 @@
 
 mod dialect;
 mod drive;
+mod hints;
 mod rerun;
 mod resume;
 mod settle;
@@ -34,6 +35,7 @@ use crate::store::{StoreError, TaskStore};
 use crate::wire::jsonrpc::Reply;
 
 pub(crate) use dialect::{Dialect, Plain, Step};
+pub(crate) use hints::Hints;
 pub(crate) use start::{First, NotStarted, Start};
 pub(crate) use work::Work;
 
@@ -50,6 +52,8 @@ pub(crate) struct Runtime {
     pub background: Arc<Background>,
     /// The traces of tasks waiting for input, for their resume.
     pub waiting: Arc<crate::observe::Waiting>,
+    /// The tools the inner server marks idempotent, for re-runs.
+    pub hints: Arc<Hints>,
 }
 
 /// Who sent a request, as the layer keys its tasks.

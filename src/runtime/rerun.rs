@@ -19,7 +19,6 @@ use super::Runtime;
 use super::dialect::Plain;
 use super::drive;
 use super::work::{Call, Slot, Work};
-use crate::config::TasksConfig;
 use crate::flight::caller::CallInner;
 use crate::mrtr::Template;
 use crate::observe::{self, TaskTrace};
@@ -44,15 +43,32 @@ struct Named<'a> {
     name: std::borrow::Cow<'a, str>,
 }
 
+/// Runs in all for a tool the inner server marks idempotent.
+const HINTED_ATTEMPTS: u32 = 3;
+
 /// The re-run record of a call parked with `template` and `params`, when its
-/// tool may run again and the record fits in `max_body_bytes`.
-pub(crate) fn record(
-    config: &TasksConfig,
+/// tool may run again (a `tool_retry`, else the inner server's
+/// `idempotentHint`, asked through `caller`) and the record fits in
+/// `max_body_bytes`.
+pub(crate) async fn record(
+    runtime: &Runtime,
+    caller: &mut dyn CallInner,
     template: &Template,
     params: &RawValue,
 ) -> Option<Rerun> {
+    let config = &runtime.config;
     let name: Named<'_> = serde_json::from_str(params.get()).ok()?;
-    let attempts = config.retry_for(&name.name);
+    let attempts = match config.retries.get(name.name.as_ref()) {
+        Some(&attempts) => attempts,
+        None if config.retry_hints => {
+            let limit = config.max_result_bytes;
+            let hinted = runtime
+                .hints
+                .idempotent(caller, template, limit, &name.name);
+            if hinted.await { HINTED_ATTEMPTS } else { 1 }
+        }
+        None => 1,
+    };
     if attempts < 2 {
         return None;
     }

@@ -157,9 +157,11 @@ impl Runtime {
         let created_at = Timestamp::now();
         // Only a call that runs already (2026-07-28) forwards params that
         // can be sent again as they are.
+        let mut start = start;
         let rerun = match &first {
             First::Running(_) if self.store.keeps_reruns() => {
-                super::rerun::record(&self.config, &start.template, &start.params)
+                let caller = &mut *start.caller;
+                super::rerun::record(self, caller, &start.template, &start.params).await
             }
             _ => None,
         };

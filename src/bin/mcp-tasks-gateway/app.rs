@@ -198,6 +198,9 @@ async fn layer(args: &Args) -> Result<TasksLayer, String> {
     for rule in &args.retry {
         layer = layer.tool_retry(rule.tool.clone(), rule.attempts);
     }
+    if let Some(on) = args.retry_hints {
+        layer = layer.retry_hints(on);
+    }
     Ok(layer)
 }
 

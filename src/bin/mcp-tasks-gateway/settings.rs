@@ -69,6 +69,10 @@ pub struct Args {
         value_delimiter = ','
     )]
     pub retry: Vec<RetryRule>,
+    /// Whether a tool the upstream marks `idempotentHint: true` runs again
+    /// like a --retry tool (3 runs) [default: true].
+    #[arg(long, env = "MCP_TASKS_RETRY_HINTS", value_name = "BOOL")]
+    pub retry_hints: Option<bool>,
     /// Keep tasks in Redis (redis://HOST:PORT), shared by every gateway
     /// using the same server; in memory otherwise.
     #[arg(long, env = "MCP_TASKS_REDIS", value_name = "URL")]
@@ -340,7 +344,7 @@ impl Args {
             };
         }
         pick!(
-            upstream, listen, path, threshold, ttl, max_ttl, poll_interval, redis, sqlite,
+            upstream, listen, path, threshold, ttl, max_ttl, poll_interval, redis, sqlite, retry_hints,
             max_tasks, max_tasks_per_principal, max_running, max_runtime,
             header_timeout, body_timeout, max_connections,
             upstream_connect_timeout, upstream_header_timeout, upstream_idle_timeout,

@@ -1,0 +1,152 @@
+//! Which tools the inner server marks safe to run twice
+//! (`annotations.idempotentHint: true` in its `tools/list`), for re-runs.
+//!
+//! | Rule                                                         | Why                                                          |
+//! |--------------------------------------------------------------|--------------------------------------------------------------|
+//! | asked only when a call of a tool without an explicit `tool_retry` is parked over a store that keeps re-runs | the fast path and every other store pay nothing |
+//! | one `tools/list` walk (at most [`PAGES`] pages), kept for [`FRESH`] | a parked call waits for it once, not each time |
+//! | a failed or unreadable answer counts as "no tool is marked", kept as long | an inner server that cannot list is not asked on every park |
+//! | sent with the parked call's credentials and the 2026-07-28 request `_meta` | what the inner server needs to answer it as a client's own |
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use http::HeaderValue;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::sync::Mutex;
+
+use crate::flight::caller::CallInner;
+use crate::flight::{Event, Flight};
+use crate::mrtr::Template;
+use crate::wire::{MODERN_VERSION, Outcome};
+
+/// How long a walk of `tools/list` is believed.
+const FRESH: Duration = Duration::from_secs(300);
+/// The most pages one walk reads.
+const PAGES: usize = 10;
+/// How long one page may take.
+const PAGE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The tools the inner server marked idempotent, as last read.
+#[derive(Default)]
+pub(crate) struct Hints {
+    read: Mutex<Option<(Instant, HashSet<String>)>>,
+}
+
+#[derive(Deserialize)]
+struct Page {
+    #[serde(default)]
+    tools: Vec<Listed>,
+    #[serde(rename = "nextCursor")]
+    next_cursor: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Listed {
+    name: String,
+    #[serde(default)]
+    annotations: Option<Annotations>,
+}
+
+#[derive(Deserialize)]
+struct Annotations {
+    #[serde(rename = "idempotentHint")]
+    idempotent_hint: Option<bool>,
+}
+
+impl Hints {
+    /// Whether the inner server marks `tool` idempotent; reads its
+    /// `tools/list` through `caller` when the last read is stale.
+    pub(crate) async fn idempotent(
+        &self,
+        caller: &mut dyn CallInner,
+        template: &Template,
+        limit: usize,
+        tool: &str,
+    ) -> bool {
+        let mut read = self.read.lock().await;
+        let stale = read.as_ref().is_none_or(|(at, _)| at.elapsed() >= FRESH);
+        if stale {
+            let marked = walk(caller, template, limit)
+                .await
+                .unwrap_or_else(|reason| {
+                    tracing::info!(
+                        reason,
+                        "the inner server's tools/list could not be read for re-run hints"
+                    );
+                    HashSet::new()
+                });
+            *read = Some((Instant::now(), marked));
+        }
+        read.as_ref()
+            .is_some_and(|(_, marked)| marked.contains(tool))
+    }
+}
+
+/// Reads every page of `tools/list`; the names marked idempotent.
+async fn walk(
+    caller: &mut dyn CallInner,
+    template: &Template,
+    limit: usize,
+) -> Result<HashSet<String>, String> {
+    let mut marked = HashSet::new();
+    let mut cursor: Option<String> = None;
+    for page in 0..PAGES {
+        let text = tokio::time::timeout(PAGE_TIMEOUT, list(caller, template, limit, page, &cursor))
+            .await
+            .map_err(|_| "tools/list timed out".to_owned())??;
+        let page: Page = serde_json::from_str(text.get()).map_err(|e| e.to_string())?;
+        marked.extend(
+            page.tools
+                .into_iter()
+                .filter(|tool| {
+                    tool.annotations.as_ref().and_then(|a| a.idempotent_hint) == Some(true)
+                })
+                .map(|tool| tool.name),
+        );
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(marked),
+        }
+    }
+    Ok(marked)
+}
+
+/// One `tools/list` page: the result object.
+async fn list(
+    caller: &mut dyn CallInner,
+    template: &Template,
+    limit: usize,
+    page: usize,
+    cursor: &Option<String>,
+) -> Result<Box<RawValue>, String> {
+    let id = format!("\"mcp-tasks:tools-list:{page}\"");
+    let cursor = cursor
+        .as_ref()
+        .map(|c| format!(",\"cursor\":{}", serde_json::Value::String(c.clone())))
+        .unwrap_or_default();
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"{MODERN_VERSION}","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"mcp-tasks","version":"{}"}}}}{cursor}}}}}"#,
+        env!("CARGO_PKG_VERSION")
+    );
+    let mut request = template
+        .post(body, MODERN_VERSION)
+        .map_err(|e| e.to_string())?;
+    request
+        .headers_mut()
+        .insert("mcp-method", HeaderValue::from_static("tools/list"));
+    let id = RawValue::from_string(id).map_err(|e| e.to_string())?;
+    let mut flight = Flight::background(id, caller.call(request), limit);
+    loop {
+        match flight.next_event().await {
+            Event::Done(answer) => {
+                return match answer.into_outcome()? {
+                    Outcome::Result(result) => Ok(result),
+                    _ => Err("tools/list did not answer a result".to_owned()),
+                };
+            }
+            Event::Progress(_) | Event::Request(_) => {}
+        }
+    }
+}
