@@ -88,8 +88,9 @@ impl<S> TasksService<S> {
     /// Runs again, on a tracked tokio task, the calls of the store's tasks
     /// whose process stopped while they ran (see
     /// [`TasksLayer::tool_retry`](crate::TasksLayer::tool_retry)); once per
-    /// service and its clones.
-    fn recover<B, RB>(&self)
+    /// service and its clones. Re-runs carry `host`, the `Host` of the
+    /// request that started this: the name this instance is reached by.
+    fn recover<B, RB>(&self, host: Option<http::HeaderValue>)
     where
         S: Service<Request<RequestBody<B>>, Response = Response<RB>> + Clone + Send + 'static,
         S::Future: Send + 'static,
@@ -104,12 +105,24 @@ impl<S> TasksService<S> {
         }
         let (inner, runtime) = (self.inner.clone(), self.shared.runtime.clone());
         let background = runtime.background.clone();
-        background.spawn(async move {
-            let started = runtime
-                .recover(move || Caller::<S, B>::boxed(inner.clone()))
-                .await;
-            if started > 0 {
-                tracing::info!(started, "tasks of a stopped process run again");
+        // Detached: with a store whose orphans arrive while it runs (Redis),
+        // it waits for them until the drain starts; the re-runs it starts
+        // are tracked work of their own.
+        background.spawn_detached(async move {
+            let signal = runtime.store.orphan_signal();
+            let closing = runtime.background.closing_signal();
+            let mut caller = move || Caller::<S, B>::boxed(inner.clone());
+            loop {
+                let arrived = signal.as_ref().map(|signal| signal.notified());
+                let started = runtime.recover(&mut caller, host.as_ref()).await;
+                if started > 0 {
+                    tracing::info!(started, "tasks of a stopped process run again");
+                }
+                let Some(arrived) = arrived else { break };
+                tokio::select! {
+                    _ = arrived => {}
+                    _ = closing.cancelled() => break,
+                }
             }
         });
     }
@@ -180,7 +193,7 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         if !self.shared.recovering.load(Ordering::Relaxed) {
-            self.recover();
+            self.recover(request.headers().get(http::header::HOST).cloned());
         }
         let seen = (request.method() == Method::POST)
             .then(|| needs_body(request.headers()))

@@ -172,3 +172,72 @@ async fn two_gateways_in_front_of_one_fastmcp_server_share_its_tasks() {
         python.log()
     );
 }
+
+#[tokio::test]
+async fn a_rolling_restart_of_two_gateways_fails_no_call_that_may_run_again() {
+    let Some(redis) = RedisServer::start() else {
+        panic!("redis-server is needed for this test (.ci/run installs it)");
+    };
+    let (upstream_a, probe_a) = serve_fixture(FixtureMode::Stateless).await;
+    let (upstream_b, probe_b) = serve_fixture(FixtureMode::Stateless).await;
+    let url = redis.url();
+    let options = [
+        "--redis",
+        &url,
+        "--retry",
+        "slow_compute=3",
+        "--shutdown-grace",
+        "200ms",
+    ];
+    let mut a = gateway::start(&upstream_a.url, &options).await;
+    let mut b = gateway::start(&upstream_b.url, &options).await;
+    let (on_a, on_b) = (McpClient::new(&a.url), McpClient::new(&b.url));
+
+    // A drains while its call runs: it leaves the call to B, which runs it.
+    let first = on_a
+        .start_task("slow_compute", json!({"seconds": 1.5}))
+        .await;
+    assert!(
+        probe_a
+            .wait_started("slow_compute", Duration::from_secs(10))
+            .await
+    );
+    let seen = on_b.tasks_get(&first).await;
+    assert_eq!(seen["result"]["status"], "working", "{seen}");
+    a.terminate();
+    let exited = a.wait_exit(Duration::from_secs(20)).await;
+    assert!(
+        exited.is_some_and(|s| s.success()),
+        "A drains and exits: {exited:?}"
+    );
+    let done = on_b
+        .wait_task_status(&first, &["completed", "failed"], Duration::from_secs(20))
+        .await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(probe_b.started("slow_compute"), 1, "B ran it again");
+
+    // A is back; then B drains while its own call runs: A runs it.
+    let a = gateway::start(&upstream_a.url, &options).await;
+    let on_a = McpClient::new(&a.url);
+    let second = on_b
+        .start_task("slow_compute", json!({"seconds": 1.5}))
+        .await;
+    assert!(
+        probe_b
+            .wait_until(Duration::from_secs(10), |p| p.started("slow_compute") == 2)
+            .await
+    );
+    let seen = on_a.tasks_get(&second).await;
+    assert_eq!(seen["result"]["status"], "working", "{seen}");
+    b.terminate();
+    let exited = b.wait_exit(Duration::from_secs(20)).await;
+    assert!(
+        exited.is_some_and(|s| s.success()),
+        "B drains and exits: {exited:?}"
+    );
+    let done = on_a
+        .wait_task_status(&second, &["completed", "failed"], Duration::from_secs(20))
+        .await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(probe_a.started("slow_compute"), 2, "A ran it again");
+}

@@ -41,8 +41,15 @@ impl Instance {
         Self::start_with_lease(redis.url(), prefix, Duration::from_secs(10)).await
     }
 
-    /// Like [`Self::start`], with the instance lease `lease`.
+    /// Like [`Self::start`], with the instance lease `lease`. No tool may
+    /// run again (the fixture marks `slow_compute` idempotent).
     async fn start_with_lease(url: String, prefix: &str, lease: Duration) -> Self {
+        Self::start_with(url, prefix, lease, 1).await
+    }
+
+    /// Like [`Self::start_with_lease`], with `slow_compute` allowed
+    /// `attempts` runs in all.
+    async fn start_with(url: String, prefix: &str, lease: Duration, attempts: u32) -> Self {
         let store = RedisTaskStore::builder(url)
             .prefix(prefix)
             .lease(lease)
@@ -54,7 +61,8 @@ impl Instance {
         let layer = TasksLayer::new(store)
             .threshold(ms(300))
             .ttl(Some(Duration::from_secs(60)))
-            .tool_policy("confirm_delete", ToolPolicy::Always);
+            .tool_policy("confirm_delete", ToolPolicy::Always)
+            .tool_retry("slow_compute", attempts);
         let probe = Probe::new();
         let app = ServiceBuilder::new()
             .map_request(principal_from_header)
@@ -395,27 +403,8 @@ async fn an_instance_that_crashes_mid_task_has_the_task_failed_by_another_instan
     let prefix = format!("crash-{}", TaskId::generate().expect("a task id"));
     let lease = ms(600);
 
-    // Instance A runs on a runtime of its own, so that dropping that runtime
-    // stops everything A does at once: its server, its drivers, its lease.
-    let url_a = redis.url();
-    let (url_tx, url_rx) = std::sync::mpsc::channel();
-    let (crash, crashed) = tokio::sync::oneshot::channel::<()>();
-    let a_prefix = prefix.clone();
-    let a_thread = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("runtime for instance A");
-        runtime.block_on(async move {
-            let a = Instance::start_with_lease(url_a, &a_prefix, lease).await;
-            url_tx.send(a.served.url.clone()).expect("report A's url");
-            let _ = crashed.await;
-            drop(a);
-        });
-        drop(runtime);
-    });
-    let a_url = blocking(|| url_rx.recv()).expect("instance A started");
+    let url = redis.url();
+    let (a_url, crash, a_thread) = blocking(|| crashing_instance(url, &prefix, lease, 1));
     let b = Instance::start_with_lease(redis.url(), &prefix, lease).await;
 
     let on_a = McpClient::new(&a_url).with_timeout(CLIENT_TIMEOUT);
@@ -430,8 +419,7 @@ async fn an_instance_that_crashes_mid_task_has_the_task_failed_by_another_instan
     let before = b.client().tasks_get(&task).await;
     assert_eq!(before["result"]["status"], "working", "{before}");
 
-    let _ = crash.send(());
-    blocking(|| a_thread.join()).expect("instance A stopped");
+    blocking(|| crash_now(crash, a_thread));
 
     // B sweeps A's tasks once A's lease has run out: lease + lease/2, plus margin.
     let failed = b
@@ -447,4 +435,80 @@ async fn an_instance_that_crashes_mid_task_has_the_task_failed_by_another_instan
         message.contains("instance") && message.contains("lost"),
         "{failed}"
     );
+}
+
+/// Instance A on a runtime of its own, so that dropping that runtime stops
+/// everything A does at once (its server, its drivers, its lease), with
+/// `slow_compute` allowed `attempts` runs: its URL, the trigger of its
+/// crash, and its thread.
+fn crashing_instance(
+    url: String,
+    prefix: &str,
+    lease: Duration,
+    attempts: u32,
+) -> (
+    String,
+    tokio::sync::oneshot::Sender<()>,
+    std::thread::JoinHandle<()>,
+) {
+    let (url_tx, url_rx) = std::sync::mpsc::channel();
+    let (crash, crashed) = tokio::sync::oneshot::channel::<()>();
+    let prefix = prefix.to_owned();
+    let thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime for instance A");
+        runtime.block_on(async move {
+            let a = Instance::start_with(url, &prefix, lease, attempts).await;
+            url_tx.send(a.served.url.clone()).expect("report A's url");
+            let _ = crashed.await;
+            drop(a);
+        });
+        drop(runtime);
+    });
+    let a_url = url_rx.recv().expect("instance A started");
+    (a_url, crash, thread)
+}
+
+/// Crashes instance A and waits until its thread is gone.
+fn crash_now(crash: tokio::sync::oneshot::Sender<()>, thread: std::thread::JoinHandle<()>) {
+    let _ = crash.send(());
+    thread.join().expect("instance A stopped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_may_run_again_is_claimed_and_run_by_another_instance_when_its_instance_crashes()
+ {
+    let Some(redis) = blocking(RedisServer::start) else {
+        return;
+    };
+    let prefix = format!("rerun-{}", TaskId::generate().expect("a task id"));
+    let lease = ms(600);
+    let url = redis.url();
+    let (a_url, crash, a_thread) = blocking(|| crashing_instance(url, &prefix, lease, 3));
+    let b = Instance::start_with(redis.url(), &prefix, lease, 3).await;
+
+    let on_a = McpClient::new(&a_url).with_timeout(CLIENT_TIMEOUT);
+    let created = on_a
+        .call_tool(
+            "slow_compute",
+            json!({"seconds": 1.0, "label": "again"}),
+            true,
+        )
+        .await;
+    let task = task_id(&created);
+    // B serves a request before the crash: it listens for claims from then on.
+    let before = b.client().tasks_get(&task).await;
+    assert_eq!(before["result"]["status"], "working", "{before}");
+    blocking(|| crash_now(crash, a_thread));
+
+    let done = b
+        .client()
+        .wait_task_status(&task, &["completed", "failed", "cancelled"], ms(8000))
+        .await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(text(&done["result"]["result"]), "again done after 1s");
+    assert_eq!(b.probe.started("slow_compute"), 1, "B ran the call again");
 }

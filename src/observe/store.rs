@@ -114,6 +114,10 @@ impl TaskStore for Measured {
         self.0.release()
     }
 
+    fn orphan_signal(&self) -> Option<std::sync::Arc<tokio::sync::Notify>> {
+        self.0.orphan_signal()
+    }
+
     fn keeps_reruns(&self) -> bool {
         self.0.keeps_reruns()
     }

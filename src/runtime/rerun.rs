@@ -72,9 +72,12 @@ pub(crate) async fn record(
     if attempts < 2 {
         return None;
     }
+    // Not `Host`: a re-run may go out from another instance, whose inner
+    // server is reached under its own name.
     let headers = template
         .headers
         .iter()
+        .filter(|(name, _)| *name != http::header::HOST)
         .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
         .collect();
     let record = Record {
@@ -114,7 +117,11 @@ fn read(call: &RawValue) -> Option<(Template, Box<RawValue>)> {
 impl Runtime {
     /// Takes the store's orphans and runs each call again through a caller
     /// from `caller`; how many were started.
-    pub(crate) async fn recover(&self, caller: impl Fn() -> Box<dyn CallInner>) -> usize {
+    pub(crate) async fn recover(
+        &self,
+        caller: &mut (impl FnMut() -> Box<dyn CallInner> + Send),
+        host: Option<&HeaderValue>,
+    ) -> usize {
         let orphans = match self.store.orphans().await {
             Ok(orphans) => orphans,
             Err(error) => {
@@ -124,7 +131,7 @@ impl Runtime {
         };
         let mut started = 0;
         for orphan in orphans {
-            if self.rerun(caller(), orphan).await {
+            if self.rerun(caller(), orphan, host).await {
                 started += 1;
             }
         }
@@ -132,7 +139,12 @@ impl Runtime {
     }
 
     /// Runs one orphan's call again, unless its task is no longer working.
-    async fn rerun(&self, caller: Box<dyn CallInner>, orphan: Orphan) -> bool {
+    async fn rerun(
+        &self,
+        caller: Box<dyn CallInner>,
+        orphan: Orphan,
+        host: Option<&HeaderValue>,
+    ) -> bool {
         let Orphan {
             id,
             owner,
@@ -151,7 +163,7 @@ impl Runtime {
             }
         }
         let span = observe::task_span(id);
-        let Some((template, params)) = read(&rerun.call) else {
+        let Some((mut template, params)) = read(&rerun.call) else {
             let _entered = span.enter();
             tracing::error!(task = %id, "a stored re-run record is unreadable");
             let expires = ttl.map(|ttl| created_at.saturating_add(ttl));
@@ -162,6 +174,9 @@ impl Runtime {
             );
             return false;
         };
+        if let Some(host) = host {
+            template.set_header(http::header::HOST, host.clone());
+        }
         let trace = TaskTrace {
             span: span.clone(),
             parked: None,

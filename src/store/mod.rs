@@ -161,9 +161,8 @@ pub struct NewTask {
     /// What it takes to run the call again if the process running it
     /// stops (`None`: at most once). A store that outlives its process
     /// keeps it ([`TaskStore::orphans`]); others may drop it:
-    /// `SqliteTaskStore` keeps it, `MemoryTaskStore` has no use for it, and
-    /// `RedisTaskStore` does not keep it yet (its lost instances' tasks
-    /// are failed, as before).
+    /// `SqliteTaskStore` and `RedisTaskStore` keep it; `MemoryTaskStore`
+    /// has no use for it.
     pub rerun: Option<Rerun>,
 }
 
@@ -413,6 +412,14 @@ pub trait TaskStore: Send + Sync + 'static {
     /// The default (a store that does not outlive its process): none.
     fn orphans(&self) -> StoreFuture<'_, Vec<Orphan>> {
         Box::pin(async { Ok(Vec::new()) })
+    }
+
+    /// Notified when [`orphans`](Self::orphans) has more to hand out, for a
+    /// store whose orphans arrive while the process runs (Redis: a sweep
+    /// claims the tasks of a lost instance). `None` (the default): they are
+    /// all there at the start.
+    fn orphan_signal(&self) -> Option<std::sync::Arc<tokio::sync::Notify>> {
+        None
     }
 
     /// Lets go of what this process holds in a shared store, at the end of

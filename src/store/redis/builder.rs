@@ -7,6 +7,7 @@ use redis::aio::ConnectionManagerConfig;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use super::claims::Claims;
 use super::lease::{self, Lease};
 use super::scripts::Keys;
 use super::stops::{self, Stops, Subscriber};
@@ -118,7 +119,14 @@ impl RedisTaskStoreBuilder {
         subscribed?;
         tokio::spawn(stops::reap(stops.clone(), shutdown.clone()));
         tokio::spawn(lease::renew(lease.clone(), shutdown.clone()));
-        tokio::spawn(lease::sweep(lease.clone(), shutdown.clone()));
+        let claims = Arc::new(Claims::default());
+        let sweeping = lease::sweep(
+            lease.clone(),
+            shutdown.clone(),
+            claims.clone(),
+            stops.clone(),
+        );
+        tokio::spawn(sweeping);
         abandoned.disarm();
         Ok(RedisTaskStore {
             inner: Arc::new(Inner {
@@ -128,6 +136,7 @@ impl RedisTaskStoreBuilder {
                 lease,
                 shutdown,
                 changes,
+                claims,
             }),
         })
     }

@@ -16,7 +16,9 @@ use redis::aio::ConnectionManager;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
+use super::claims::Claims;
 use super::scripts::{self, Keys};
+use super::stops::Stops;
 use super::{backend, now_text, reply};
 use crate::store::StoreError;
 use crate::task::TaskId;
@@ -97,21 +99,23 @@ impl Lease {
     }
 
     /// Sweeps every listed instance whose lease is gone, except this one
-    /// (whose lease may lapse while Redis is unreachable, but which is alive).
-    /// Returns how many tasks were failed.
-    async fn sweep_once(&self) -> Result<u64, StoreError> {
+    /// (whose lease may lapse while Redis is unreachable, but which is alive):
+    /// fails its running tasks, or claims those that may run again into
+    /// `claims`. Returns how many tasks were failed and claimed.
+    async fn sweep_once(&self, claims: &Claims, stops: &Stops) -> Result<(u64, usize), StoreError> {
         let mut conn = self.conn.clone();
         let instances: Vec<String> = redis::cmd("SMEMBERS")
             .arg(self.keys.instances())
             .query_async(&mut conn)
             .await
             .map_err(backend)?;
-        let mut failed = 0;
+        let (mut failed, mut claimed) = (0, 0);
         for lost in instances.iter().filter(|&iid| *iid != self.id) {
             loop {
                 let mut call = scripts::SWEEP.key(self.keys.instance(lost));
                 call.key(self.keys.driving(lost))
                     .key(self.keys.instances())
+                    .key(self.keys.driving(&self.id))
                     .arg(lost)
                     .arg(SWEEP_BATCH)
                     .arg(self.keys.task_head())
@@ -120,18 +124,21 @@ impl Lease {
                     .arg(now_text())
                     .arg(self.keys.channel())
                     .arg(LOST_ERROR)
-                    .arg(LOST_MESSAGE);
+                    .arg(LOST_MESSAGE)
+                    .arg(&self.id)
+                    .arg(self.keys.changed());
                 let reply: Value = call.invoke_async(&mut conn).await.map_err(backend)?;
                 let mut items = reply::items(reply)?.into_iter();
                 let more = reply::required(items.next(), "sweep state")?;
                 let count = reply::required(items.next(), "sweep count")?;
                 failed += count.parse::<u64>().unwrap_or(0);
+                claimed += claims.add(stops, items.collect())?;
                 if more != "1" {
                     break;
                 }
             }
         }
-        Ok(failed)
+        Ok((failed, claimed))
     }
 }
 
@@ -162,7 +169,12 @@ pub(super) async fn renew(lease: Arc<Lease>, shutdown: CancellationToken) {
 /// Sweeps for lost instances every half lease, until `shutdown`. The first
 /// sweep runs at once, so that a restarted deployment soon fails the tasks
 /// of the instances it lost.
-pub(super) async fn sweep(lease: Arc<Lease>, shutdown: CancellationToken) {
+pub(super) async fn sweep(
+    lease: Arc<Lease>,
+    shutdown: CancellationToken,
+    claims: Arc<Claims>,
+    stops: Arc<Stops>,
+) {
     let mut ticks = tokio::time::interval(lease.lease / 2);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
@@ -172,13 +184,14 @@ pub(super) async fn sweep(lease: Arc<Lease>, shutdown: CancellationToken) {
         }
         let swept = tokio::select! {
             _ = shutdown.cancelled() => return,
-            swept = lease.sweep_once() => swept,
+            swept = lease.sweep_once(&claims, &stops) => swept,
         };
         match swept {
-            Ok(0) => {}
-            Ok(failed) => tracing::warn!(
+            Ok((0, 0)) => {}
+            Ok((failed, claimed)) => tracing::warn!(
                 failed,
-                "task store: failed the running tasks of lost server instances"
+                claimed,
+                "task store: the running tasks of lost server instances were failed, or claimed to run again"
             ),
             Err(error) => tracing::warn!(%error, "task store: sweeping lost instances failed"),
         }

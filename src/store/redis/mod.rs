@@ -117,6 +117,17 @@
 //! so the race is harmless. A task waiting for input is not failed: its
 //! round can still be answered on any instance, which then drives it.
 //!
+//! A task created with a re-run record ([`NewTask::rerun`](crate::NewTask),
+//! fields `rr`, `at` attempt so far, `am` attempts in all) and attempts left
+//! is not failed but *claimed* by the sweeper in the same step: `at` counts
+//! one more, the sweeper becomes its driver, its status message says which
+//! attempt runs, and the change goes out on `<prefix>:changed` (not
+//! `ended`, which would fire its stop signal). The sweeper's layer takes it
+//! ([`TaskStore::orphans`], woken by
+//! [`TaskStore::orphan_signal`]) and runs
+//! the call again. One whose attempts are spent is failed with a message
+//! that says so.
+//!
 //! **Bound.** A crashed instance renewed its lease last at the latest when
 //! it died, so its key is gone at most `lease` later, and the next sweep of any live instance
 //! comes at most `lease / 2` after that: its running tasks are `failed`
@@ -143,6 +154,7 @@
 mod admin;
 mod answer;
 mod builder;
+mod claims;
 mod lease;
 mod list;
 mod reply;
@@ -210,6 +222,8 @@ struct Inner {
     shutdown: CancellationToken,
     /// What the subscriber heard on `<prefix>:ended` and `<prefix>:changed`.
     changes: tokio::sync::broadcast::Sender<super::TaskChange>,
+    /// Tasks claimed from lost instances, to run again.
+    claims: Arc<claims::Claims>,
 }
 
 impl Drop for Inner {
@@ -379,7 +393,9 @@ impl TaskStore for RedisTaskStore {
                 .arg(lease.id())
                 .arg(lease.millis())
                 .arg(cap_arg(task.quota.per_owner))
-                .arg(cap_arg(task.quota.total));
+                .arg(cap_arg(task.quota.total))
+                .arg(task.rerun.as_ref().map_or("", |rerun| rerun.call.get()))
+                .arg(task.rerun.as_ref().map_or(1, |rerun| rerun.attempts.max(1)));
             if task.quota != Quota::default() {
                 call.key(keys.live(owner)).key(keys.live_all());
             }
@@ -553,6 +569,19 @@ impl TaskStore for RedisTaskStore {
 
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<super::TaskChange>> {
         Some(self.inner.changes.subscribe())
+    }
+
+    fn keeps_reruns(&self) -> bool {
+        true
+    }
+
+    fn orphans(&self) -> StoreFuture<'_, Vec<super::Orphan>> {
+        let claimed = self.inner.claims.take();
+        Box::pin(async move { Ok(claimed) })
+    }
+
+    fn orphan_signal(&self) -> Option<Arc<tokio::sync::Notify>> {
+        Some(self.inner.claims.signal.clone())
     }
 
     /// Stops renewing and sweeping, and drops the lease, so that other

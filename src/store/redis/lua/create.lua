@@ -3,7 +3,8 @@
 --       set and the store's live set.
 -- ARGV: has_owner, owner, created ms, deadline ms or '', ttl ns or '',
 --       poll ns or '', has_message, message, id, task key head, task key tail,
---       instance id, lease ms, per-owner cap or '', total cap or ''.
+--       instance id, lease ms, per-owner cap or '', total cap or '',
+--       re-run record or '', attempts in all.
 -- Replies 1 when created, 0 on an id collision, -1 (per owner) or -2 (total)
 -- when a quota refuses the task; nothing is stored then.
 local task, index = KEYS[1], KEYS[2]
@@ -43,6 +44,10 @@ if ARGV[6] ~= '' then
 end
 if ARGV[7] == '1' then
   redis.call('HSET', task, 'm', ARGV[8])
+end
+if ARGV[16] ~= '' then
+  -- What it takes to run the call again if this instance is lost.
+  redis.call('HSET', task, 'rr', ARGV[16], 'at', 1, 'am', ARGV[17])
 end
 -- This instance drives the task (before the expiry, which may be past).
 drive(task, ARGV[9], ARGV[12], KEYS[3], KEYS[5], KEYS[4], ARGV[13])
