@@ -3,7 +3,9 @@
 //! as a load balancer without affinity would send the requests. Once with
 //! each gateway in front of its own rmcp fixture replica, once with both in
 //! front of one FastMCP server (`scripts/upstream-python.sh`), whose sealed
-//! `requestState` only the process that issued it accepts.
+//! `requestState` only the process that issued it accepts. Then what a
+//! replica that dies or drains leaves running: a call that may run again is
+//! run by the other.
 
 #[path = "support/gateway.rs"]
 mod gateway;
@@ -240,4 +242,37 @@ async fn a_rolling_restart_of_two_gateways_fails_no_call_that_may_run_again() {
         .await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
     assert_eq!(probe_a.started("slow_compute"), 2, "A ran it again");
+}
+
+#[tokio::test]
+async fn a_gateway_killed_mid_call_has_its_idempotent_call_run_again_by_the_other() {
+    let Some(redis) = RedisServer::start() else {
+        panic!("redis-server is needed for this test (.ci/run installs it)");
+    };
+    let (upstream_a, probe_a) = serve_fixture(FixtureMode::Stateless).await;
+    let (upstream_b, probe_b) = serve_fixture(FixtureMode::Stateless).await;
+    // No --retry: the fixture marks `slow_compute` idempotentHint.
+    let url = redis.url();
+    let options = ["--redis", &url];
+    let mut a = gateway::start(&upstream_a.url, &options).await;
+    let b = gateway::start(&upstream_b.url, &options).await;
+    let (on_a, on_b) = (McpClient::new(&a.url), McpClient::new(&b.url));
+    let task = on_a
+        .start_task("slow_compute", json!({"seconds": 1.5}))
+        .await;
+    assert!(
+        probe_a
+            .wait_started("slow_compute", Duration::from_secs(10))
+            .await
+    );
+    let seen = on_b.tasks_get(&task).await;
+    assert_eq!(seen["result"]["status"], "working", "{seen}");
+    a.kill().await;
+    // B claims it once A's lease (10 s) has run out, at its next sweep.
+    let done = on_b
+        .wait_task_status(&task, &["completed", "failed"], Duration::from_secs(30))
+        .await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(probe_b.started("slow_compute"), 1, "B ran it again");
+    drop(b);
 }
