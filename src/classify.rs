@@ -48,6 +48,9 @@ use crate::wire::{MODERN_VERSION, value_starts_with};
 pub(crate) enum Route {
     /// The inner server, untouched.
     Forward,
+    /// The inner server, once the member whose value is at this range (the
+    /// related task ids of a `tools/call`) is cut out.
+    ForwardWithout(Range<usize>),
     /// The inner server; the layer adds the tasks extension to its answer.
     Discover,
     /// A `tools/call` from a client that declared the extension.
@@ -76,6 +79,8 @@ pub(crate) struct ToolCall {
     pub tasks: Option<Range<usize>>,
     /// Where `params.name` (the JSON string) is in the body, for the span.
     pub name: Option<Range<usize>>,
+    /// Where the value of `params._meta`'s related task ids is, to remove.
+    pub related: Option<Range<usize>>,
 }
 
 /// The task methods the layer answers itself.
@@ -302,9 +307,15 @@ pub(crate) fn classify(
         "tools/call" => {
             let policy = config.policy_for(named.as_deref().unwrap_or_default());
             let tasks = tasks_of();
+            let related = meta
+                .and_then(|m| m.related)
+                .and_then(|raw| span(body, raw.get()));
             match (tasks.declared && version == MODERN_VERSION, policy) {
                 (false, ToolPolicy::Threshold | ToolPolicy::Always | ToolPolicy::Never) => {
-                    Route::Forward
+                    match related {
+                        Some(related) => Route::ForwardWithout(related),
+                        None => Route::Forward,
+                    }
                 }
                 (true, policy) => match (
                     span(body, id.get()),
@@ -316,6 +327,7 @@ pub(crate) fn classify(
                         extensions,
                         tasks: tasks.value.and_then(|value| span(body, value.get())),
                         name: spanned.name_span(body),
+                        related,
                     }),
                     _ => Route::Reply(Reply::internal(
                         Some(id.raw()),

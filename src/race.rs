@@ -101,9 +101,10 @@ where
     // parked call finds its params for re-issuing in the body as sent,
     // stripped again then: the forwarded body goes to the inner server whole,
     // never shared (sharing a fresh buffer costs an allocation).
-    let strip = (call.extensions, call.tasks);
-    let forwarded = rewrite::strip_tasks_extension(&bytes, strip.0.clone(), strip.1.clone())
-        .unwrap_or_else(|| bytes.clone());
+    let strip = (call.extensions, call.tasks, call.related);
+    let forwarded =
+        rewrite::forwarded_call(&bytes, strip.0.clone(), strip.1.clone(), strip.2.clone())
+            .unwrap_or_else(|| bytes.clone());
     parts.headers.remove(CONTENT_LENGTH);
     if call.policy == ToolPolicy::Never {
         // Not raced: nothing is kept for parking.
@@ -394,7 +395,7 @@ struct Parking {
     /// The body as the client sent it.
     body: Bytes,
     /// Where its `extensions` object and the tasks member's value are.
-    strip: (Range<usize>, Option<Range<usize>>),
+    strip: (Range<usize>, Option<Range<usize>>, Option<Range<usize>>),
     template: Template,
 }
 
@@ -457,11 +458,11 @@ impl Parking {
             id: _,
             owner,
             body,
-            strip: (extensions, tasks),
+            strip: (extensions, tasks, related),
             template,
         } = self;
         // The params as forwarded: without the tasks extension.
-        let forwarded = rewrite::strip_tasks_extension(&body, extensions, tasks).unwrap_or(body);
+        let forwarded = rewrite::forwarded_call(&body, extensions, tasks, related).unwrap_or(body);
         let start = Start {
             owner,
             ttl: runtime.config.ttl,

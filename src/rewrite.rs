@@ -3,6 +3,7 @@
 //! | Message                         | Edit                                                        | Why                                              |
 //! |---------------------------------|-------------------------------------------------------------|--------------------------------------------------|
 //! | a declaring client's `tools/call` | remove the tasks extension from `clientCapabilities`      | the inner server must never make tasks of its own |
+//! | any `tools/call`                | remove `_meta["io.modelcontextprotocol/relatedTaskIds"]`     | task ids are bearer secrets: none reaches the inner server |
 //! | the `server/discover` result (JSON or SSE) | add `capabilities.extensions["io.modelcontextprotocol/tasks"] = {}` | the layer serves the extension |
 
 use std::ops::Range;
@@ -19,7 +20,7 @@ use sse_stream::SseStream;
 use crate::body::{BoxError, ResponseBody};
 use crate::flight::tap::BodyError;
 use crate::wire::raw::{Members, edit_members, edit_object, span};
-use crate::wire::{TASKS_EXTENSION, content_type};
+use crate::wire::{RELATED_TASK_IDS, TASKS_EXTENSION, content_type};
 
 /// Removes the tasks extension from the `extensions` object found at
 /// `extensions` in `body`. Every other byte of the body is kept as the client
@@ -33,7 +34,7 @@ pub(crate) fn strip_tasks_extension(
     extensions: Range<usize>,
     tasks: Option<Range<usize>>,
 ) -> Option<Bytes> {
-    if let Some(cut) = tasks.and_then(|value| member_cut(body, value)) {
+    if let Some(cut) = tasks.and_then(|value| member_cut(body, value, TASKS_EXTENSION)) {
         let mut out = Vec::with_capacity(body.len() - cut.len());
         out.extend_from_slice(&body[..cut.start]);
         out.extend_from_slice(&body[cut.end..]);
@@ -50,18 +51,54 @@ pub(crate) fn strip_tasks_extension(
     Some(Bytes::from(out))
 }
 
-/// The bytes to cut from `body` to remove the tasks member whose value is
+/// [`strip_tasks_extension`], and without the related task ids whose value
+/// is at `related` (when given): what a `tools/call` is forwarded as.
+/// `None` when neither is there to remove.
+pub(crate) fn forwarded_call(
+    body: &Bytes,
+    extensions: Range<usize>,
+    tasks: Option<Range<usize>>,
+    related: Option<Range<usize>>,
+) -> Option<Bytes> {
+    let Some(related) = related else {
+        return strip_tasks_extension(body, extensions, tasks);
+    };
+    // The later edit first, so that the earlier one's place holds.
+    if related.start >= extensions.end {
+        let body = without_related(body, related);
+        Some(strip_tasks_extension(&body, extensions, tasks).unwrap_or(body))
+    } else {
+        let stripped = strip_tasks_extension(body, extensions, tasks);
+        Some(without_related(stripped.as_ref().unwrap_or(body), related))
+    }
+}
+
+/// `body` without the related task ids whose value is at `value`: the member
+/// cut out, or, when its key is not written plainly, its value made `null`.
+pub(crate) fn without_related(body: &Bytes, value: Range<usize>) -> Bytes {
+    let (cut, with) = match member_cut(body, value.clone(), RELATED_TASK_IDS) {
+        Some(cut) => (cut, &b""[..]),
+        None => (value, &b"null"[..]),
+    };
+    let mut out = Vec::with_capacity(body.len() - cut.len() + with.len());
+    out.extend_from_slice(&body[..cut.start]);
+    out.extend_from_slice(with);
+    out.extend_from_slice(&body[cut.end..]);
+    Bytes::from(out)
+}
+
+/// The bytes to cut from `body` to remove the member `name` whose value is
 /// at `value`: its plainly written key, the colon, the value, and the comma
 /// before it (or, for the first member, the one after it). `None` when the
 /// bytes around the value are not that shape.
-fn member_cut(body: &[u8], value: Range<usize>) -> Option<Range<usize>> {
+fn member_cut(body: &[u8], value: Range<usize>, name: &str) -> Option<Range<usize>> {
     let skip_back = |end: usize| body[..end].iter().rposition(|b| !b.is_ascii_whitespace());
     let colon = skip_back(value.start)?;
     let key_end = skip_back(colon)? + 1;
-    let key_start = key_end.checked_sub(TASKS_EXTENSION.len() + 2)?;
+    let key_start = key_end.checked_sub(name.len() + 2)?;
     let key = &body[key_start..key_end];
     let quoted = key.first() == Some(&b'"') && key.last() == Some(&b'"');
-    if body[colon] != b':' || !quoted || &key[1..key.len() - 1] != TASKS_EXTENSION.as_bytes() {
+    if body[colon] != b':' || !quoted || &key[1..key.len() - 1] != name.as_bytes() {
         return None;
     }
     let before = skip_back(key_start)?;
@@ -220,7 +257,7 @@ mod tests {
                 .collect()
         };
         assert_eq!(unspaced(&stripped), unspaced(&rewritten), "{stripped:?}");
-        let cut = tasks.is_some_and(|value| member_cut(body, value).is_some());
+        let cut = tasks.is_some_and(|value| member_cut(body, value, TASKS_EXTENSION).is_some());
         (stripped, cut)
     }
 
@@ -322,5 +359,75 @@ mod tests {
             serde_json::json!({})
         );
         assert_eq!(out["result"]["ttlMs"], 5);
+    }
+
+    /// The related task ids' value in `body`, found as the scanner does.
+    fn related_of(body: &str) -> Range<usize> {
+        let key = format!("\"{RELATED_TASK_IDS}\":");
+        let start = body.find(&key).expect("the key") + key.len();
+        let end = start + body[start..].find(']').expect("an array") + 1;
+        start..end
+    }
+
+    #[test]
+    fn related_task_ids_are_cut_out_wherever_the_member_stands() {
+        for (body, expected) in [
+            (
+                r#"{"_meta":{"a":1,"io.modelcontextprotocol/relatedTaskIds":["x"]}}"#,
+                r#"{"_meta":{"a":1}}"#,
+            ),
+            (
+                r#"{"_meta":{"io.modelcontextprotocol/relatedTaskIds": ["x"] , "a":1}}"#,
+                r#"{"_meta":{ "a":1}}"#,
+            ),
+            (
+                r#"{"_meta":{"io.modelcontextprotocol/relatedTaskIds":["x"]}}"#,
+                r#"{"_meta":{}}"#,
+            ),
+        ] {
+            let cut = without_related(&Bytes::from(body), related_of(body));
+            assert_eq!(std::str::from_utf8(&cut).unwrap(), expected, "{body}");
+        }
+    }
+
+    #[test]
+    fn related_task_ids_under_an_escaped_key_become_null() {
+        let body = r#"{"_meta":{"io.modelcontextprotocol\/relatedTaskIds":["x"]}}"#;
+        let start = body.find("[").unwrap();
+        let cut = without_related(&Bytes::from(body), start..start + 5);
+        let text = std::str::from_utf8(&cut).unwrap();
+        assert!(!text.contains("\"x\""), "{text}");
+        let _: Value = serde_json::from_str(text).expect("still JSON");
+    }
+
+    #[test]
+    fn both_edits_apply_whichever_comes_first_in_the_body() {
+        let caps = META_CLIENT_CAPABILITIES;
+        let related_first = format!(
+            r#"{{"params":{{"_meta":{{"{RELATED_TASK_IDS}":["x"],"{caps}":{{"extensions":{{"{TASKS_EXTENSION}":{{}}}}}}}}}}}}"#
+        );
+        let related_last = format!(
+            r#"{{"params":{{"_meta":{{"{caps}":{{"extensions":{{"{TASKS_EXTENSION}":{{}}}}}},"{RELATED_TASK_IDS}":["x"]}}}}}}"#
+        );
+        for body in [related_first, related_last] {
+            let extensions_at = body.find("{\"io.modelcontextprotocol/tasks\"").unwrap();
+            let extensions = extensions_at..extensions_at + TASKS_EXTENSION.len() + 7;
+            assert_eq!(
+                &body[extensions.clone()],
+                format!("{{\"{TASKS_EXTENSION}\":{{}}}}")
+            );
+            let forwarded = forwarded_call(
+                &Bytes::from(body.clone()),
+                extensions,
+                None,
+                Some(related_of(&body)),
+            )
+            .expect("edited");
+            let text = std::str::from_utf8(&forwarded).unwrap();
+            let value: Value = serde_json::from_str(text).expect("still JSON");
+            let meta = &value["params"]["_meta"];
+            assert!(meta.get(RELATED_TASK_IDS).is_none(), "{text}");
+            assert_eq!(meta[caps]["extensions"], serde_json::json!({}), "{text}");
+        }
     }
 }

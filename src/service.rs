@@ -363,6 +363,14 @@ where
         Route::Forward => State::Inner {
             future: inner.call(Request::from_parts(parts, RequestBody::buffered(bytes))),
         },
+        Route::ForwardWithout(related) => {
+            let body = rewrite::without_related(&bytes, related);
+            let mut parts = parts;
+            parts.headers.remove(http::header::CONTENT_LENGTH);
+            State::Inner {
+                future: inner.call(Request::from_parts(parts, RequestBody::buffered(body))),
+            }
+        }
         Route::Reply(reply) => reply_state(reply),
         Route::Discover => {
             let span = observe::request_span("server/discover");

@@ -289,3 +289,31 @@ async fn a_base64_mcp_name_is_accepted_when_it_decodes_to_the_right_name() {
     let sent = headers("tools/call", Some(&base64_name("greet")));
     assert_header_mismatch(post(&client, "tools/call", params, true, sent).await);
 }
+
+#[tokio::test]
+async fn related_task_ids_never_reach_the_inner_server_whether_the_client_declared_tasks_or_not() {
+    let layered = Layered::start(|layer| layer).await;
+    let client = layered.client();
+    for declare in [true, false] {
+        let related = json!(["0123456789abcdef0123456789abcdef"]);
+        let params = json!({
+            "name": "echo_meta",
+            "arguments": {},
+            "_meta": {"io.modelcontextprotocol/relatedTaskIds": related, "progressToken": "p"},
+        });
+        let answer = client
+            .request("tools/call", params, declare)
+            .await
+            .into_response();
+        let seen: Value = serde_json::from_str(text(&answer["result"])).expect("the echoed _meta");
+        assert!(
+            seen.get("io.modelcontextprotocol/relatedTaskIds").is_none(),
+            "declared {declare}: the inner server saw {seen}"
+        );
+        assert_eq!(
+            seen["progressToken"], "p",
+            "the rest of _meta is kept: {seen}"
+        );
+    }
+    assert_eq!(layered.probe.started("echo_meta"), 2);
+}

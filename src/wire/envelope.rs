@@ -180,6 +180,10 @@ pub(crate) struct Meta<'a> {
     pub version: Option<Text<'a>>,
     #[serde(borrow, rename = "io.modelcontextprotocol/clientCapabilities")]
     pub capabilities: Option<Capabilities<'a>>,
+    /// The draft's task ids a request relates to: never for the inner
+    /// server, to which task ids mean nothing and must not leak.
+    #[serde(borrow, rename = "io.modelcontextprotocol/relatedTaskIds")]
+    pub related: Option<Json<'a>>,
 }
 
 #[derive(Deserialize)]

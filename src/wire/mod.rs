@@ -17,6 +17,10 @@ use serde_json::value::RawValue;
 
 /// The extension identifier of SEP-2663.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// The draft `_meta` key naming the task ids a request relates to; the
+/// layer removes it from every `tools/call` it forwards.
+pub(crate) const RELATED_TASK_IDS: &str = "io.modelcontextprotocol/relatedTaskIds";
 /// The protocol version whose tasks this layer serves statelessly.
 pub const MODERN_VERSION: &str = "2026-07-28";
 /// `_meta` key of the per-request client capabilities.

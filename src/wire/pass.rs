@@ -31,11 +31,11 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use super::TASKS_EXTENSION;
 use super::envelope::{
     Capabilities, Envelope, Json, ListenFilter, Meta, Params, Spanned, TasksMember, Text,
 };
 use super::scan::{Scan, Str};
+use super::{RELATED_TASK_IDS, TASKS_EXTENSION};
 
 /// The envelope of `text` (the body, as UTF-8), or `None` to leave it to
 /// serde. `keep_span`: keep the raw `params`, as [`Envelope::parse`] does.
@@ -322,12 +322,14 @@ impl<'a> Pass<'a> {
         let names = [
             "io.modelcontextprotocol/protocolVersion",
             "io.modelcontextprotocol/clientCapabilities",
+            RELATED_TASK_IDS,
         ];
         let mut meta = Meta::default();
         self.members(names, |pass, index| {
             match index {
                 0 => meta.version = pass.text()?,
-                _ => meta.capabilities = pass.nested(Self::capabilities)?,
+                1 => meta.capabilities = pass.nested(Self::capabilities)?,
+                _ => meta.related = pass.json()?,
             }
             Some(())
         })?;
@@ -393,7 +395,11 @@ mod tests {
                 at(body, fields.input_responses),
             );
             if let Some(meta) = &fields.meta {
-                out += &format!(" version {}", text(&meta.version));
+                out += &format!(
+                    " version {} related {}",
+                    text(&meta.version),
+                    at(body, meta.related)
+                );
                 if let Some(capabilities) = &meta.capabilities {
                     out += &format!(" extensions {}", at(body, capabilities.extensions));
                     // The pass's member, read with `extensions`; serde's,
@@ -428,6 +434,8 @@ mod tests {
         r#"{"params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol\/tasks":{}}}}}}"#,
         r#"{"params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"a\u0062":1,"io.modelcontextprotocol/tasks":{}}}}}}"#,
         r#"{"params":{"name":1e400,"x":-0.5e-3,"y":[true,false,null]}}"#,
+        r#"{"params":{"_meta":{"io.modelcontextprotocol/relatedTaskIds":["a"],"io.modelcontextprotocol/protocolVersion":"v"}}}"#,
+        r#"{"params":{"_meta":{"io.modelcontextprotocol/relatedTaskIds":null}}}"#,
         r#"{"unknown":{"deep":[[[{"a":"\u00e9"}]]]},"id":2}"#,
     ];
 
