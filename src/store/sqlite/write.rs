@@ -265,7 +265,7 @@ pub(super) fn require_input(
         params![
             id.to_string(),
             to_sql(step.now.as_millis()),
-            pairs::render(&round.requests)?,
+            pairs::render(&round.requests),
             round.resume.get(),
         ],
     )?;
@@ -324,8 +324,8 @@ pub(super) fn answer_input(
              WHERE id = ?1",
             params![
                 id.to_string(),
-                pairs::render(&outstanding)?,
-                pairs::render(&answers)?,
+                pairs::render(&outstanding),
+                pairs::render(&answers),
                 now
             ],
         )?;
