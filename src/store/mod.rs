@@ -166,6 +166,21 @@ pub struct NewTask {
     pub rerun: Option<Rerun>,
 }
 
+impl NewTask {
+    /// The task as `get` reads it right after its creation: `working`.
+    pub(crate) fn into_working(self) -> TaskSnapshot {
+        TaskSnapshot {
+            id: self.id,
+            state: crate::task::TaskState::Working,
+            status_message: self.status_message,
+            created_at: self.created_at,
+            last_updated_at: self.created_at,
+            ttl: self.ttl,
+            poll_interval: self.poll_interval,
+        }
+    }
+}
+
 /// What the layer keeps to run a task's call again after the process that
 /// ran it stopped: the call as it would send it again (opaque to the
 /// store), and how many runs it may have in all.

@@ -173,7 +173,7 @@ use super::{
     AdminPage, AdminTask, CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, Quota,
     QuotaScope, StoreError, StoreFuture, TaskCounts, TaskList, TaskStore,
 };
-use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
+use crate::task::{TaskId, TaskSnapshot, TaskStatus, Timestamp};
 use answer::Answered;
 use lease::Lease;
 use scripts::{Keys, cap_arg, owner_args};
@@ -414,15 +414,7 @@ impl TaskStore for RedisTaskStore {
                 return Err(error);
             }
             self.inner.stops.confirm(id, deadline);
-            let snapshot = TaskSnapshot {
-                id,
-                state: TaskState::Working,
-                status_message: task.status_message,
-                created_at: task.created_at,
-                last_updated_at: task.created_at,
-                ttl: task.ttl,
-                poll_interval: task.poll_interval,
-            };
+            let snapshot = task.into_working();
             Ok(CreatedTask { snapshot, stop })
         })
     }

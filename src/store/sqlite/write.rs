@@ -21,7 +21,7 @@ use super::{backend, corrupt};
 use crate::store::{
     AdminTask, CancelOutcome, InputProgress, InputRound, NewTask, Quota, QuotaScope, StoreError,
 };
-use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus};
+use crate::task::{TaskId, TaskSnapshot, TaskStatus};
 use crate::wire::jsonrpc::error_message;
 
 /// The most rows one reaper job deletes.
@@ -123,15 +123,7 @@ pub(super) fn create(
         Err(other) => return Err(backend(other)),
     }
     step.effect(Effect::Hold(task.id.as_u128(), stop, deadline));
-    Ok(TaskSnapshot {
-        id: task.id,
-        state: TaskState::Working,
-        status_message: task.status_message,
-        created_at: task.created_at,
-        last_updated_at: task.created_at,
-        ttl: task.ttl,
-        poll_interval: task.poll_interval,
-    })
+    Ok(task.into_working())
 }
 
 /// Sets the message of a live, non-terminal task.
