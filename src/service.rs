@@ -85,48 +85,6 @@ impl<S> TasksService<S> {
         Self { inner, shared }
     }
 
-    /// Runs again, on a tracked tokio task, the calls of the store's tasks
-    /// whose process stopped while they ran (see
-    /// [`TasksLayer::tool_retry`](crate::TasksLayer::tool_retry)); once per
-    /// service and its clones. Re-runs carry `host`, the `Host` of the
-    /// request that started this: the name this instance is reached by.
-    fn recover<B, RB>(&self, host: Option<http::HeaderValue>)
-    where
-        S: Service<Request<RequestBody<B>>, Response = Response<RB>> + Clone + Send + 'static,
-        S::Future: Send + 'static,
-        S::Error: Into<BoxError> + Send + 'static,
-        B: Body<Data = Bytes> + Send + 'static,
-        B::Error: Into<BoxError>,
-        RB: Body<Data = Bytes> + Send + 'static,
-        RB::Error: Into<BoxError>,
-    {
-        if self.shared.recovering.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let (inner, runtime) = (self.inner.clone(), self.shared.runtime.clone());
-        let background = runtime.background.clone();
-        // Detached: with a store whose orphans arrive while it runs (Redis),
-        // it waits for them until the drain starts; the re-runs it starts
-        // are tracked work of their own.
-        background.spawn_detached(async move {
-            let signal = runtime.store.orphan_signal();
-            let closing = runtime.background.closing_signal();
-            let mut caller = move || Caller::<S, B>::boxed(inner.clone());
-            loop {
-                let arrived = signal.as_ref().map(|signal| signal.notified());
-                let started = runtime.recover(&mut caller, host.as_ref()).await;
-                if started > 0 {
-                    tracing::info!(started, "tasks of a stopped process run again");
-                }
-                let Some(arrived) = arrived else { break };
-                tokio::select! {
-                    _ = arrived => {}
-                    _ = closing.cancelled() => break,
-                }
-            }
-        });
-    }
-
     /// The wrapped service.
     pub fn get_ref(&self) -> &S {
         &self.inner
@@ -192,8 +150,18 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        if !self.shared.recovering.load(Ordering::Relaxed) {
-            self.recover(request.headers().get(http::header::HOST).cloned());
+        // Once per service and its clones: the store's calls to run again
+        // go to this inner service, under the `Host` this request names.
+        if !self.shared.recovering.load(Ordering::Relaxed)
+            && !self.shared.recovering.swap(true, Ordering::AcqRel)
+        {
+            let inner = self.inner.clone();
+            let host = request.headers().get(http::header::HOST).cloned();
+            let caller = move || Caller::<S, B>::boxed(inner.clone());
+            self.shared
+                .runtime
+                .clone()
+                .recover_in_background(caller, host);
         }
         let seen = (request.method() == Method::POST)
             .then(|| needs_body(request.headers()))

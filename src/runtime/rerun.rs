@@ -11,6 +11,8 @@
 //! task is never run again (each orphan is read before it runs; a cancel
 //! after that fires its stop signal).
 
+use std::sync::Arc;
+
 use http::{HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -115,9 +117,37 @@ fn read(call: &RawValue) -> Option<(Template, Box<RawValue>)> {
 }
 
 impl Runtime {
+    /// Runs the store's orphans again through callers from `caller`, with
+    /// `host` as their `Host`, on a detached tokio task; with a store whose
+    /// orphans arrive while it runs (Redis), waits for more until the drain
+    /// starts. The re-runs themselves are tracked work.
+    pub(crate) fn recover_in_background(
+        self: Arc<Self>,
+        mut caller: impl FnMut() -> Box<dyn CallInner> + Send + 'static,
+        host: Option<HeaderValue>,
+    ) {
+        let background = self.background.clone();
+        background.spawn_detached(async move {
+            let signal = self.store.orphan_signal();
+            let closing = self.background.closing_signal();
+            loop {
+                let arrived = signal.as_ref().map(|signal| signal.notified());
+                let started = self.recover(&mut caller, host.as_ref()).await;
+                if started > 0 {
+                    tracing::info!(started, "tasks of a stopped process run again");
+                }
+                let Some(arrived) = arrived else { break };
+                tokio::select! {
+                    _ = arrived => {}
+                    _ = closing.cancelled() => break,
+                }
+            }
+        });
+    }
+
     /// Takes the store's orphans and runs each call again through a caller
     /// from `caller`; how many were started.
-    pub(crate) async fn recover(
+    async fn recover(
         &self,
         caller: &mut (impl FnMut() -> Box<dyn CallInner> + Send),
         host: Option<&HeaderValue>,
