@@ -4,7 +4,7 @@
 //! | Rule                                                         | Why                                                          |
 //! |--------------------------------------------------------------|--------------------------------------------------------------|
 //! | asked only when a call of a tool without an explicit `tool_retry` is parked over a store that keeps re-runs | the fast path and every other store pay nothing |
-//! | one `tools/list` walk (at most [`PAGES`] pages), kept for [`FRESH`] | a parked call waits for it once, not each time |
+//! | one `tools/list` walk (at most [`PAGES`] pages, [`WALK_TIMEOUT`] in all), kept for [`FRESH`] | a parked call waits for it once, and not long |
 //! | a failed or unreadable answer counts as "no tool is marked", kept as long | an inner server that cannot list is not asked on every park |
 //! | sent with the parked call's credentials and the 2026-07-28 request `_meta` | what the inner server needs to answer it as a client's own |
 
@@ -25,8 +25,10 @@ use crate::wire::{MODERN_VERSION, Outcome};
 const FRESH: Duration = Duration::from_secs(300);
 /// The most pages one walk reads.
 const PAGES: usize = 10;
-/// How long one page may take.
-const PAGE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a whole walk may take: a parked call (and any parked beside it)
+/// waits for it before its handle goes out; past it, no tool counts as
+/// marked until the next walk.
+const WALK_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The tools the inner server marked idempotent, as last read.
 #[derive(Default)]
@@ -68,8 +70,9 @@ impl Hints {
         let mut read = self.read.lock().await;
         let stale = read.as_ref().is_none_or(|(at, _)| at.elapsed() >= FRESH);
         if stale {
-            let marked = walk(caller, template, limit)
-                .await
+            let walked = tokio::time::timeout(WALK_TIMEOUT, walk(caller, template, limit)).await;
+            let marked = walked
+                .unwrap_or_else(|_| Err("tools/list took too long".to_owned()))
                 .unwrap_or_else(|reason| {
                     tracing::info!(
                         reason,
@@ -93,9 +96,7 @@ async fn walk(
     let mut marked = HashSet::new();
     let mut cursor: Option<String> = None;
     for page in 0..PAGES {
-        let text = tokio::time::timeout(PAGE_TIMEOUT, list(caller, template, limit, page, &cursor))
-            .await
-            .map_err(|_| "tools/list timed out".to_owned())??;
+        let text = list(caller, template, limit, page, &cursor).await?;
         let page: Page = serde_json::from_str(text.get()).map_err(|e| e.to_string())?;
         marked.extend(
             page.tools
