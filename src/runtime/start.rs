@@ -138,7 +138,7 @@ impl Runtime {
     pub(crate) async fn start_as(
         &self,
         id: TaskId,
-        start: Start,
+        mut start: Start,
         first: First,
     ) -> Result<TaskSnapshot, NotStarted> {
         let refuse = |why: Why, first| {
@@ -157,7 +157,6 @@ impl Runtime {
         let created_at = Timestamp::now();
         // Only a call that runs already (2026-07-28) forwards params that
         // can be sent again as they are.
-        let mut start = start;
         let rerun = match &first {
             First::Running(_) if self.store.keeps_reruns() => {
                 let caller = &mut *start.caller;
