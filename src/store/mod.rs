@@ -166,6 +166,7 @@ pub struct NewTask {
     pub rerun: Option<Rerun>,
 }
 
+#[cfg(any(feature = "redis", feature = "sqlite"))]
 impl NewTask {
     /// The task as `get` reads it right after its creation: `working`.
     pub(crate) fn into_working(self) -> TaskSnapshot {
