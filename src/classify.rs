@@ -91,6 +91,33 @@ pub(crate) enum TaskMethod {
     Cancel,
 }
 
+/// The one table of task method names: routing, the header checks and the
+/// span names all read it, so a new method is one line here and its arm in
+/// `methods::answer`.
+const TASK_METHODS: [(&str, TaskMethod); 3] = [
+    ("tasks/get", TaskMethod::Get),
+    ("tasks/update", TaskMethod::Update),
+    ("tasks/cancel", TaskMethod::Cancel),
+];
+
+impl TaskMethod {
+    /// The task method a JSON-RPC method name names, if any.
+    pub(crate) fn named(method: &str) -> Option<Self> {
+        TASK_METHODS
+            .iter()
+            .find(|(name, _)| *name == method)
+            .map(|(_, task_method)| *task_method)
+    }
+
+    /// The JSON-RPC method name (also the span name).
+    pub(crate) fn name(self) -> &'static str {
+        TASK_METHODS
+            .iter()
+            .find(|(_, task_method)| *task_method == self)
+            .map_or("tasks/unknown", |(name, _)| *name)
+    }
+}
+
 /// A task method call that passed the request-level checks.
 #[derive(Debug)]
 pub(crate) struct TaskCall {
@@ -244,10 +271,11 @@ pub(crate) fn classify(
         // Notifications and responses are the inner server's business.
         return Route::Forward;
     };
+    let task_method = TaskMethod::named(method);
     // The name a `tools/call` or task method is about, read once.
-    let named = match method {
-        "tools/call" => as_str(params.name),
-        "tasks/get" | "tasks/update" | "tasks/cancel" => as_str(params.task_id),
+    let named = match (method, task_method) {
+        ("tools/call", _) => as_str(params.name),
+        (_, Some(_)) => as_str(params.task_id),
         _ => None,
     };
     let sent = Sent {
@@ -289,6 +317,16 @@ pub(crate) fn classify(
     };
     let declared = || tasks_of().declared;
     let version = meta_version.unwrap_or_default();
+    if let Some(task_method) = task_method {
+        return task_route(
+            id,
+            task_method,
+            version,
+            declared(),
+            named.as_deref(),
+            params,
+        );
+    }
     match method {
         "server/discover" => Route::Discover,
         "subscriptions/listen" => {
@@ -338,9 +376,6 @@ pub(crate) fn classify(
                     Route::Reply(Reply::missing_tasks_capability(Some(id.raw())))
                 }
             }
-        }
-        "tasks/get" | "tasks/update" | "tasks/cancel" => {
-            task_route(id, method, version, declared(), named.as_deref(), params)
         }
         "tasks/list" | "tasks/result" => {
             Route::Reply(Reply::method_not_found(Some(id.raw()), method))
@@ -472,7 +507,7 @@ fn unreadable(body: &[u8], error: serde_json::Error) -> Reply {
 
 fn task_route(
     id: Json<'_>,
-    method: &str,
+    method: TaskMethod,
     version: &str,
     declared: bool,
     task_id: Option<&str>,
@@ -490,11 +525,6 @@ fn task_route(
             Some(id),
             "params.taskId must be a string",
         ));
-    };
-    let method = match method {
-        "tasks/get" => TaskMethod::Get,
-        "tasks/update" => TaskMethod::Update,
-        _ => TaskMethod::Cancel,
     };
     let input_responses = match method {
         TaskMethod::Update => params.input_responses.map(ToOwned::to_owned),
@@ -545,7 +575,7 @@ fn check_headers(
     }
     let required = match method {
         "tools/call" => true,
-        "tasks/get" | "tasks/update" | "tasks/cancel" => config.require_task_name_header,
+        _ if TaskMethod::named(method).is_some() => config.require_task_name_header,
         _ => return Ok(()),
     };
     let Some(raw) = headers.get(&MCP_NAME) else {

@@ -64,6 +64,7 @@
 mod admin;
 mod background;
 pub mod body;
+mod bound;
 mod carry;
 mod classify;
 mod config;
@@ -84,7 +85,6 @@ mod push;
 mod race;
 mod rewrite;
 mod runtime;
-mod service;
 pub mod store;
 mod task;
 mod wire;
@@ -93,10 +93,9 @@ pub use admin::Admin;
 pub use body::{RequestBody, ResponseBody};
 pub use config::TasksConfig;
 pub use drain::{Drain, DrainReport};
-pub use layer::TasksLayer;
+pub use layer::{ResponseFuture, TasksLayer, TasksService};
 pub use owner::{DefaultOwner, Principal, ResolveOwner};
 pub use policy::ToolPolicy;
-pub use service::{ResponseFuture, TasksService};
 #[cfg(feature = "redis")]
 pub use store::RedisTaskStore;
 #[cfg(feature = "sqlite")]

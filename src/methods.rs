@@ -13,7 +13,6 @@
 
 use std::collections::BTreeMap;
 
-use http::request::Parts;
 use serde_json::value::RawValue;
 
 use crate::classify::{TaskCall, TaskMethod};
@@ -52,9 +51,8 @@ impl From<Reply> for Answered {
 }
 
 /// Answers one task method call.
-pub(crate) async fn answer(runtime: &Runtime, parts: &Parts, call: TaskCall) -> Answered {
-    let owner = runtime.owner(parts);
-    let owner = owner.key();
+/// `owner` is the store's owner key of the request.
+pub(crate) async fn answer(runtime: &Runtime, owner: Option<&str>, call: TaskCall) -> Answered {
     let Some(task) = call.task else {
         return Reply::task_not_found(&call.id).into();
     };

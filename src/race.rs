@@ -39,10 +39,11 @@ use http_body::Body;
 use http_body_util::BodyExt;
 use serde_json::value::RawValue;
 use tokio::time::{Instant, timeout_at};
-use tower_service::Service;
+
 use tracing::Instrument;
 
 use crate::body::{BoxBody, BoxError, RequestBody, ResponseBody, reply_response};
+use crate::bound::{Inner, Payload};
 use crate::classify::ToolCall;
 use crate::flight::caller::{CallInner, Caller};
 use crate::flight::direct::{Direct, failing};
@@ -88,14 +89,12 @@ pub(crate) fn tool_call<S, B, RB>(
     mut parts: Parts,
     bytes: Bytes,
     call: ToolCall,
+    owner: Option<String>,
 ) -> impl Future<Output = Result<Response<ResponseBody<RB>>, S::Error>> + Send + 'static
 where
-    S: Service<Request<RequestBody<B>>, Response = Response<RB>> + Clone + Send + 'static,
+    S: Inner<B, RB>,
     B: Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<BoxError> + Send + 'static,
-    RB: Body<Data = Bytes> + Send + 'static,
-    RB::Error: Into<BoxError>,
+    RB: Payload,
 {
     // The forwarded body loses the tasks extension, byte-exact otherwise. A
     // parked call finds its params for re-issuing in the body as sent,
@@ -115,7 +114,6 @@ where
     // What a parked call needs later and only the request has: its owner,
     // and the credentials and extensions for re-issuing (only the listed
     // extensions: `carry`).
-    let owner = runtime.owner(&parts).key;
     let kept = runtime.config.carried.take(&parts.extensions);
     let template = Template::with_extensions(&parts, kept);
     let request = Request::from_parts(parts, RequestBody::buffered(forwarded));

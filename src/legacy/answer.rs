@@ -62,7 +62,7 @@ fn is_response(text: &str) -> bool {
 /// Steps 1 and 2: checks the answer and records it as the caller.
 pub(crate) async fn take(
     runtime: &Runtime,
-    parts: &Parts,
+    owner: Option<&str>,
     body: &[u8],
     task: TaskId,
     key: String,
@@ -75,10 +75,9 @@ pub(crate) async fn take(
     }
     let message =
         RawValue::from_string(text.to_owned()).map_err(|_| refused("The answer is not JSON"))?;
-    let owner = runtime.owner(parts);
     let progress = runtime
         .store
-        .answer_input(task, owner.key(), vec![(key, message)])
+        .answer_input(task, owner, vec![(key, message)])
         .await
         .map_err(|e| store_failed(None, &e))?;
     let Some(InputProgress::RoundComplete {

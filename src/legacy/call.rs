@@ -69,6 +69,7 @@ pub(crate) async fn call(
     sessions: &Sessions,
     caller: Box<dyn CallInner>,
     parts: Parts,
+    owner: Option<String>,
     bytes: Bytes,
     call: LegacyCall,
 ) -> Reply {
@@ -92,7 +93,7 @@ pub(crate) async fn call(
     };
     let start = Start {
         waited: std::time::Duration::ZERO,
-        owner: runtime.owner(&parts).key,
+        owner,
         ttl: granted_ttl(&runtime.config, call.ttl),
         status_message: None,
         caller,

@@ -12,7 +12,6 @@
 //! advertises `tasks.list` only to a caller with a principal, as 2025-11-25
 //! asks of servers that cannot tell requestors apart.
 
-use http::request::Parts;
 use serde::Serialize;
 
 use super::route::{LegacyMethod, LegacyTask, error};
@@ -31,10 +30,9 @@ struct Listed<'a> {
 }
 
 /// Answers `tasks/get`, `tasks/list` or `tasks/cancel`.
-pub(crate) async fn answer(runtime: &Runtime, parts: &Parts, call: &LegacyTask) -> Reply {
-    let owner = runtime.owner(parts);
+pub(crate) async fn answer(runtime: &Runtime, owner: &Owner, call: &LegacyTask) -> Reply {
     if call.method == LegacyMethod::List {
-        return list(runtime, &owner, call).await;
+        return list(runtime, owner, call).await;
     }
     let owner = owner.key();
     let Some(task) = TaskId::parse(&call.task_id) else {

@@ -24,7 +24,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::Response;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
-use http::request::Parts;
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
 use serde_json::value::RawValue;
@@ -115,10 +114,9 @@ fn event(data: &[u8]) -> Bytes {
 pub(crate) async fn answer<B>(
     runtime: Arc<Runtime>,
     waiters: &Waiters,
-    parts: Parts,
+    owner: Option<String>,
     call: LegacyTask,
 ) -> Response<ResponseBody<B>> {
-    let owner = runtime.owner(&parts).key;
     let Some(task) = TaskId::parse(&call.task_id) else {
         return json(Reply::task_not_found(&call.id));
     };

@@ -1,22 +1,37 @@
-//! [`TasksLayer`]: the layer and its settings.
+//! [`TasksLayer`], the builder, and the tower face it makes, laid out as
+//! tower-http lays out a middleware:
+//!
+//! | File         | What it holds                                                        |
+//! |--------------|----------------------------------------------------------------------|
+//! | `mod.rs`     | the builder: settings only; the shared state is built on first use   |
+//! | `shared.rs`  | the state the services of one layer share, and the engine over it    |
+//! | `service.rs` | [`TasksService`]: a short `call` that starts reading or passes on    |
+//! | `future.rs`  | [`ResponseFuture`]: reads the body, then runs what dispatch chose    |
+//! | `state.rs`   | the states of that future                                            |
+//! | `dispatch.rs`| picks the handler of a request, with its owner resolved once         |
 
-use std::sync::Arc;
+mod dispatch;
+mod future;
+mod service;
+mod shared;
+mod state;
+
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tower_layer::Layer;
 
 use crate::admin::Admin;
-use crate::background::Background;
 use crate::config::{TasksConfig, WaiterLimits};
 use crate::drain::Drain;
-use crate::legacy::sessions::{SessionLimits, Sessions};
-use crate::legacy::waiters::Waiters;
 use crate::owner::{DefaultOwner, ResolveOwner};
 use crate::policy::ToolPolicy;
-use crate::push::Hub;
 use crate::runtime::Runtime;
-use crate::service::{Shared, TasksService};
 use crate::store::TaskStore;
+
+pub use future::ResponseFuture;
+pub use service::TasksService;
+use shared::{Core, Shared};
 
 /// Makes any MCP Streamable-HTTP service task-capable.
 ///
@@ -36,26 +51,9 @@ pub struct TasksLayer {
     store: Arc<dyn TaskStore>,
     owner: Arc<dyn ResolveOwner>,
     scope: Option<Arc<str>>,
-    /// The background work of every service this layer makes.
-    background: Arc<Background>,
-    /// The traces of tasks waiting for input, for their resume.
-    waiting: Arc<crate::observe::Waiting>,
-    /// The tools the inner server marks idempotent, as last read.
-    hints: Arc<crate::runtime::Hints>,
-    /// The 2025-11-25 sessions, shared by every service this layer (or a
-    /// clone of it) makes, like the state below.
-    sessions: Arc<Sessions>,
-    /// The 2025-11-25 `tasks/result` waiters.
-    waiters: Arc<Waiters>,
-    /// The task status subscriptions and the changes they watch.
-    hub: Arc<Hub>,
-}
-
-fn sessions(config: &TasksConfig) -> Arc<Sessions> {
-    Arc::new(Sessions::new(SessionLimits {
-        max: config.max_sessions,
-        idle: config.session_idle,
-    }))
+    /// The state the services of this layer and its clones share, built
+    /// from `config` by the first `layer()` or `drain()`.
+    core: Arc<OnceLock<Arc<Core>>>,
 }
 
 impl TasksLayer {
@@ -67,21 +65,29 @@ impl TasksLayer {
 
     /// A layer over a store that is already shared.
     pub fn with_store(store: Arc<dyn TaskStore>) -> Self {
-        let config = TasksConfig::default();
-        let background = Arc::new(Background::new(config.max_running));
         Self {
-            sessions: sessions(&config),
-            waiters: Arc::new(Waiters::new(config.waiters)),
-            hub: Arc::new(Hub::new(config.subscriptions, background.clone())),
-            waiting: Arc::default(),
-            hints: Arc::default(),
-            background,
-            config,
+            config: TasksConfig::default(),
             // Each operation timed, for the store metrics.
             store: Arc::new(crate::observe::store::Measured(store)),
             owner: Arc::new(DefaultOwner),
             scope: None,
+            core: Arc::default(),
         }
+    }
+
+    /// The shared state, built now if no service or handle needed it yet.
+    fn core(&self) -> &Arc<Core> {
+        self.core.get_or_init(|| Arc::new(Core::new(&self.config)))
+    }
+
+    /// After a setting that sizes the shared state: a layer whose state is
+    /// built already gets state of its own, sized anew, for the services
+    /// it makes from now on.
+    fn resized(mut self) -> Self {
+        if self.core.get().is_some() {
+            self.core = Arc::default();
+        }
+        self
     }
 
     /// How long a call may run before it becomes a task. Zero parks every
@@ -196,11 +202,12 @@ impl TasksLayer {
 
     /// How many 2025-11-25 sessions the layer keeps, and how long an idle
     /// one is kept. The least recently used session goes when it is full.
+    ///
+    /// Sizes shared state: set it first (see [`max_running`](Self::max_running)).
     pub fn legacy_sessions(mut self, max: usize, idle: Duration) -> Self {
         self.config.max_sessions = max.max(1);
         self.config.session_idle = idle;
-        self.sessions = sessions(&self.config);
-        self
+        self.resized()
     }
 
     /// How often a waiting 2025-11-25 `tasks/result` stream sends an SSE
@@ -233,13 +240,13 @@ impl TasksLayer {
     /// one). Default 1 000. A call that would park while all are taken stays
     /// synchronous; a resumed call waits for a place.
     ///
-    /// Take [`drain`](Self::drain) handles after this: it starts a new
-    /// set of background work.
+    /// Like every limit that sizes shared state, set it before the first
+    /// [`layer`](Layer::layer) or [`drain`](Self::drain): set later, it
+    /// gives this layer state of its own, which services made before and
+    /// drain handles taken before do not see.
     pub fn max_running(mut self, max: usize) -> Self {
         self.config.max_running = max.max(1);
-        self.background = Arc::new(Background::new(self.config.max_running));
-        self.hub = Arc::new(Hub::new(self.config.subscriptions, self.background.clone()));
-        self
+        self.resized()
     }
 
     /// The largest result a parked call may produce, and the largest SSE
@@ -275,31 +282,34 @@ impl TasksLayer {
     /// The most 2025-11-25 `tasks/result` streams waiting on one task, and
     /// on one principal's tasks. Default 4 and 100. A waiter over either
     /// gets a JSON-RPC error `-32000`.
+    ///
+    /// Sizes shared state: set it first (see [`max_running`](Self::max_running)).
     pub fn max_result_waiters(mut self, per_task: u32, per_principal: u32) -> Self {
         self.config.waiters = WaiterLimits {
             per_task,
             per_owner: per_principal,
         };
-        self.waiters = Arc::new(Waiters::new(self.config.waiters));
-        self
+        self.resized()
     }
 
     /// The most `subscriptions/listen` streams asking for task status per
     /// principal and in all (defaults 16 and 10 000); a listen over either
     /// gets a JSON-RPC error (`-32000`) instead of a stream.
+    ///
+    /// Sizes shared state: set it first (see [`max_running`](Self::max_running)).
     pub fn max_subscriptions(mut self, per_principal: u32, total: u32) -> Self {
         self.config.subscriptions.per_owner = per_principal;
         self.config.subscriptions.total = total;
-        self.hub = Arc::new(Hub::new(self.config.subscriptions, self.background.clone()));
-        self
+        self.resized()
     }
 
     /// The most task ids one `subscriptions/listen` may ask for (default
     /// 100); a listen asking for more is refused (`-32602`).
+    ///
+    /// Sizes shared state: set it first (see [`max_running`](Self::max_running)).
     pub fn max_subscription_task_ids(mut self, max: usize) -> Self {
         self.config.subscriptions.task_ids = max;
-        self.hub = Arc::new(Hub::new(self.config.subscriptions, self.background.clone()));
-        self
+        self.resized()
     }
 
     /// Lets a parked call of `tool` run again, up to `attempts` runs in all,
@@ -359,11 +369,12 @@ impl TasksLayer {
         self
     }
 
-    /// A handle that drains the services this layer makes: it stops
-    /// starting tasks, waits for running ones and fails the rest. Take it
-    /// after setting [`max_running`](Self::max_running).
+    /// A handle that drains the services this layer and its clones make: it
+    /// stops starting tasks, waits for running ones and fails the rest (or
+    /// hands them over: [`tool_retry`](Self::tool_retry)). Set the limits
+    /// first (see [`max_running`](Self::max_running)).
     pub fn drain(&self) -> Drain {
-        Drain::new(self.background.clone(), self.store.clone())
+        Drain::new(self.core().background.clone(), self.store.clone())
     }
 
     /// The operator's view of this layer's store: every owner's tasks,
@@ -382,22 +393,53 @@ impl<S> Layer<S> for TasksLayer {
     type Service = TasksService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
+        let core = self.core();
         let runtime = Runtime {
             config: self.config.clone(),
             store: self.store.clone(),
             resolver: self.owner.clone(),
             scope: self.scope.clone(),
-            background: self.background.clone(),
-            waiting: self.waiting.clone(),
-            hints: self.hints.clone(),
+            background: core.background.clone(),
+            waiting: core.waiting.clone(),
+            hints: core.hints.clone(),
         };
-        let shared = Shared {
-            runtime: Arc::new(runtime),
-            sessions: self.sessions.clone(),
-            waiters: self.waiters.clone(),
-            hub: self.hub.clone(),
-            recovering: Default::default(),
-        };
-        TasksService::new(inner, Arc::new(shared))
+        TasksService::new(inner, Arc::new(Shared::new(runtime, core)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MemoryTaskStore;
+
+    fn shares(a: &TasksService<()>, b: &TasksService<()>) -> bool {
+        Arc::ptr_eq(&a.shared().sessions, &b.shared().sessions)
+            && Arc::ptr_eq(
+                &a.shared().runtime.background,
+                &b.shared().runtime.background,
+            )
+    }
+
+    #[test]
+    fn clones_share_one_state_until_a_limit_changes_after_it_was_built() {
+        let layer = TasksLayer::new(MemoryTaskStore::new()).max_running(2);
+        let first = layer.layer(());
+        // A clone, and a setting that sizes nothing: the same state.
+        let clone = layer.clone().threshold(Duration::from_millis(5)).layer(());
+        assert!(shares(&first, &clone));
+        assert_eq!(clone.config().threshold(), Duration::from_millis(5));
+        // A limit set after the state was built: state of its own, sized anew.
+        let resized = layer.clone().max_running(3);
+        let other = resized.layer(());
+        assert!(!shares(&first, &other));
+        assert_eq!(other.config().max_running(), 3);
+        assert!(shares(&other, &resized.layer(())));
+        // Limits set before the first use all go into the one state.
+        let fresh = TasksLayer::new(MemoryTaskStore::new())
+            .max_running(2)
+            .max_subscriptions(1, 1);
+        let drain = fresh.drain();
+        assert_eq!(drain.running(), 0);
+        assert!(shares(&fresh.layer(()), &fresh.clone().layer(())));
     }
 }

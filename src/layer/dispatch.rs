@@ -1,0 +1,326 @@
+//! Dispatch: the handler of each request, picked from its classification,
+//! with the request's owner resolved once, in the request's span, and
+//! handed to the handler that needs it.
+//!
+//! Requests the layer does not take part in never reach a resolver: the
+//! pass-through routes (`Forward`, `Discover`, a request not read) take
+//! no owner.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::request::Parts;
+use http::{Method, Request, Response};
+use tracing::Instrument;
+
+use super::shared::Shared;
+use super::state::{OwnedFuture, State};
+use crate::body::{RequestBody, ResponseBody, reply_response};
+use crate::bound::{Inner, Payload};
+use crate::classify::{Route, Seen, TaskCall, TaskMethod, classify};
+use crate::flight::caller::Caller;
+use crate::legacy::route::{LegacyMethod, LegacyRoute};
+use crate::legacy::sessions::{Known, Sessions};
+use crate::legacy::{self, advertise};
+use crate::methods;
+use crate::observe;
+use crate::race;
+use crate::rewrite;
+use crate::wire::envelope::header;
+use crate::wire::jsonrpc::Reply;
+
+/// The state of the service's own future: a request the layer does not
+/// read (not a POST, or routed by its headers alone).
+pub(super) fn unread<S, B, RB>(
+    shared: &Arc<Shared>,
+    inner: &mut S,
+    request: Request<B>,
+) -> State<S, S::Future, B, RB, S::Error>
+where
+    S: Inner<B, RB>,
+    B: Payload,
+    RB: Payload,
+{
+    if request.method() == Method::DELETE
+        && let Some(session) = request.headers().get("mcp-session-id")
+        && let Ok(session) = session.to_str()
+    {
+        // The client ends its 2025-11-25 session (the inner server may
+        // refuse; then later requests get its 404 all the same).
+        shared.sessions.end(session);
+    }
+    let Some(session) = live_get_stream(&shared.sessions, &request) else {
+        return State::Inner {
+            future: inner.call(request.map(RequestBody::streaming)),
+        };
+    };
+    // The owner resolver reads the parts.
+    let (parts, body) = request.into_parts();
+    let owner = shared.runtime.owner(&parts).key;
+    let future = inner.call(Request::from_parts(parts, RequestBody::streaming(body)));
+    let with = (
+        shared.runtime.clone(),
+        shared.sessions.clone(),
+        shared.hub.clone(),
+    );
+    State::Owned {
+        future: Box::pin(async move {
+            let response = future.await?;
+            Ok(crate::push::session_stream(with, owner, session, response))
+        }),
+    }
+}
+
+/// The session id of a GET that opens the SSE stream of a live
+/// 2025-11-25 session, for its status notifications. A GET in the session
+/// restarts its idle clock, like any request in it.
+fn live_get_stream<B>(sessions: &Sessions, request: &Request<B>) -> Option<String> {
+    if request.method() != Method::GET {
+        return None;
+    }
+    let session = request.headers().get("mcp-session-id")?.to_str().ok()?;
+    (sessions.touch(session) == Known::Live).then(|| session.to_owned())
+}
+
+/// The next state for a POST read into `bytes`, as classified.
+pub(super) fn buffered<S, B, RB>(
+    shared: &Arc<Shared>,
+    mut inner: S,
+    seen: Seen,
+    parts: Parts,
+    bytes: Bytes,
+) -> State<S, S::Future, B, RB, S::Error>
+where
+    S: Inner<B, RB>,
+    B: Payload,
+    RB: Payload,
+{
+    let owned = |future: OwnedFuture<RB, S::Error>| State::Owned { future };
+    let runtime = &shared.runtime;
+    let route = classify(
+        &parts.headers,
+        seen,
+        &bytes,
+        &runtime.config,
+        &shared.sessions,
+    );
+    match route {
+        Route::Forward => State::Inner {
+            future: inner.call(Request::from_parts(parts, RequestBody::buffered(bytes))),
+        },
+        Route::ForwardWithout(related) => {
+            let body = rewrite::without_related(&bytes, related);
+            let mut parts = parts;
+            parts.headers.remove(http::header::CONTENT_LENGTH);
+            State::Inner {
+                future: inner.call(Request::from_parts(parts, RequestBody::buffered(body))),
+            }
+        }
+        Route::Reply(reply) => State::reply(reply),
+        Route::Discover => {
+            let span = observe::request_span("server/discover");
+            let future = inner.call(Request::from_parts(parts, RequestBody::buffered(bytes)));
+            owned(traced(span, async move {
+                Ok(rewrite::advertise(future.await?).await)
+            }))
+        }
+        Route::ToolCall(call) => {
+            let span = observe::request_span("tools/call");
+            observe::record_tool(&span, call.name.clone().and_then(|name| bytes.get(name)));
+            // The owner is resolved and the call sent now, inside the
+            // request's span, as the owned future would: the inner
+            // service's own spans and the resolver's events belong to this
+            // request.
+            let call = in_span(&span, || {
+                let owner = runtime.owner(&parts).key;
+                race::tool_call(runtime.clone(), inner, parts, bytes, call, owner)
+            });
+            owned(traced(span, call))
+        }
+        Route::Task(call) => {
+            let span = task_method_span(&call);
+            let owner = in_span(&span, || runtime.owner(&parts));
+            if call.method != TaskMethod::Update {
+                let runtime = runtime.clone();
+                return owned(traced(span, async move {
+                    let answered = methods::answer(&runtime, owner.key(), call).await;
+                    Ok(reply_response(answered.reply))
+                }));
+            }
+            let caller = Caller::<S, B>::boxed(inner);
+            // Detached: once an answer completes a round, the re-issue must
+            // happen even if this client hangs up.
+            let runtime = runtime.clone();
+            let background = runtime.background.clone();
+            let detached = background.spawn_in(span.clone(), async move {
+                let answered = methods::answer(&runtime, owner.key(), call).await;
+                if let Some((task, round)) = answered.resume {
+                    runtime.resume(caller, &parts, task, round);
+                }
+                answered.reply
+            });
+            owned(traced(span, async move {
+                let reply = detached
+                    .await
+                    .unwrap_or_else(|_| Reply::internal(None, "tasks/update failed"));
+                Ok(reply_response(reply))
+            }))
+        }
+        Route::Listen(mut call) => {
+            let span = observe::request_span("subscriptions/listen");
+            let owner = in_span(&span, || runtime.owner(&parts).key);
+            let (runtime, hub) = (runtime.clone(), shared.hub.clone());
+            match call.forward.take() {
+                None => owned(traced(span, async move {
+                    Ok(crate::push::listen(runtime, &hub, owner, call).await)
+                })),
+                Some(body) => {
+                    let mut parts = parts;
+                    parts.headers.remove(http::header::CONTENT_LENGTH);
+                    let request = Request::from_parts(parts, RequestBody::buffered(body));
+                    let future = inner.call(request);
+                    owned(traced(span, async move {
+                        let response = future.await?;
+                        Ok(crate::push::merged(runtime, &hub, owner, call, response).await)
+                    }))
+                }
+            }
+        }
+        Route::Legacy(route) => {
+            let span = observe::request_span(route.method_name());
+            if let LegacyRoute::Call(call) = &route {
+                observe::record_tool(&span, call.name.clone().and_then(|name| bytes.get(name)));
+            }
+            owned(traced(
+                span,
+                legacy_route(shared.clone(), inner, parts, bytes, route),
+            ))
+        }
+    }
+}
+
+/// Runs `run` in `span`. A span no subscriber takes is not entered (as
+/// `traced` leaves it out): entering it still costs, and changes no parent.
+fn in_span<T>(span: &tracing::Span, run: impl FnOnce() -> T) -> T {
+    let _entered = (!span.is_disabled()).then(|| span.enter());
+    run()
+}
+
+/// The span of a task method request.
+fn task_method_span(call: &TaskCall) -> tracing::Span {
+    let span = observe::request_span(call.method.name());
+    if let Some(task) = call.task {
+        span.record("mcp.task.id", tracing::field::display(task));
+    }
+    span
+}
+
+/// `future` in `span`, with `error.type` recorded: the JSON-RPC error code
+/// of an error the layer answered itself, else an HTTP error status, or an
+/// inner service failure. A span no subscriber takes (no telemetry set up)
+/// is left out: nothing to enter on every poll, nothing to record.
+fn traced<RB, E>(
+    span: tracing::Span,
+    future: impl Future<Output = Result<Response<ResponseBody<RB>>, E>> + Send + 'static,
+) -> OwnedFuture<RB, E> {
+    if span.is_disabled() {
+        return Box::pin(future);
+    }
+    let outer = span.clone();
+    Box::pin(
+        async move {
+            let result = future.await;
+            match &result {
+                Ok(response) => {
+                    if let Some(observe::ErrorCode(code)) = response.extensions().get() {
+                        span.record("error.type", code.to_string());
+                    } else if response.status().as_u16() >= 400 {
+                        span.record("error.type", response.status().as_str());
+                    }
+                }
+                Err(_) => {
+                    span.record("error.type", "inner_service");
+                }
+            }
+            result
+        }
+        .instrument(outer),
+    )
+}
+
+/// `202 Accepted` with no body, the answer to a notification or a response.
+fn accepted<B>() -> Response<ResponseBody<B>> {
+    let mut response = Response::new(ResponseBody::full(Bytes::new()));
+    *response.status_mut() = http::StatusCode::ACCEPTED;
+    response
+}
+
+/// Serves a message of a 2025-11-25 session the layer takes part in, in
+/// the request's span (the owner is resolved there).
+async fn legacy_route<S, B, RB>(
+    shared: Arc<Shared>,
+    mut inner: S,
+    parts: Parts,
+    bytes: Bytes,
+    route: LegacyRoute,
+) -> Result<Response<ResponseBody<RB>>, S::Error>
+where
+    S: Inner<B, RB>,
+    B: Payload,
+    RB: Payload,
+{
+    let runtime = &shared.runtime;
+    let owner = runtime.owner(&parts);
+    match route {
+        LegacyRoute::Initialize => {
+            let list = owner.principal.is_some();
+            let request = Request::from_parts(parts, RequestBody::buffered(bytes));
+            let response = inner.call(request).await?;
+            let session = header(response.headers(), "mcp-session-id").map(Into::into);
+            let edit = advertise::initialize(session, shared.sessions.clone(), list);
+            Ok(rewrite::edit_response(response, edit).await)
+        }
+        LegacyRoute::ToolsList { session } => {
+            let request = Request::from_parts(parts, RequestBody::buffered(bytes));
+            let response = inner.call(request).await?;
+            if response.status() == http::StatusCode::NOT_FOUND {
+                shared.sessions.end(&session);
+            }
+            let edit = advertise::tools_list(runtime.config.clone());
+            Ok(rewrite::edit_response(response, edit).await)
+        }
+        LegacyRoute::Call(call) => {
+            let caller = Caller::<S, B>::boxed(inner);
+            let runtime = runtime.clone();
+            let reply = legacy::call::call(
+                runtime,
+                &shared.sessions,
+                caller,
+                parts,
+                owner.key,
+                bytes,
+                call,
+            )
+            .await;
+            Ok(reply_response(reply))
+        }
+        LegacyRoute::Task(call) if call.method == LegacyMethod::Result => {
+            Ok(legacy::result::answer(runtime.clone(), &shared.waiters, owner.key, call).await)
+        }
+        LegacyRoute::Task(call) => Ok(reply_response(
+            legacy::methods::answer(runtime, &owner, &call).await,
+        )),
+        LegacyRoute::Answer { task, key } => {
+            match legacy::answer::take(runtime, owner.key(), &bytes, task, key).await {
+                Ok(delivery) => {
+                    let caller = Caller::<S, B>::boxed(inner);
+                    legacy::answer::deliver(runtime, caller, &parts, delivery);
+                    Ok(accepted())
+                }
+                Err(reply) => Ok(reply_response(reply)),
+            }
+        }
+        LegacyRoute::Swallow => Ok(accepted()),
+    }
+}

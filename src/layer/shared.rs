@@ -1,0 +1,78 @@
+//! What the services of one layer share: the state sized by its limits
+//! ([`Core`], built once), and per `layer()` the engine over it
+//! ([`Shared`]).
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use crate::background::Background;
+use crate::config::TasksConfig;
+use crate::legacy::sessions::{SessionLimits, Sessions};
+use crate::legacy::waiters::Waiters;
+use crate::observe::Waiting;
+use crate::push::Hub;
+use crate::runtime::{Hints, Runtime};
+
+/// The state every service of a layer and its clones shares, built from
+/// the layer's limits the first time one of them is needed.
+pub(crate) struct Core {
+    /// The background work, capped by `max_running`.
+    pub background: Arc<Background>,
+    /// The traces of tasks waiting for input, for their resume.
+    pub waiting: Arc<Waiting>,
+    /// The tools the inner server marks idempotent, as last read.
+    pub hints: Arc<Hints>,
+    /// The 2025-11-25 sessions.
+    pub sessions: Arc<Sessions>,
+    /// The 2025-11-25 `tasks/result` waiters.
+    pub waiters: Arc<Waiters>,
+    /// The task status subscriptions and the changes they watch.
+    pub hub: Arc<Hub>,
+}
+
+impl Core {
+    /// The state `config`'s limits size.
+    pub(crate) fn new(config: &TasksConfig) -> Self {
+        let background = Arc::new(Background::new(config.max_running));
+        Self {
+            waiting: Arc::default(),
+            hints: Arc::default(),
+            sessions: Arc::new(Sessions::new(SessionLimits {
+                max: config.max_sessions,
+                idle: config.session_idle,
+            })),
+            waiters: Arc::new(Waiters::new(config.waiters)),
+            hub: Arc::new(Hub::new(config.subscriptions, background.clone())),
+            background,
+        }
+    }
+}
+
+/// What one `layer()` call's service (and its clones) works with: the
+/// engine, and the state of each protocol generation, which the engine
+/// knows nothing of and which is handed to that generation's handlers.
+pub(crate) struct Shared {
+    pub runtime: Arc<Runtime>,
+    /// The 2025-11-25 sessions the layer serves tasks in.
+    pub sessions: Arc<Sessions>,
+    /// Waiters on 2025-11-25 `tasks/result`.
+    pub waiters: Arc<Waiters>,
+    /// The task status subscriptions and the changes they watch.
+    pub hub: Arc<Hub>,
+    /// Set once the store's tasks to run again were asked for (with the
+    /// first request, which brings the inner service to run them on).
+    pub recovering: AtomicBool,
+}
+
+impl Shared {
+    /// The engine over `core` for `runtime`'s settings.
+    pub(crate) fn new(runtime: Runtime, core: &Core) -> Self {
+        Self {
+            runtime: Arc::new(runtime),
+            sessions: core.sessions.clone(),
+            waiters: core.waiters.clone(),
+            hub: core.hub.clone(),
+            recovering: AtomicBool::new(false),
+        }
+    }
+}
