@@ -34,13 +34,15 @@ use crate::config::TasksConfig;
 use crate::legacy::route::Decision;
 use crate::legacy::{self, sessions::Sessions};
 use crate::policy::ToolPolicy;
+use crate::push::TaskFilter;
+use crate::rewrite::Strip;
 use crate::task::TaskId;
 use crate::wire::envelope::{
     Capabilities, Envelope, Json, Loose, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, Params,
     as_str, decode_name, header,
 };
 use crate::wire::jsonrpc::Reply;
-use crate::wire::raw::{Members, edit_object, span};
+use crate::wire::raw::span;
 use crate::wire::{MODERN_VERSION, value_starts_with};
 
 /// Who answers a request, and what they need to know.
@@ -72,15 +74,12 @@ pub(crate) struct ToolCall {
     /// made only if the call is parked or fails.
     pub id: Range<usize>,
     pub policy: ToolPolicy,
-    /// Where `params._meta.clientCapabilities.extensions` is in the body.
-    pub extensions: Range<usize>,
-    /// Where the value of its tasks member is, when a cut can remove that
-    /// member (see `rewrite::strip_tasks_extension`).
-    pub tasks: Option<Range<usize>>,
+    /// What the inner server must not get, and where it is in the body.
+    pub strip: Strip,
     /// Where `params.name` (the JSON string) is in the body, for the span.
     pub name: Option<Range<usize>>,
-    /// Where the value of `params._meta`'s related task ids is, to remove.
-    pub related: Option<Range<usize>>,
+    /// Where `params` is in the body: what a parked call is re-issued with.
+    pub params: Option<Range<usize>>,
 }
 
 /// The task methods the layer answers itself.
@@ -240,7 +239,7 @@ pub(crate) fn classify(
     // Only older generations need the span of `params` (their `tools/call`
     // may carry `params.task`); a 2026-07-28 call's params are found again
     // only if it is parked.
-    let envelope = match Envelope::parse(body, !modern_header) {
+    let envelope = match Envelope::parse(body) {
         Ok(envelope) => envelope,
         Err(_) if !modern_header => return Route::Forward,
         Err(error) => return unusual(body, error),
@@ -329,19 +328,14 @@ pub(crate) fn classify(
     }
     match method {
         "server/discover" => Route::Discover,
-        "subscriptions/listen" => {
-            let wants_tasks = params
-                .notifications
-                .as_ref()
-                .is_some_and(|n| n.task_ids.is_some());
-            if !wants_tasks {
-                Route::Forward
-            } else if !declared() {
-                Route::Reply(Reply::missing_tasks_capability(Some(id.raw())))
-            } else {
-                listen_route(id.raw(), body, extensions)
-            }
-        }
+        "subscriptions/listen" => match TaskFilter::read(params.notifications) {
+            None => Route::Forward,
+            Some(_) if !declared() => Route::Reply(Reply::missing_tasks_capability(Some(id.raw()))),
+            Some(filter) => match filter.call(id.raw(), body, extensions) {
+                Ok(call) => Route::Listen(call),
+                Err(reply) => Route::Reply(reply),
+            },
+        },
         "tools/call" => {
             let policy = config.policy_for(named.as_deref().unwrap_or_default());
             let tasks = tasks_of();
@@ -362,10 +356,13 @@ pub(crate) fn classify(
                     (Some(id), Some(extensions)) => Route::ToolCall(ToolCall {
                         id,
                         policy,
-                        extensions,
-                        tasks: tasks.value.and_then(|value| span(body, value.get())),
+                        strip: Strip {
+                            extensions,
+                            tasks: tasks.value.and_then(|value| span(body, value.get())),
+                            related,
+                        },
                         name: spanned.name_span(body),
-                        related,
+                        params: spanned.span(body),
                     }),
                     _ => Route::Reply(Reply::internal(
                         Some(id.raw()),
@@ -382,98 +379,6 @@ pub(crate) fn classify(
         }
         _ => Route::Forward,
     }
-}
-
-/// A declaring client's listen that asks for `taskIds`: served by the layer
-/// alone when that is all it asks for; otherwise the rest goes to the inner
-/// server (without `taskIds` and the extension) and the layer merges.
-fn listen_route(id: &RawValue, body: &[u8], extensions: Option<Json<'_>>) -> Route {
-    #[derive(serde::Deserialize)]
-    struct Listen<'a> {
-        #[serde(borrow)]
-        params: ListenParams<'a>,
-    }
-    #[derive(serde::Deserialize)]
-    struct ListenParams<'a> {
-        #[serde(borrow)]
-        notifications: &'a RawValue,
-    }
-    let filter = serde_json::from_slice::<Listen<'_>>(body)
-        .ok()
-        .and_then(|listen| {
-            Some((
-                listen.params.notifications,
-                Members::parse(listen.params.notifications.get()).ok()?,
-            ))
-        });
-    let Some((notifications, filter)) = filter else {
-        return Route::Reply(Reply::bad_params(
-            Some(id),
-            "params.notifications must be an object",
-        ));
-    };
-    let task_ids = filter
-        .get("taskIds")
-        .and_then(|ids| serde_json::from_str::<Vec<String>>(ids.get()).ok());
-    let Some(task_ids) = task_ids else {
-        return Route::Reply(Reply::bad_params(
-            Some(id),
-            "params.notifications.taskIds must be an array of strings",
-        ));
-    };
-    let asks_more = filter.0.iter().any(|(key, value)| {
-        let value = serde_json::from_str::<serde_json::Value>(value.get());
-        key != "taskIds"
-            && value.is_ok_and(|value| {
-                !matches!(
-                    value,
-                    serde_json::Value::Null | serde_json::Value::Bool(false)
-                ) && value.as_array().is_none_or(|list| !list.is_empty())
-            })
-    });
-    let forward = if asks_more {
-        match without_task_part(body, notifications, extensions) {
-            Some(body) => Some(body),
-            None => return Route::Reply(Reply::internal(Some(id), "request parse lost its place")),
-        }
-    } else {
-        None
-    };
-    Route::Listen(crate::push::ListenCall {
-        id: id.to_owned(),
-        task_ids,
-        forward,
-    })
-}
-
-/// A listen body without `notifications.taskIds` and without the tasks
-/// extension among the client's capabilities: what the inner server gets.
-/// Every other byte stays as the client sent it.
-fn without_task_part(
-    body: &[u8],
-    notifications: &RawValue,
-    extensions: Option<Json<'_>>,
-) -> Option<bytes::Bytes> {
-    let mut edits = vec![(
-        span(body, notifications.get())?,
-        edit_object(notifications.get(), &[("taskIds", None)])?,
-    )];
-    if let Some(extensions) = extensions {
-        edits.push((
-            span(body, extensions.get())?,
-            edit_object(extensions.get(), &[(crate::wire::TASKS_EXTENSION, None)])?,
-        ));
-    }
-    edits.sort_by_key(|(range, _)| range.start);
-    let mut out = Vec::with_capacity(body.len());
-    let mut at = 0;
-    for (range, text) in edits {
-        out.extend_from_slice(body.get(at..range.start)?);
-        out.extend_from_slice(text.as_bytes());
-        at = range.end;
-    }
-    out.extend_from_slice(body.get(at..)?);
-    Some(bytes::Bytes::from(out))
 }
 
 fn is_owned(method: &str) -> bool {

@@ -192,10 +192,10 @@ impl Template {
     /// extensions and the `MCP-Protocol-Version` `version`.
     pub(crate) fn post(
         &self,
-        body: String,
+        body: impl Into<Bytes>,
         version: &'static str,
     ) -> Result<Request<Bytes>, http::Error> {
-        let mut request = Request::post(self.uri.clone()).body(Bytes::from(body))?;
+        let mut request = Request::post(self.uri.clone()).body(body.into())?;
         *request.extensions_mut() = self.extensions.clone();
         let headers = request.headers_mut();
         for (name, value) in &self.headers {

@@ -52,23 +52,12 @@ use crate::flight::live::{Live, sse_event};
 use crate::flight::{Answer, Event, Flight, InnerFuture};
 use crate::mrtr::Template;
 use crate::policy::ToolPolicy;
-use crate::rewrite;
+use crate::rewrite::{self, Strip};
 use crate::runtime::Plain;
 use crate::runtime::{First, NotStarted, Runtime, Start};
-use crate::wire::envelope::Envelope;
 use crate::wire::is_content_type;
 use crate::wire::jsonrpc::Reply;
 use crate::wire::view::{TaskView, render};
-
-/// The `params` object of the forwarded body, as sent, for re-issuing.
-/// Read only when a call is parked: a call that answers in time never
-/// needs it.
-fn raw_params(body: &[u8]) -> Box<RawValue> {
-    Envelope::parse(body, true)
-        .ok()
-        .and_then(|envelope| envelope.params?.raw.map(ToOwned::to_owned))
-        .unwrap_or_else(crate::wire::raw::empty_object)
-}
 
 /// Forwards, races and parks a declaring client's `tools/call`.
 ///
@@ -97,13 +86,10 @@ where
     RB: Payload,
 {
     // The forwarded body loses the tasks extension, byte-exact otherwise. A
-    // parked call finds its params for re-issuing in the body as sent,
-    // stripped again then: the forwarded body goes to the inner server whole,
-    // never shared (sharing a fresh buffer costs an allocation).
-    let strip = (call.extensions, call.tasks, call.related);
-    let forwarded =
-        rewrite::forwarded_call(&bytes, strip.0.clone(), strip.1.clone(), strip.2.clone())
-            .unwrap_or_else(|| bytes.clone());
+    // parked call cuts its params for re-issuing from the body as sent,
+    // along the same spans: the forwarded body goes to the inner server
+    // whole, never shared (sharing a fresh buffer costs an allocation).
+    let forwarded = rewrite::forwarded_call(&bytes, &call.strip).unwrap_or_else(|| bytes.clone());
     parts.headers.remove(CONTENT_LENGTH);
     if call.policy == ToolPolicy::Never {
         // Not raced: nothing is kept for parking.
@@ -127,7 +113,8 @@ where
         id: call.id,
         owner,
         body: bytes,
-        strip,
+        strip: call.strip,
+        params: call.params,
         template,
         runtime,
     };
@@ -393,7 +380,9 @@ struct Parking {
     /// The body as the client sent it.
     body: Bytes,
     /// Where its `extensions` object and the tasks member's value are.
-    strip: (Range<usize>, Option<Range<usize>>, Option<Range<usize>>),
+    strip: Strip,
+    /// Where `params` is in `body`.
+    params: Option<Range<usize>>,
     template: Template,
 }
 
@@ -456,18 +445,24 @@ impl Parking {
             id: _,
             owner,
             body,
-            strip: (extensions, tasks, related),
+            strip,
+            params: params_at,
             template,
         } = self;
-        // The params as forwarded: without the tasks extension.
-        let forwarded = rewrite::forwarded_call(&body, extensions, tasks, related).unwrap_or(body);
+        // The params as forwarded, cut from the body as sent along the
+        // spans the one parse found.
+        let params = params_at
+            .and_then(|at| rewrite::forwarded_params(&body, at, &strip))
+            .and_then(|params| String::from_utf8(Vec::from(params)).ok())
+            .and_then(|params| RawValue::from_string(params).ok())
+            .unwrap_or_else(crate::wire::raw::empty_object);
         let start = Start {
             owner,
             ttl: runtime.config.ttl,
             status_message: progress,
             caller,
             template,
-            params: raw_params(&forwarded),
+            params,
             dialect: Box::new(Plain),
             waited: arrived.elapsed(),
         };

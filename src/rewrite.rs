@@ -20,102 +20,96 @@ use sse_stream::SseStream;
 use crate::body::{BoxError, ResponseBody};
 use crate::flight::tap::BodyError;
 use crate::wire::raw::{Members, edit_members, edit_object, span};
+use crate::wire::splice::{Edit, member_cut, splice};
 use crate::wire::{RELATED_TASK_IDS, TASKS_EXTENSION, content_type};
 
-/// Removes the tasks extension from the `extensions` object found at
-/// `extensions` in `body`. Every other byte of the body is kept as the client
-/// sent it. `None` when that object has no such member.
+/// The edit that removes the tasks extension from the `extensions` object
+/// found at `extensions` in `body`. `None` when that object has no such
+/// member.
 ///
 /// With `tasks`, the place of that member's value (the only member of that
-/// name, its key written plainly), the member and one comma are cut out of
-/// the body; otherwise the object is read and written again without it.
-pub(crate) fn strip_tasks_extension(
-    body: &Bytes,
+/// name, its key written plainly), the member and one comma are cut out;
+/// otherwise the object is read and written again without it.
+fn tasks_edit(
+    body: &[u8],
     extensions: Range<usize>,
     tasks: Option<Range<usize>>,
-) -> Option<Bytes> {
+) -> Option<Edit<'static>> {
     if let Some(cut) = tasks.and_then(|value| member_cut(body, value, TASKS_EXTENSION)) {
-        let mut out = Vec::with_capacity(body.len() - cut.len());
-        out.extend_from_slice(&body[..cut.start]);
-        out.extend_from_slice(&body[cut.end..]);
-        return Some(Bytes::from(out));
+        return Some(Edit::cut(cut));
     }
     let text = std::str::from_utf8(body.get(extensions.clone())?).ok()?;
     let members = Members::parse(text).ok()?;
     members.get(TASKS_EXTENSION)?;
     let object = edit_members(&members, text.len(), &[(TASKS_EXTENSION, None)]);
-    let mut out = Vec::with_capacity(body.len());
-    out.extend_from_slice(&body[..extensions.start]);
-    out.extend_from_slice(object.as_bytes());
-    out.extend_from_slice(&body[extensions.end..]);
-    Some(Bytes::from(out))
+    Some(Edit::put(extensions, object.into_bytes()))
 }
 
-/// [`strip_tasks_extension`], and without the related task ids whose value
-/// is at `related` (when given): what a `tools/call` is forwarded as.
-/// `None` when neither is there to remove.
-pub(crate) fn forwarded_call(
-    body: &Bytes,
-    extensions: Range<usize>,
-    tasks: Option<Range<usize>>,
-    related: Option<Range<usize>>,
-) -> Option<Bytes> {
-    let Some(related) = related else {
-        return strip_tasks_extension(body, extensions, tasks);
-    };
-    // The later edit first, so that the earlier one's place holds.
-    if related.start >= extensions.end {
-        let body = without_related(body, related);
-        Some(strip_tasks_extension(&body, extensions, tasks).unwrap_or(body))
-    } else {
-        let stripped = strip_tasks_extension(body, extensions, tasks);
-        Some(without_related(stripped.as_ref().unwrap_or(body), related))
+/// The edit that removes the related task ids whose value is at `value`:
+/// the member cut out, or, when its key is not written plainly, its value
+/// made `null`.
+fn related_edit(body: &[u8], value: Range<usize>) -> Edit<'static> {
+    match member_cut(body, value.clone(), RELATED_TASK_IDS) {
+        Some(cut) => Edit::cut(cut),
+        None => Edit::put(value, &b"null"[..]),
     }
 }
 
-/// `body` without the related task ids whose value is at `value`: the member
-/// cut out, or, when its key is not written plainly, its value made `null`.
+/// Where a `tools/call` body holds what the inner server must not get: the
+/// `extensions` object (and its tasks member's value, when a cut can
+/// remove it), and the related task ids' value.
+#[derive(Debug, Clone)]
+pub(crate) struct Strip {
+    pub extensions: Range<usize>,
+    pub tasks: Option<Range<usize>>,
+    pub related: Option<Range<usize>>,
+}
+
+impl Strip {
+    /// The edits that remove them from `body`, when there is anything to
+    /// remove.
+    fn edits(&self, body: &[u8]) -> [Option<Edit<'static>>; 2] {
+        [
+            tasks_edit(body, self.extensions.clone(), self.tasks.clone()),
+            self.related.clone().map(|value| related_edit(body, value)),
+        ]
+    }
+}
+
+/// `body` with the present `edits` made; `None` when there are none (or
+/// they do not fit the body).
+fn splice_present(body: &[u8], edits: [Option<Edit<'_>>; 2]) -> Option<Bytes> {
+    match edits {
+        [Some(a), Some(b)] => splice(body, &mut [a, b]),
+        [Some(edit), None] | [None, Some(edit)] => splice(body, &mut [edit]),
+        [None, None] => None,
+    }
+}
+
+/// What a `tools/call` is forwarded as: `body` without the tasks extension
+/// and the related task ids. `None` when neither is there to remove.
+pub(crate) fn forwarded_call(body: &[u8], strip: &Strip) -> Option<Bytes> {
+    splice_present(body, strip.edits(body))
+}
+
+/// The `params` object of that forwarded call, from `params`, its place in
+/// `body`: what a parked call is re-issued with. Read from the spans the
+/// one parse found, so nothing is parsed again.
+pub(crate) fn forwarded_params(body: &[u8], params: Range<usize>, strip: &Strip) -> Option<Bytes> {
+    let slice = body.get(params.clone())?;
+    // Both lie inside `params._meta`; one outside `params` is not there.
+    match strip
+        .edits(body)
+        .map(|edit| edit.and_then(|edit| edit.shifted(params.start)))
+    {
+        [None, None] => Some(Bytes::copy_from_slice(slice)),
+        edits => splice_present(slice, edits),
+    }
+}
+
+/// `body` without the related task ids whose value is at `value`.
 pub(crate) fn without_related(body: &Bytes, value: Range<usize>) -> Bytes {
-    let (cut, with) = match member_cut(body, value.clone(), RELATED_TASK_IDS) {
-        Some(cut) => (cut, &b""[..]),
-        None => (value, &b"null"[..]),
-    };
-    let mut out = Vec::with_capacity(body.len() - cut.len() + with.len());
-    out.extend_from_slice(&body[..cut.start]);
-    out.extend_from_slice(with);
-    out.extend_from_slice(&body[cut.end..]);
-    Bytes::from(out)
-}
-
-/// The bytes to cut from `body` to remove the member `name` whose value is
-/// at `value`: its plainly written key, the colon, the value, and the comma
-/// before it (or, for the first member, the one after it). `None` when the
-/// bytes around the value are not that shape.
-fn member_cut(body: &[u8], value: Range<usize>, name: &str) -> Option<Range<usize>> {
-    let skip_back = |end: usize| body[..end].iter().rposition(|b| !b.is_ascii_whitespace());
-    let colon = skip_back(value.start)?;
-    let key_end = skip_back(colon)? + 1;
-    let key_start = key_end.checked_sub(name.len() + 2)?;
-    let key = &body[key_start..key_end];
-    let quoted = key.first() == Some(&b'"') && key.last() == Some(&b'"');
-    if body[colon] != b':' || !quoted || &key[1..key.len() - 1] != name.as_bytes() {
-        return None;
-    }
-    let before = skip_back(key_start)?;
-    match body[before] {
-        b',' => Some(before..value.end),
-        b'{' => {
-            let after = body.get(value.end..)?;
-            let next = after.iter().position(|b| !b.is_ascii_whitespace())?;
-            let end = if after[next] == b',' {
-                value.end + next + 1
-            } else {
-                value.end
-            };
-            Some(key_start..end)
-        }
-        _ => None,
-    }
+    splice(body, &mut [related_edit(body, value)]).unwrap_or_else(|| body.clone())
 }
 
 /// Adds the tasks extension to a `server/discover` response.
@@ -180,13 +174,13 @@ where
 
 /// `message` with the JSON text `target` (a slice of it) replaced by
 /// `replacement`.
-pub(crate) fn splice(message: &str, target: &str, replacement: &str) -> Option<String> {
+pub(crate) fn replace(message: &str, target: &str, replacement: &str) -> Option<String> {
     let range = span(message.as_bytes(), target)?;
-    Some(format!(
-        "{}{replacement}{}",
-        &message[..range.start],
-        &message[range.end..]
-    ))
+    let edited = splice(
+        message.as_bytes(),
+        &mut [Edit::put(range, replacement.as_bytes())],
+    )?;
+    String::from_utf8(Vec::from(edited)).ok()
 }
 
 /// `message` (a `server/discover` response) with the tasks extension in
@@ -206,10 +200,10 @@ fn with_extension(message: &str) -> Option<String> {
     }
     let declared = edit_object(extensions, &[(TASKS_EXTENSION, Some("{}"))])?;
     match existing {
-        Some(existing) => splice(message, existing.get(), &declared),
+        Some(existing) => replace(message, existing.get(), &declared),
         None => {
             let edits = [("extensions", Some(declared.as_str()))];
-            splice(
+            replace(
                 message,
                 capabilities.get(),
                 &edit_object(capabilities.get(), &edits)?,
@@ -224,6 +218,14 @@ mod tests {
 
     use super::*;
     use crate::wire::META_CLIENT_CAPABILITIES;
+
+    fn strip_tasks_extension(
+        body: &[u8],
+        extensions: Range<usize>,
+        tasks: Option<Range<usize>>,
+    ) -> Option<Bytes> {
+        tasks_edit(body, extensions, tasks).and_then(|edit| splice(body, &mut [edit]))
+    }
 
     /// Strips at the `extensions` object, found as a test would, and as
     /// classify does: by a cut when the member allows one.
@@ -401,6 +403,39 @@ mod tests {
     }
 
     #[test]
+    fn a_parked_call_is_re_issued_with_the_params_it_was_forwarded_with() {
+        let caps = META_CLIENT_CAPABILITIES;
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"x","arguments":{{"n":123456789012345678901234567890}},"_meta":{{"{RELATED_TASK_IDS}":["t"],"{caps}":{{"extensions":{{"{TASKS_EXTENSION}":{{}},"b":{{}}}}}}}}}}}}"#
+        );
+        let bytes = body.as_bytes();
+        // The spans the one parse finds, as classify takes them.
+        let envelope = crate::wire::envelope::Envelope::parse(bytes).unwrap();
+        let params = envelope.params.unwrap();
+        let meta = params.fields.meta.as_ref().unwrap();
+        let capabilities = meta.capabilities.as_ref().unwrap();
+        let strip = Strip {
+            extensions: span(bytes, capabilities.extensions.unwrap().get()).unwrap(),
+            tasks: (capabilities.tasks_member().value).and_then(|v| span(bytes, v.get())),
+            related: meta.related.and_then(|v| span(bytes, v.get())),
+        };
+        let forwarded = forwarded_call(bytes, &strip).unwrap();
+        let forwarded: Value = serde_json::from_slice(&forwarded).unwrap();
+        let at = params.span(bytes).unwrap();
+        let again = forwarded_params(bytes, at, &strip).unwrap();
+        let text = std::str::from_utf8(&again).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(text).unwrap(),
+            forwarded["params"]
+        );
+        assert!(
+            text.contains("123456789012345678901234567890"),
+            "the client's bytes: {text}"
+        );
+        assert!(!text.contains(TASKS_EXTENSION) && !text.contains(RELATED_TASK_IDS));
+    }
+
+    #[test]
     fn both_edits_apply_whichever_comes_first_in_the_body() {
         let caps = META_CLIENT_CAPABILITIES;
         let related_first = format!(
@@ -416,13 +451,12 @@ mod tests {
                 &body[extensions.clone()],
                 format!("{{\"{TASKS_EXTENSION}\":{{}}}}")
             );
-            let forwarded = forwarded_call(
-                &Bytes::from(body.clone()),
+            let strip = Strip {
                 extensions,
-                None,
-                Some(related_of(&body)),
-            )
-            .expect("edited");
+                tasks: None,
+                related: Some(related_of(&body)),
+            };
+            let forwarded = forwarded_call(body.as_bytes(), &strip).expect("edited");
             let text = std::str::from_utf8(&forwarded).unwrap();
             let value: Value = serde_json::from_str(text).expect("still JSON");
             let meta = &value["params"]["_meta"];

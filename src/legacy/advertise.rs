@@ -20,7 +20,7 @@ use super::route::LEGACY_VERSION;
 use super::sessions::Sessions;
 use crate::config::TasksConfig;
 use crate::policy::ToolPolicy;
-use crate::rewrite::splice;
+use crate::rewrite::replace;
 use crate::wire::raw::{Members, edit_object};
 
 /// The `capabilities.tasks` the layer declares.
@@ -50,7 +50,7 @@ pub(crate) fn initialize(
         let capabilities = members.get("capabilities")?;
         let edits = [("tasks", Some(tasks_capability(list)))];
         let object = edit_object(capabilities.get(), &edits)?;
-        let edited = splice(message, capabilities.get(), &object)?;
+        let edited = replace(message, capabilities.get(), &object)?;
         sessions.insert(session);
         Some(edited)
     }
@@ -87,7 +87,7 @@ pub(crate) fn tools_list(config: TasksConfig) -> impl Fn(&str) -> Option<String>
             }
         }
         edited.push(']');
-        changed.then(|| splice(message, tools.get(), &edited))?
+        changed.then(|| replace(message, tools.get(), &edited))?
     }
 }
 

@@ -27,7 +27,8 @@ use crate::mrtr::Template;
 use crate::runtime::{First, NotStarted, Runtime, Start};
 use crate::task::TaskId;
 use crate::wire::jsonrpc::{LIMIT_REACHED, Reply};
-use crate::wire::raw::{Members, edit_object, empty_object, write_object};
+use crate::wire::raw::{edit_object, empty_object};
+use crate::wire::splice::{Edit, member_cut, splice};
 use crate::wire::view::{Rendered, TaskView, render};
 
 /// The nested 2025-11-25 `CreateTaskResult`.
@@ -47,20 +48,21 @@ pub(crate) fn granted_ttl(config: &TasksConfig, requested: Option<u64>) -> Optio
     }
 }
 
-/// The forwarded body: `params` without `task`, and the layer's id; every
-/// other member in its place.
-fn forwarded_body(body: &[u8], call: &LegacyCall, inner_id: &str) -> Option<String> {
-    let text = std::str::from_utf8(body).ok()?;
-    let params = edit_object(text.get(call.params.clone())?, &[("task", None)])?;
-    let envelope = Members::parse(text).ok()?;
-    let mut out = String::with_capacity(text.len() + 48);
-    let members = envelope.0.iter().map(|(key, value)| match key.as_ref() {
-        "id" => ("id", inner_id),
-        "params" => ("params", params.as_str()),
-        other => (other, value.get()),
-    });
-    write_object(&mut out, members);
-    Some(out)
+/// The call as the inner server gets it: the layer's `inner_id` for the
+/// client's id, and no `params.task`. Spliced along the spans the one parse
+/// found; every other byte as the client sent it.
+fn forwarded_body(body: &[u8], call: &LegacyCall, inner_id: &str) -> Option<Bytes> {
+    let task = match member_cut(body, call.task.clone(), "task") {
+        Some(cut) => Edit::cut(cut),
+        // An escaped key: the params object written again without it.
+        None => {
+            let params = std::str::from_utf8(body.get(call.params.clone())?).ok()?;
+            let edited = edit_object(params, &[("task", None)])?;
+            Edit::put(call.params.clone(), edited.into_bytes())
+        }
+    };
+    let id = Edit::put(call.id_at.clone(), inner_id.as_bytes());
+    splice(body, &mut [id, task])
 }
 
 /// Creates the task, answers it, and starts the call in the background.
@@ -132,22 +134,27 @@ pub(crate) async fn call(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::raw::span;
+    use crate::wire::raw::{Members, span};
 
     #[test]
     fn the_forwarded_call_loses_its_task_and_takes_the_layer_id() {
         let body = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x","task":{"ttl":60000},"arguments":{"n":123456789012345678901234567890}}}"#;
         let text = std::str::from_utf8(body).unwrap();
-        let params = Members::parse(text).unwrap().get("params").unwrap();
+        let envelope = Members::parse(text).unwrap();
+        let params = envelope.get("params").unwrap();
+        let task = Members::parse(params.get()).unwrap().get("task").unwrap();
         let call = LegacyCall {
             id: RawValue::from_string("5".into()).unwrap(),
             session: "s".into(),
             ttl: Some(60000),
+            id_at: span(body, envelope.get("id").unwrap().get()).unwrap(),
             params: span(body, params.get()).unwrap(),
+            task: span(body, task.get()).unwrap(),
             name: None,
         };
+        let forwarded = forwarded_body(body, &call, r#""mcp-tasks:t""#).unwrap();
         assert_eq!(
-            forwarded_body(body, &call, r#""mcp-tasks:t""#).unwrap(),
+            std::str::from_utf8(&forwarded).unwrap(),
             r#"{"jsonrpc":"2.0","id":"mcp-tasks:t","method":"tools/call","params":{"name":"x","arguments":{"n":123456789012345678901234567890}}}"#
         );
     }

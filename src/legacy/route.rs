@@ -65,8 +65,12 @@ pub(crate) struct LegacyCall {
     pub session: Box<str>,
     /// The requested TTL in milliseconds.
     pub ttl: Option<u64>,
+    /// Where the request's `id` is in the body.
+    pub id_at: Range<usize>,
     /// Where `params` is in the body.
     pub params: Range<usize>,
+    /// Where the value of `params.task` is in the body.
+    pub task: Range<usize>,
     /// Where `params.name` (the JSON string) is in the body, for the span.
     pub name: Option<Range<usize>>,
 }
@@ -277,16 +281,21 @@ fn tool_call(
             ));
         }
     };
-    match spanned.span(body) {
-        Some(params) if span(body, task.get()).is_some() => {
-            Decision::Take(LegacyRoute::Call(LegacyCall {
-                id: id.to_owned(),
-                session: session.into(),
-                ttl,
-                params,
-                name: spanned.name_span(body),
-            }))
-        }
+    let spans = (
+        span(body, id.get()),
+        spanned.span(body),
+        span(body, task.get()),
+    );
+    match spans {
+        (Some(id_at), Some(params), Some(task)) => Decision::Take(LegacyRoute::Call(LegacyCall {
+            id: id.to_owned(),
+            session: session.into(),
+            ttl,
+            id_at,
+            params,
+            task,
+            name: spanned.name_span(body),
+        })),
         _ => Decision::Reply(error(id, INVALID_PARAMS, "params must be an object")),
     }
 }

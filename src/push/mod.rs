@@ -49,11 +49,13 @@
 //! 2025-11-25 sessions get `notifications/tasks/status` on their GET stream
 //! (`session`); a waiting `tasks/result` carries them too (`legacy::result`).
 
+mod filter;
 mod hub;
 mod listen;
 mod mixed;
 mod session;
 
+pub(crate) use filter::TaskFilter;
 pub(crate) use hub::Hub;
 pub(crate) use listen::{ListenCall, listen};
 pub(crate) use mixed::merged;

@@ -15,35 +15,25 @@ use super::TASKS_EXTENSION;
 use super::raw::span;
 
 /// The request, parsed in one pass over the buffer: every later step reads
-/// this, never the body again. `P` is [`Spanned`] where the span of
-/// `params` is needed, [`Params`] otherwise (see `Envelope::parse`, in
-/// `wire::read`).
+/// this, or the places in the body it found, never the body again (see
+/// `Envelope::parse`, in `wire::read`).
 #[derive(Deserialize)]
-pub(crate) struct Envelope<'a, P> {
+pub(crate) struct Envelope<'a> {
     #[serde(borrow)]
     pub id: Option<Json<'a>>,
     #[serde(borrow)]
     pub method: Option<Text<'a>>,
-    pub params: Option<P>,
+    #[serde(borrow)]
+    pub params: Option<Spanned<'a>>,
 }
 
-impl<'a> Envelope<'a, Spanned<'a>> {
+impl<'a> Envelope<'a> {
     pub(super) fn parse_with<R: serde_json::de::Read<'a>>(
         mut reader: serde_json::Deserializer<R>,
-        keep_span: bool,
     ) -> serde_json::Result<Self> {
-        if keep_span {
-            let envelope = Self::deserialize(&mut reader)?;
-            reader.end()?;
-            return Ok(envelope);
-        }
-        let plain = Envelope::<'a, Params<'a>>::deserialize(&mut reader)?;
+        let envelope = Self::deserialize(&mut reader)?;
         reader.end()?;
-        Ok(Self {
-            id: plain.id,
-            method: plain.method,
-            params: plain.params.map(|fields| Spanned { raw: None, fields }),
-        })
+        Ok(envelope)
     }
 }
 
@@ -51,8 +41,8 @@ impl<'a> Envelope<'a, Spanned<'a>> {
 /// `tools/call` (re-issued byte for byte).
 #[derive(Default)]
 pub(crate) struct Spanned<'a> {
-    /// The `params` value as sent; `None` when not kept.
-    pub raw: Option<&'a RawValue>,
+    /// The `params` value as sent.
+    pub raw: Option<Json<'a>>,
     /// What the layer reads of it.
     pub fields: Params<'a>,
 }
@@ -65,7 +55,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Spanned<'a> {
         let raw = <&'a RawValue>::deserialize(deserializer)?;
         let fields = serde_json::from_str(raw.get()).map_err(serde::de::Error::custom)?;
         Ok(Self {
-            raw: Some(raw),
+            raw: Some(raw.into()),
             fields,
         })
     }
@@ -164,14 +154,10 @@ pub(crate) struct Params<'a> {
     pub input_responses: Option<&'a RawValue>,
     #[serde(borrow, rename = "_meta")]
     pub meta: Option<Meta<'a>>,
-    /// The filter of `subscriptions/listen`.
-    pub notifications: Option<ListenFilter>,
-}
-
-#[derive(Deserialize)]
-pub(crate) struct ListenFilter {
-    #[serde(rename = "taskIds")]
-    pub task_ids: Option<IgnoredAny>,
+    /// The filter of `subscriptions/listen`, as sent (read further only
+    /// on that path).
+    #[serde(borrow)]
+    pub notifications: Option<Json<'a>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -300,7 +286,7 @@ mod tests {
     #[test]
     fn any_name_is_read_and_a_string_name_gives_its_text() {
         let read = |body: &str| {
-            let envelope = Envelope::parse(body.as_bytes(), false).unwrap();
+            let envelope = Envelope::parse(body.as_bytes()).unwrap();
             let params = envelope.params.unwrap_or_default();
             let text = as_str(params.fields.name).map(Cow::into_owned);
             let sent = params

@@ -7,6 +7,7 @@ mod pass;
 pub(crate) mod raw;
 pub(crate) mod read;
 mod scan;
+pub(crate) mod splice;
 pub mod view;
 
 use std::borrow::Cow;

@@ -11,7 +11,7 @@
 //! |------------------------------------------------------------|-----------|
 //! | objects where the envelope expects them, fields once each  | read      |
 //! | a field of the envelope twice                              | given up (serde: a duplicate field) |
-//! | `params`, `_meta`, `clientCapabilities` or `notifications` neither an object nor `null` | given up (serde: an error, or an array read by position) |
+//! | `params`, `_meta` or `clientCapabilities` neither an object nor `null` | given up (serde: an error, or an array read by position) |
 //! | `method` or a version neither a string nor `null`          | given up  |
 //! | malformed JSON, trailing bytes, a lone surrogate escape (`\ud800`, which serde_json skips over) | given up  |
 //!
@@ -31,15 +31,14 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use super::envelope::{
-    Capabilities, Envelope, Json, ListenFilter, Meta, Params, Spanned, TasksMember, Text,
-};
+use super::envelope::{Capabilities, Envelope, Json, Meta, Params, Spanned, TasksMember, Text};
 use super::scan::{Scan, Str};
 use super::{RELATED_TASK_IDS, TASKS_EXTENSION};
 
 /// The envelope of `text` (the body, as UTF-8), or `None` to leave it to
-/// serde. `keep_span`: keep the raw `params`, as [`Envelope::parse`] does.
-pub(super) fn envelope(text: &str, keep_span: bool) -> Option<Envelope<'_, Spanned<'_>>> {
+/// serde. `params` keeps its place in the text, as [`Envelope::parse`]
+/// does.
+pub(super) fn envelope(text: &str) -> Option<Envelope<'_>> {
     let mut pass = Pass::new(text);
     let mut envelope = Envelope {
         id: None,
@@ -50,7 +49,7 @@ pub(super) fn envelope(text: &str, keep_span: bool) -> Option<Envelope<'_, Spann
         match index {
             0 => envelope.id = pass.json()?,
             1 => envelope.method = pass.text()?,
-            _ => envelope.params = pass.spanned(keep_span)?,
+            _ => envelope.params = pass.spanned()?,
         }
         Some(())
     })?;
@@ -236,21 +235,20 @@ impl<'a> Pass<'a> {
         }
     }
 
-    /// `params`, with its raw text when `keep_span`.
-    fn spanned(&mut self, keep_span: bool) -> Option<Option<Spanned<'a>>> {
+    /// `params`, with its raw text.
+    fn spanned(&mut self) -> Option<Option<Spanned<'a>>> {
         if !self.object()? {
             return Some(None);
         }
         // At the object's `{`: the peek stepped over the whitespace only.
         let start = self.scan.at();
         let fields = self.params()?;
-        let raw = if keep_span {
-            let text = self.text.get(start..self.scan.at())?;
-            Some(serde_json::from_str::<&RawValue>(text).ok()?)
-        } else {
-            None
-        };
-        Some(Some(Spanned { raw, fields }))
+        // Checked by the scan, as every value it steps over.
+        let raw = Json::checked(self.text.get(start..self.scan.at())?);
+        Some(Some(Spanned {
+            raw: Some(raw),
+            fields,
+        }))
     }
 
     /// Reads the object at the point: each member named in `names` by
@@ -311,7 +309,7 @@ impl<'a> Pass<'a> {
                 4 => params.request_id = pass.raw()?,
                 5 => params.input_responses = pass.raw()?,
                 6 => params.meta = pass.nested(Self::meta)?,
-                _ => params.notifications = pass.nested(Self::listen_filter)?,
+                _ => params.notifications = pass.json()?,
             }
             Some(())
         })?;
@@ -344,15 +342,6 @@ impl<'a> Pass<'a> {
         })?;
         Some(Capabilities { extensions, tasks })
     }
-
-    fn listen_filter(&mut self) -> Option<ListenFilter> {
-        let mut task_ids = None;
-        self.members(["taskIds"], |pass, _| {
-            task_ids = pass.raw()?.map(|_| serde::de::IgnoredAny);
-            Some(())
-        })?;
-        Some(ListenFilter { task_ids })
-    }
 }
 
 #[cfg(test)]
@@ -376,7 +365,7 @@ mod tests {
     }
 
     /// Everything the envelope holds, positions included.
-    fn describe(body: &str, envelope: &Envelope<'_, Spanned<'_>>) -> String {
+    fn describe(body: &str, envelope: &Envelope<'_>) -> String {
         let mut out = format!(
             "id {} method {}",
             at(body, envelope.id),
@@ -408,8 +397,8 @@ mod tests {
                     out += &format!(" tasks {} {}", member.declared, at(body, member.value));
                 }
             }
-            if let Some(filter) = &fields.notifications {
-                out += &format!(" taskIds {}", filter.task_ids.is_some());
+            if let Some(filter) = fields.notifications {
+                out += &format!(" notifications {}", at(body, Some(filter)));
             }
         }
         out
@@ -464,21 +453,17 @@ mod tests {
     #[test]
     fn what_the_pass_reads_serde_reads_the_same() {
         for body in READ {
-            for keep_span in [false, true] {
-                let read = envelope(body, keep_span)
-                    .unwrap_or_else(|| panic!("the pass gave up on {body}"));
-                let serde =
-                    Envelope::parse_with(serde_json::Deserializer::from_str(body), keep_span)
-                        .unwrap_or_else(|error| panic!("serde refused {body}: {error}"));
-                assert_eq!(describe(body, &read), describe(body, &serde), "{body}");
-            }
+            let read = envelope(body).unwrap_or_else(|| panic!("the pass gave up on {body}"));
+            let serde = Envelope::parse_with(serde_json::Deserializer::from_str(body))
+                .unwrap_or_else(|error| panic!("serde refused {body}: {error}"));
+            assert_eq!(describe(body, &read), describe(body, &serde), "{body}");
         }
     }
 
     /// The tasks member as the pass read it with `extensions` (`None`: left
     /// for later), in the body's `_meta.clientCapabilities`.
     fn folded(body: &str) -> Option<(bool, Option<&str>)> {
-        let envelope = envelope(body, false).expect("the pass reads it");
+        let envelope = envelope(body).expect("the pass reads it");
         let meta = envelope.params?.fields.meta?;
         let tasks = meta.capabilities?.tasks?;
         Some((tasks.declared, tasks.value.map(|value| value.get())))
@@ -507,8 +492,7 @@ mod tests {
     #[test]
     fn the_pass_leaves_duplicates_escaped_keys_and_odd_types_to_serde() {
         for body in LEFT {
-            assert!(envelope(body, true).is_none(), "{body}");
-            assert!(envelope(body, false).is_none(), "{body}");
+            assert!(envelope(body).is_none(), "{body}");
         }
     }
 

@@ -5,24 +5,24 @@
 //! them; this is the one place that chooses between the two, so neither
 //! reader needs the other.
 
-use super::envelope::{Capabilities, Envelope, Json, Spanned, TasksMember};
+use super::envelope::{Capabilities, Envelope, Json, TasksMember};
 
-impl<'a> Envelope<'a, Spanned<'a>> {
-    /// Parses `body`, keeping where `params` lies in it if `keep_span`.
-    /// Keeping it costs serde_json two scratch allocations, so a request
-    /// that passes through goes without.
+impl<'a> Envelope<'a> {
+    /// Parses `body`, keeping where `params` lies in it: free to the
+    /// one-pass reader; serde's, which only odd bodies reach, reads
+    /// `params` twice for it.
     ///
     /// A body that is UTF-8 throughout (any real one) is checked once, as a
     /// whole, and read as text: cheaper than checking each string on the
     /// way. Any other is read as bytes, with serde_json's own errors.
-    pub(crate) fn parse(body: &'a [u8], keep_span: bool) -> serde_json::Result<Self> {
+    pub(crate) fn parse(body: &'a [u8]) -> serde_json::Result<Self> {
         let Ok(text) = std::str::from_utf8(body) else {
-            return Self::parse_with(serde_json::Deserializer::from_slice(body), keep_span);
+            return Self::parse_with(serde_json::Deserializer::from_slice(body));
         };
-        if let Some(envelope) = super::pass::envelope(text, keep_span) {
+        if let Some(envelope) = super::pass::envelope(text) {
             return Ok(envelope);
         }
-        Self::parse_with(serde_json::Deserializer::from_str(text), keep_span)
+        Self::parse_with(serde_json::Deserializer::from_str(text))
     }
 }
 
