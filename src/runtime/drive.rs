@@ -19,6 +19,7 @@
 //! What differs between protocol generations reaches the driver through a
 //! [`Dialect`]; the driver itself knows none.
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
@@ -63,84 +64,93 @@ enum Ended {
 
 /// Drives `flight` for `work` until the task is terminal or waits for input.
 /// The caller spawns it (tracked); `abort` is the layer's drain signal.
-pub(crate) async fn drive(
+/// The flight comes boxed: the state below is handed it three times over
+/// (this block, the one that waits for a running slot, `run`).
+///
+/// A plain function around an `async move` block rather than an `async fn`:
+/// an `async fn` keeps each argument twice in its state (as passed, and as
+/// the local it is moved into), and this state lives as long as the task.
+#[allow(clippy::manual_async_fn)] // an `async fn` would keep the arguments twice
+pub(crate) fn drive(
     mut work: Work,
     mut dialect: Box<dyn Dialect>,
-    flight: Flight,
+    flight: Box<Flight>,
     slot: Slot,
     abort: CancellationToken,
-) {
-    let stop = work.stop.clone();
-    let deadline = work.deadline;
-    let overrun = async move {
-        match deadline {
-            Some(deadline) => {
-                tokio::time::sleep(deadline.remaining()).await;
-                deadline
+) -> impl Future<Output = ()> + Send + 'static {
+    async move {
+        let stop = work.stop.clone();
+        let deadline = work.deadline;
+        let overrun = async move {
+            match deadline {
+                Some(deadline) => {
+                    tokio::time::sleep(deadline.remaining()).await;
+                    deadline
+                }
+                None => std::future::pending().await,
             }
-            None => std::future::pending().await,
-        }
-    };
-    let running = async {
-        let _permit = match slot {
-            Slot::Held(permit) => permit,
-            Slot::Wait(slots) => match slots.acquire_owned().await {
-                Ok(permit) => permit,
-                Err(_) => return Err(Stopped::Aborted),
-            },
         };
-        let _running = Running::start();
-        let ran = AssertUnwindSafe(run(&mut work, &mut *dialect, flight))
-            .catch_unwind()
-            .await;
-        ran.map_err(|_| Stopped::Panicked)
-    };
-    let outcome = tokio::select! {
-        biased;
-        // Dropping `running` drops the flight and with it the inner call.
-        _ = stop.cancelled() => Err(Stopped::Signal),
-        _ = abort.cancelled() => Err(Stopped::Aborted),
-        deadline = overrun => Err(Stopped::Overran(deadline)),
-        ran = running => ran,
-    };
-    let message = match outcome {
-        Ok(Ended::Settled) => return,
-        Ok(Ended::AwaitingInput) => {
-            let watchdog = watch_input(&work, abort);
-            let trace = TaskTrace {
-                watchdog,
-                ..work.trace.clone()
+        let running = async {
+            let _permit = match slot {
+                Slot::Held(permit) => permit,
+                Slot::Wait(slots) => match slots.acquire_owned().await {
+                    Ok(permit) => permit,
+                    Err(_) => return Err(Stopped::Aborted),
+                },
             };
-            work.waiting.put(work.id, trace, work.expires);
-            return;
-        }
-        Err(Stopped::Signal) => {
-            // Cancelled (counted where the cancel was answered) or expired.
-            if work.expires.is_some_and(|at| at <= Timestamp::now()) {
-                events::ended(work.id, End::Expired, work.trace.parked);
+            let _running = Running::start();
+            let ran = AssertUnwindSafe(run(&mut work, &mut *dialect, flight))
+                .catch_unwind()
+                .await;
+            ran.map_err(|_| Stopped::Panicked)
+        };
+        let outcome = tokio::select! {
+            biased;
+            // Dropping `running` drops the flight and with it the inner call.
+            _ = stop.cancelled() => Err(Stopped::Signal),
+            _ = abort.cancelled() => Err(Stopped::Aborted),
+            deadline = overrun => Err(Stopped::Overran(deadline)),
+            ran = running => ran,
+        };
+        let message = match outcome {
+            Ok(Ended::Settled) => return,
+            Ok(Ended::AwaitingInput) => {
+                let watchdog = watch_input(&work, abort);
+                let trace = TaskTrace {
+                    watchdog,
+                    ..work.trace.clone()
+                };
+                work.waiting.put(work.id, trace, work.expires);
+                return;
             }
-            None
+            Err(Stopped::Signal) => {
+                // Cancelled (counted where the cancel was answered) or expired.
+                if work.expires.is_some_and(|at| at <= Timestamp::now()) {
+                    events::ended(work.id, End::Expired, work.trace.parked);
+                }
+                None
+            }
+            Err(Stopped::Aborted) if work.rerunnable => {
+                // Left `working` in a store that hands it to the next process,
+                // which runs the call again.
+                events::stopped(work.id, "drain", "handed over to the next start");
+                None
+            }
+            Err(Stopped::Aborted) => Some((
+                "drain",
+                "The server shut down before the task finished".to_owned(),
+            )),
+            Err(Stopped::Overran(deadline)) => Some(("deadline", deadline.message())),
+            Err(Stopped::Panicked) => Some(("panic", "The inner call panicked".to_owned())),
+        };
+        if let Some((by, message)) = message {
+            tracing::warn!(task = %work.id, message, "task stopped");
+            events::stopped(work.id, by, &message);
+            settle(&work, internal(message)).await;
         }
-        Err(Stopped::Aborted) if work.rerunnable => {
-            // Left `working` in a store that hands it to the next process,
-            // which runs the call again.
-            events::stopped(work.id, "drain", "handed over to the next start");
-            None
+        if let Err(error) = dialect.abandon(&mut work).await {
+            tracing::debug!(task = %work.id, error, "the abandoned call could not be told");
         }
-        Err(Stopped::Aborted) => Some((
-            "drain",
-            "The server shut down before the task finished".to_owned(),
-        )),
-        Err(Stopped::Overran(deadline)) => Some(("deadline", deadline.message())),
-        Err(Stopped::Panicked) => Some(("panic", "The inner call panicked".to_owned())),
-    };
-    if let Some((by, message)) = message {
-        tracing::warn!(task = %work.id, message, "task stopped");
-        events::stopped(work.id, by, &message);
-        settle(&work, internal(message)).await;
-    }
-    if let Err(error) = dialect.abandon(&mut work).await {
-        tracing::debug!(task = %work.id, error, "the abandoned call could not be told");
     }
 }
 
@@ -168,28 +178,37 @@ fn watch_input(work: &Work, abort: CancellationToken) -> Option<tokio::task::Abo
     Some(spawned.abort_handle())
 }
 
-async fn run(work: &mut Work, dialect: &mut dyn Dialect, mut flight: Flight) -> Ended {
-    loop {
-        let answer = loop {
-            match flight.next_event().await {
-                Event::Progress(line) => {
-                    if let Err(error) = work.store.set_status_message(work.id, line).await {
-                        tracing::debug!(task = %work.id, %error, "progress not recorded");
+/// Runs `flight` and the calls re-issued after it; like [`drive`], a plain
+/// function, so that its arguments are kept once.
+#[allow(clippy::manual_async_fn)] // as for `drive`
+fn run<'a>(
+    work: &'a mut Work,
+    dialect: &'a mut dyn Dialect,
+    mut flight: Box<Flight>,
+) -> impl Future<Output = Ended> + Send + 'a {
+    async move {
+        loop {
+            let answer = loop {
+                match flight.next_event().await {
+                    Event::Progress(line) => {
+                        if let Err(error) = work.store.set_status_message(work.id, line).await {
+                            tracing::debug!(task = %work.id, %error, "progress not recorded");
+                        }
                     }
-                }
-                Event::Request(message) => {
-                    if let Err(reason) = dialect.request(work, message).await {
-                        settle(work, internal(reason)).await;
-                        return Ended::Settled;
+                    Event::Request(message) => {
+                        if let Err(reason) = dialect.request(work, message).await {
+                            settle(work, internal(reason)).await;
+                            return Ended::Settled;
+                        }
                     }
+                    Event::Done(answer) => break *answer,
                 }
-                Event::Done(answer) => break *answer,
+            };
+            // Boxed: its state would otherwise be reserved for the whole run.
+            match Box::pin(handle(work, dialect, answer)).await {
+                Handled::Next(next) => *flight = next,
+                Handled::Ended(ended) => return ended,
             }
-        };
-        // Boxed: its state would otherwise be reserved for the whole run.
-        match Box::pin(handle(work, dialect, answer)).await {
-            Handled::Next(next) => flight = next,
-            Handled::Ended(ended) => return ended,
         }
     }
 }

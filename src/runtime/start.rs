@@ -240,7 +240,7 @@ impl Runtime {
             // creation, its arguments and its channel) ends here: a parked
             // task's memory is the driver's alone.
             let span = work.trace.span.clone();
-            let driving = drive::drive(work, dialect, flight, Slot::Held(slot), abort);
+            let driving = drive::drive(work, dialect, Box::new(flight), Slot::Held(slot), abort);
             background.spawn_in(span, driving);
         });
         let started = created_rx.await.unwrap_or_else(|_| {
