@@ -51,7 +51,7 @@ impl Default for Carried {
             all: false,
             types: Arc::new([]),
         };
-        carried.add::<crate::Principal>();
+        carried.add::<crate::owner::Principal>();
         #[cfg(feature = "tower-mcp")]
         carried.add::<tower_mcp::oauth::TokenClaims>();
         carried
@@ -100,7 +100,7 @@ impl Carried {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Principal;
+    use crate::owner::Principal;
 
     #[derive(Clone, Debug, PartialEq)]
     struct Tenant(&'static str);

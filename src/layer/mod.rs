@@ -410,7 +410,7 @@ impl<S> Layer<S> for TasksLayer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::MemoryTaskStore;
+    use crate::store::MemoryTaskStore;
 
     fn shares(a: &TasksService<()>, b: &TasksService<()>) -> bool {
         Arc::ptr_eq(&a.shared().sessions, &b.shared().sessions)
