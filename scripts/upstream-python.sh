@@ -8,6 +8,7 @@
 #
 # Usage:
 #   scripts/upstream-python.sh HOST:PORT     # port 0 picks a free port
+#   scripts/upstream-python.sh --stdio       # over stdin and stdout (for the gateway's -- COMMAND)
 #
 # Prints `listening on http://HOST:PORT/mcp` (the real port) on stdout once
 # it accepts connections; logs go to stderr, among them `slow_compute
@@ -35,7 +36,7 @@ FIXTURE_DIR="$REPO/tests/upstreams/python"
 # shellcheck source=lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 help_if_asked "${1:-}"
-(($# == 1)) || die "usage: $(basename "$0") HOST:PORT (see --help)"
+(($# == 1)) || die "usage: $(basename "$0") HOST:PORT | --stdio (see --help)"
 
 # One install at a time: tests start several upstreams at once.
 mkdir -p "$CACHE"

@@ -44,6 +44,7 @@
 
 mod errors;
 mod headers;
+pub mod stdio;
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -31,6 +31,23 @@ pub async fn start(upstream: &str, extra: &[&str]) -> Process {
     Process::start("mcp-tasks-gateway", command, Duration::from_secs(30)).await
 }
 
+/// Starts the gateway in front of the stdio server `command` (run from the
+/// repository's root), on a free loopback port, with a 300 ms threshold and
+/// `extra` options. The server may take [`INSTALL_TIMEOUT`] to start (a
+/// script installs its SDK first).
+pub async fn start_stdio(command: &[&str], extra: &[&str]) -> Process {
+    let mut gateway = Command::new(env!("CARGO_BIN_EXE_mcp-tasks-gateway"));
+    gateway
+        .args(["--listen", "127.0.0.1:0", "--threshold", "300ms"])
+        .args(["--start-timeout", "600s"])
+        .args(extra)
+        .arg("--")
+        .args(command)
+        .current_dir(repo())
+        .env("RUST_LOG", "info,mcp_tasks=debug");
+    Process::start("mcp-tasks-gateway", gateway, INSTALL_TIMEOUT).await
+}
+
 /// The repository's root.
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

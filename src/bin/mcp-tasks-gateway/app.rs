@@ -10,6 +10,7 @@ use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderValue, header};
 use mcp_tasks::proxy::Proxy;
+use mcp_tasks::proxy::stdio::StdioUpstream;
 use mcp_tasks::{Admin, Drain, MemoryTaskStore, RedisTaskStore, SqliteTaskStore, TasksLayer};
 use tower::ServiceBuilder;
 
@@ -17,6 +18,7 @@ use crate::guard::{self, Guard};
 use crate::oauth;
 use crate::serving::Limits;
 use crate::settings::{Args, Human};
+use crate::upstream::Upstream;
 
 /// Everything `main` needs to serve.
 pub struct App {
@@ -52,10 +54,6 @@ impl App {
     /// Checks the settings and builds the gateway listening on `local`;
     /// connects to Redis and fetches the OAuth keys when asked.
     pub async fn build(args: Args, local: SocketAddr) -> Result<Self, String> {
-        let upstream = args
-            .upstream
-            .as_deref()
-            .ok_or("--upstream URL is required (or MCP_TASKS_UPSTREAM, or upstream in --config)")?;
         let path = args.path.clone().unwrap_or_else(|| "/mcp".to_owned());
         if !path.starts_with('/') || path.contains(['{', '}', '*', '?', '#']) {
             return Err(format!(
@@ -65,28 +63,12 @@ impl App {
         // A JSON answer's head comes when the tool ends: by default the
         // upstream may take as long as a task may run.
         let max_runtime = optional(args.max_runtime, Some(Duration::from_secs(30 * 60)));
-        let proxy = Proxy::builder(upstream)
-            .map_err(|e| e.to_string())?
-            .connect_timeout(optional(
-                args.upstream_connect_timeout,
-                Some(Duration::from_secs(5)),
-            ))
-            .header_timeout(optional(args.upstream_header_timeout, max_runtime))
-            .pool(
-                required(
-                    args.upstream_idle_timeout,
-                    Duration::from_secs(4),
-                    "upstream-idle-timeout",
-                )?,
-                64,
-            )
-            .forward_authorization(args.forward_authorization.unwrap_or(true))
-            .build();
+        let upstream = upstream(&args, max_runtime).await?;
         let tasks = layer(&args).await?;
         let drain = tasks.drain();
         let admin = tasks.admin();
         let guard = Arc::new(Guard::new(local, &args.allowed_host, &args.allowed_origin));
-        let service = ServiceBuilder::new().layer(tasks).service(proxy);
+        let service = ServiceBuilder::new().layer(tasks).service(upstream);
         let own_url = format!("http://{local}{path}");
         let own_url = (!local.ip().is_unspecified()).then_some(own_url.as_str());
         let router = match oauth::from_args(&args, own_url).await? {
@@ -133,6 +115,52 @@ impl App {
                 "shutdown-grace",
             )?,
         })
+    }
+}
+
+/// The server to front: `--upstream URL` through the reverse proxy, or the
+/// command after `--`, started (and initialized) now, before the gateway
+/// listens.
+async fn upstream(args: &Args, max_runtime: Option<Duration>) -> Result<Upstream, String> {
+    match (&args.upstream, args.command.split_first()) {
+        (Some(_), Some(_)) => Err("give --upstream URL or a command after --, not both".into()),
+        (None, None) => Err(
+            "an upstream is required: --upstream URL (or MCP_TASKS_UPSTREAM, or upstream in --config), or a stdio server's command after --"
+                .into(),
+        ),
+        (None, Some((program, rest))) => {
+            let mut builder = StdioUpstream::builder(program).args(rest);
+            for var in &args.env {
+                builder = builder.env(&var.key, &var.value);
+            }
+            if let Some(cwd) = &args.cwd {
+                builder = builder.cwd(cwd);
+            }
+            let start = required(args.start_timeout, Duration::from_secs(60), "start-timeout")?;
+            builder = builder.start_timeout(start);
+            let stdio = builder.start().await.map_err(|error| error.to_string())?;
+            Ok(Upstream::Stdio(stdio))
+        }
+        (Some(url), None) => {
+            let proxy = Proxy::builder(url)
+                .map_err(|e| e.to_string())?
+                .connect_timeout(optional(
+                    args.upstream_connect_timeout,
+                    Some(Duration::from_secs(5)),
+                ))
+                .header_timeout(optional(args.upstream_header_timeout, max_runtime))
+                .pool(
+                    required(
+                        args.upstream_idle_timeout,
+                        Duration::from_secs(4),
+                        "upstream-idle-timeout",
+                    )?,
+                    64,
+                )
+                .forward_authorization(args.forward_authorization.unwrap_or(true))
+                .build();
+            Ok(Upstream::Http(Box::new(proxy)))
+        }
     }
 }
 

@@ -24,6 +24,7 @@ mod oauth;
 #[path = "../../../examples/support/http.rs"]
 mod serving;
 mod settings;
+mod upstream;
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -29,9 +29,23 @@ pub struct Args {
     pub config: Option<PathBuf>,
 
     /// The MCP server to put tasks in front of: http://HOST:PORT/PATH
-    /// (required).
+    /// (this, or a command after `--`).
     #[arg(long, env = "MCP_TASKS_UPSTREAM", value_name = "URL")]
     pub upstream: Option<String>,
+    /// A stdio MCP server to start and serve, instead of --upstream:
+    /// everything after `--`, e.g. `-- npx -y @modelcontextprotocol/server-everything`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// An environment variable for the command, repeatable.
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<EnvVar>,
+    /// The command's working directory [default: the gateway's].
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// How long the command has to start and answer `initialize` (`npx`
+    /// may download the server first) [default: 60s].
+    #[arg(long, env = "MCP_TASKS_START_TIMEOUT", value_name = "DURATION")]
+    pub start_timeout: Option<Human>,
     /// Where to listen [default: 127.0.0.1:8080]; port 0 picks a free port.
     #[arg(long, env = "MCP_TASKS_LISTEN", value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
@@ -246,6 +260,35 @@ impl FromStr for PolicyRule {
     }
 }
 
+/// `KEY=VALUE`: an environment variable for a stdio server.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EnvVar {
+    /// The variable's name.
+    pub key: String,
+    /// Its value.
+    pub value: String,
+}
+
+impl FromStr for EnvVar {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.split_once('=') {
+            Some((key, value)) if !key.is_empty() && !key.contains('\0') => Ok(Self {
+                key: key.to_owned(),
+                value: value.to_owned(),
+            }),
+            _ => Err(format!("{text:?}: expected KEY=VALUE")),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for EnvVar {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        from_text(deserializer)
+    }
+}
+
 /// `TOOL[=ATTEMPTS]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RetryRule {
@@ -344,14 +387,14 @@ impl Args {
             };
         }
         pick!(
-            upstream, listen, path, threshold, ttl, max_ttl, poll_interval, redis, sqlite, retry_hints,
+            upstream, cwd, start_timeout, listen, path, threshold, ttl, max_ttl, poll_interval, redis, sqlite, retry_hints,
             max_tasks, max_tasks_per_principal, max_running, max_runtime,
             header_timeout, body_timeout, max_connections,
             upstream_connect_timeout, upstream_header_timeout, upstream_idle_timeout,
             shutdown_grace, metrics, otlp,
             forward_authorization, oauth_issuer, oauth_audience, oauth_jwks,
             oauth_hs256_secret_file, oauth_authorization_server;
-            policy, retry, allowed_host, allowed_origin, oauth_scopes
+            policy, retry, allowed_host, allowed_origin, oauth_scopes, command, env
         )
     }
 }
@@ -421,6 +464,31 @@ mod tests {
             command_line.over(file).sqlite,
             Some(PathBuf::from("here.db"))
         );
+    }
+
+    #[test]
+    fn a_stdio_command_comes_after_the_double_dash_or_from_the_file() {
+        let args = Args::parse_from([
+            "gw", "--env", "A=1", "--env", "B=x=y", "--cwd", "/srv", "--", "npx", "-y", "pkg",
+            "--flag",
+        ]);
+        assert_eq!(args.command, ["npx", "-y", "pkg", "--flag"]);
+        assert_eq!(args.env[1], "B=x=y".parse().unwrap());
+        assert_eq!(args.env[1].value, "x=y");
+        assert_eq!(args.cwd, Some(PathBuf::from("/srv")));
+        assert!("=1".parse::<EnvVar>().is_err());
+        let file: Args = toml::from_str(
+            r#"
+            command = ["python3", "server.py"]
+            env = ["TOKEN=abc"]
+            cwd = "/opt/server"
+            "#,
+        )
+        .unwrap();
+        let merged = Args::parse_from(["gw"]).over(file);
+        assert_eq!(merged.command, ["python3", "server.py"]);
+        assert_eq!(merged.env, vec!["TOKEN=abc".parse().unwrap()]);
+        assert_eq!(merged.cwd, Some(PathBuf::from("/opt/server")));
     }
 
     #[test]

@@ -22,6 +22,7 @@ which have no `input_required` result.
 
 Usage:
     python fixture.py HOST:PORT      # port 0 picks a free port
+    python fixture.py --stdio        # one session over stdin and stdout
 
 Prints `listening on http://HOST:PORT/mcp` (the real port) on stdout once
 the server accepts connections. Log lines go to stderr; `slow_compute`
@@ -325,7 +326,11 @@ def main() -> None:
         print(__doc__, file=sys.stderr)
         sys.exit(0 if len(sys.argv) == 2 else 2)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    asyncio.run(serve(sys.argv[1]))
+    if sys.argv[1] == "--stdio":
+        # One session over stdin/stdout, newline-delimited JSON-RPC.
+        asyncio.run(mcp.run_stdio_async(show_banner=False))
+    else:
+        asyncio.run(serve(sys.argv[1]))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,290 @@
+//! The bridge: one child, initialized once by the bridge, shared by every
+//! HTTP request; the reader that routes what the child writes.
+//!
+//! | What the child writes | Where it goes |
+//! |-----------------------|---------------|
+//! | the answer to a call | that call's client, with the client's id back (and `resultType` for a 2026-07-28 client) |
+//! | `notifications/progress` | the call whose token it names, with the client's token back |
+//! | `notifications/message` | the gateway's log |
+//! | `ping` | answered here |
+//! | any other request (`elicitation/create`, `sampling/createMessage`, `roots/list`) | refused (`-32601`): the bridge declares no client capabilities it cannot relay yet |
+//! | a line that is not a JSON-RPC message, not UTF-8, or over the limit | skipped, with a warning |
+//! | end of output (the child exited) | every waiting call gets an error naming the exit; later calls are refused |
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::value::RawValue;
+use tokio::sync::{Semaphore, mpsc};
+
+use super::calls::Calls;
+use super::child::{self, Line, Lines, Spec};
+use super::message::{
+    Kind, Message, error_response, member, replaced, result_response, with_result_type,
+};
+use super::{Settings, StdioError};
+
+/// What the child declared in its `initialize` answer.
+pub(super) struct Declared {
+    /// The protocol version the child agreed to.
+    pub version: String,
+    /// `capabilities`, as sent.
+    pub capabilities: Box<RawValue>,
+    /// `serverInfo`, as sent.
+    pub server_info: Box<RawValue>,
+    /// `instructions`, as sent.
+    pub instructions: Option<Box<RawValue>>,
+}
+
+/// The one child and what talks to it.
+pub(super) struct Bridge {
+    pub spec: Spec,
+    pub to_child: mpsc::Sender<Bytes>,
+    pub calls: Arc<Calls>,
+    /// Places for calls in flight.
+    pub slots: Arc<Semaphore>,
+    pub declared: Declared,
+    /// Why the child is gone, once it is.
+    pub gone: Mutex<Option<String>>,
+    pub settings: Settings,
+}
+
+/// The protocol version the bridge asks the child for.
+const ASKED_VERSION: &str = "2025-11-25";
+
+impl Bridge {
+    /// Starts the child, initializes it, and starts reading it.
+    pub(super) async fn start(spec: Spec, settings: Settings) -> Result<Arc<Self>, StdioError> {
+        let shown = spec.shown();
+        let started = child::start(&spec, settings.max_line_bytes)
+            .map_err(|error| StdioError::Start(format!("could not start `{shown}`: {error}")))?;
+        let child::Started {
+            mut process,
+            to_child,
+            mut lines,
+        } = started;
+        let initialize = format!(
+            r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{ASKED_VERSION}","capabilities":{{}},"clientInfo":{{"name":"mcp-tasks-gateway","version":"{}"}}}}}}"#,
+            env!("CARGO_PKG_VERSION")
+        );
+        let failed =
+            |why: String| StdioError::Start(format!("`{shown}` did not initialize: {why}"));
+        to_child
+            .send(Bytes::from(initialize))
+            .await
+            .map_err(|_| failed("its stdin closed".into()))?;
+        let answer =
+            match tokio::time::timeout(settings.start_timeout, initialized(&mut lines)).await {
+                Ok(answer) => answer,
+                Err(_) => Err(format!("no answer within {:?}", settings.start_timeout)),
+            };
+        let declared = match answer {
+            Ok(declared) => declared,
+            Err(why) => {
+                let status = exit_status(&mut process).await;
+                return Err(failed(format!("{why}{status}")));
+            }
+        };
+        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        let _ = to_child
+            .send(Bytes::from_static(initialized.as_bytes()))
+            .await;
+        tracing::info!(
+            command = %shown,
+            version = %declared.version,
+            "the stdio server is initialized"
+        );
+        let bridge = Arc::new(Self {
+            spec,
+            to_child,
+            calls: Arc::new(Calls::new()),
+            slots: Arc::new(Semaphore::new(settings.max_in_flight)),
+            declared,
+            gone: Mutex::new(None),
+            settings,
+        });
+        tokio::spawn(bridge.clone().read(lines, process));
+        Ok(bridge)
+    }
+
+    /// Why the child is gone, if it is.
+    pub(super) fn gone(&self) -> Option<String> {
+        self.gone
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Routes what the child writes until it stops, then ends every call.
+    async fn read(self: Arc<Self>, mut lines: Lines, mut process: tokio::process::Child) {
+        let why = loop {
+            match lines.next().await {
+                Line::Text(line) => self.route(line.as_bytes()),
+                Line::TooLong => tracing::warn!(
+                    limit = self.settings.max_line_bytes,
+                    "the stdio server wrote a line over the limit; it was skipped"
+                ),
+                Line::NotText => tracing::warn!("the stdio server wrote a line that is not UTF-8"),
+                Line::End(error) => break error,
+            }
+        };
+        let status = exit_status(&mut process).await;
+        let message = format!(
+            "The stdio server `{}` stopped{}{}",
+            self.spec.shown(),
+            why.map(|why| format!(" ({why})")).unwrap_or_default(),
+            status
+        );
+        tracing::error!("{message}");
+        *self
+            .gone
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(message.clone());
+        for waiter in self.calls.drain() {
+            let _ = waiter
+                .answer
+                .send(error_response(&waiter.client_id, -32603, &message));
+        }
+    }
+
+    /// One line from the child.
+    fn route(&self, line: &[u8]) {
+        let Some(message) = Message::read(line) else {
+            tracing::warn!(line = %shorten(line), "the stdio server wrote a line that is not JSON; it was skipped");
+            return;
+        };
+        match message.kind() {
+            Kind::Response => self.answered(line, &message),
+            Kind::Notification => self.notified(line, &message),
+            Kind::Request => self.asked(&message),
+            Kind::Invalid => tracing::warn!(
+                line = %shorten(line),
+                "the stdio server wrote a line that is not a JSON-RPC message; it was skipped"
+            ),
+        }
+    }
+
+    fn answered(&self, line: &[u8], message: &Message<'_>) {
+        let Some(id) = message.id else { return };
+        let Some(waiter) = id.get().parse().ok().and_then(|id| self.calls.take(id)) else {
+            tracing::debug!(id = id.get(), "an answer for no waiting call (cancelled?)");
+            return;
+        };
+        let Some(answer) = replaced(line, &[(id, &waiter.client_id)]) else {
+            return;
+        };
+        let answer = if waiter.modern {
+            with_result_type(answer)
+        } else {
+            answer
+        };
+        let _ = waiter.answer.send(answer);
+    }
+
+    fn notified(&self, line: &[u8], message: &Message<'_>) {
+        match message.method.as_deref() {
+            Some("notifications/progress") => {
+                let token = message
+                    .params
+                    .and_then(|params| member(params, "progressToken"));
+                let Some(token) = token else { return };
+                let Ok(id) = token.get().parse::<u64>() else {
+                    return;
+                };
+                self.calls.with(id, |waiter| {
+                    let Some(own) = &waiter.token else { return };
+                    if let Some(note) = replaced(line, &[(token, own)]) {
+                        // A slow client loses progress, not its answer.
+                        let _ = waiter.notes.try_send(note);
+                    }
+                });
+            }
+            Some("notifications/message") => {
+                let params = message.params.map_or("", RawValue::get);
+                tracing::info!(target: "mcp_tasks::stdio::child", log = params, "log message");
+            }
+            Some(method) => tracing::debug!(method, "a notification of the stdio server"),
+            None => {}
+        }
+    }
+
+    fn asked(&self, message: &Message<'_>) {
+        let Some(id) = message.id else { return };
+        let method = message.method.as_deref().unwrap_or_default();
+        let reply = match method {
+            "ping" => result_response(id.get(), "{}"),
+            _ => error_response(
+                id.get(),
+                -32601,
+                &format!("The gateway does not relay {method} from a stdio server"),
+            ),
+        };
+        if self.to_child.try_send(reply).is_err() {
+            tracing::warn!(
+                method,
+                "the answer to a request of the stdio server was dropped"
+            );
+        }
+    }
+}
+
+/// Reads the child's answer to the bridge's `initialize` (id 0).
+async fn initialized(lines: &mut Lines) -> Result<Declared, String> {
+    loop {
+        let line = match lines.next().await {
+            Line::Text(line) => line,
+            Line::TooLong | Line::NotText => continue,
+            Line::End(why) => return Err(why.unwrap_or_else(|| "it closed its stdout".into())),
+        };
+        let Some(message) = Message::read(line.as_bytes()) else {
+            tracing::warn!(line = %shorten(line.as_bytes()), "the stdio server wrote a line that is not JSON");
+            continue;
+        };
+        if message.kind() != Kind::Response || message.id.map(RawValue::get) != Some("0") {
+            continue;
+        }
+        if let Some(error) = message.error {
+            return Err(format!("it answered initialize with {}", error.get()));
+        }
+        let Some(result) = message.result else {
+            continue;
+        };
+        let raw = |name: &str| member(result, name).map(ToOwned::to_owned);
+        let version = member(result, "protocolVersion")
+            .and_then(|version| serde_json::from_str::<String>(version.get()).ok())
+            .ok_or("its initialize answer has no protocolVersion")?;
+        return Ok(Declared {
+            version,
+            capabilities: raw("capabilities").unwrap_or_else(crate::wire::raw::empty_object),
+            server_info: raw("serverInfo").unwrap_or_else(crate::wire::raw::empty_object),
+            instructions: raw("instructions"),
+        });
+    }
+}
+
+/// `, exit status: …` once the child has exited (waited up to a second,
+/// then killed), for messages.
+async fn exit_status(process: &mut tokio::process::Child) -> String {
+    let status = match tokio::time::timeout(Duration::from_secs(1), process.wait()).await {
+        Ok(status) => status,
+        Err(_) => {
+            let _ = process.kill().await;
+            process.wait().await
+        }
+    };
+    match status {
+        Ok(status) => format!(", {status}"),
+        Err(error) => format!(", its status unknown: {error}"),
+    }
+}
+
+/// The start of `line`, for the log.
+fn shorten(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
+    if line.len() > 200 {
+        format!("{text}…")
+    } else {
+        text
+    }
+}

@@ -1,0 +1,160 @@
+//! The child process: started with piped stdio, its stdin written by one
+//! task from a bounded queue of lines, its stdout read line by line
+//! (`tokio_util`'s `LinesCodec`, bounded), its stderr copied to the log.
+//!
+//! | Choice | Why |
+//! |--------|-----|
+//! | one writer task, fed by a bounded queue | lines never interleave; a child that stops reading stalls senders, which wait, each bounded by its own request |
+//! | lines read with a length limit | a child cannot make the bridge hold more than `max_line_bytes` of one message |
+//! | stderr logged line by line, as the child's | operators see what the server says, in the gateway's log |
+//! | `kill_on_drop` | the child never outlives the bridge |
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::sync::mpsc;
+use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+
+/// How the child is started.
+#[derive(Clone, Debug)]
+pub(super) struct Spec {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    pub env: Vec<(OsString, OsString)>,
+    pub cwd: Option<PathBuf>,
+}
+
+impl Spec {
+    /// The command line, for messages.
+    pub(super) fn shown(&self) -> String {
+        std::iter::once(&self.program)
+            .chain(&self.args)
+            .map(|part| part.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// A started child: its process, the queue to its stdin, its stdout.
+pub(super) struct Started {
+    pub process: tokio::process::Child,
+    pub to_child: mpsc::Sender<Bytes>,
+    pub lines: Lines,
+}
+
+/// How many lines may wait for the child's stdin.
+const QUEUE: usize = 256;
+
+/// Starts the child described by `spec`.
+pub(super) fn start(spec: &Spec, max_line_bytes: usize) -> std::io::Result<Started> {
+    let mut command = Command::new(&spec.program);
+    command
+        .args(&spec.args)
+        .envs(spec.env.iter().map(|(key, value)| (key, value)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(cwd) = &spec.cwd {
+        command.current_dir(cwd);
+    }
+    let mut process = command.spawn()?;
+    let (stdin, stdout, stderr) = match (
+        process.stdin.take(),
+        process.stdout.take(),
+        process.stderr.take(),
+    ) {
+        (Some(stdin), Some(stdout), Some(stderr)) => (stdin, stdout, stderr),
+        _ => return Err(std::io::Error::other("the child's stdio was not piped")),
+    };
+    let pid = process.id().unwrap_or_default();
+    tokio::spawn(log_stderr(stderr, pid));
+    let (to_child, queue) = mpsc::channel(QUEUE);
+    tokio::spawn(write(stdin, queue));
+    Ok(Started {
+        process,
+        to_child,
+        lines: Lines::new(stdout, max_line_bytes),
+    })
+}
+
+/// Writes each queued message to the child's stdin as one line, until the
+/// queue closes (then stdin closes, which tells the child to stop) or the
+/// child stops reading.
+async fn write(mut stdin: ChildStdin, mut queue: mpsc::Receiver<Bytes>) {
+    while let Some(line) = queue.recv().await {
+        let written = async {
+            stdin.write_all(&line).await?;
+            stdin.write_all(b"\n").await?;
+            stdin.flush().await
+        };
+        if let Err(error) = written.await {
+            tracing::debug!(%error, "the stdio server's stdin is closed");
+            return;
+        }
+    }
+}
+
+/// Copies the child's stderr to the log, one event a line.
+async fn log_stderr(stderr: tokio::process::ChildStderr, pid: u32) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::info!(target: "mcp_tasks::stdio::child", pid, "{line}");
+    }
+}
+
+/// What the child wrote on stdout, one line at a time.
+pub(super) struct Lines {
+    framed: FramedRead<ChildStdout, LinesCodec>,
+    /// After an error, the reader yields `None` once, then reads on.
+    after_error: bool,
+}
+
+/// One read from the child's stdout.
+pub(super) enum Line {
+    /// A whole line.
+    Text(String),
+    /// A line longer than the limit: skipped (the codec drops it up to its
+    /// newline), and reading goes on.
+    TooLong,
+    /// A line that is not UTF-8: skipped, and reading goes on.
+    NotText,
+    /// Stdout broke or closed: nothing more comes.
+    End(Option<String>),
+}
+
+impl Lines {
+    fn new(stdout: ChildStdout, max_line_bytes: usize) -> Self {
+        Self {
+            framed: FramedRead::new(stdout, LinesCodec::new_with_max_length(max_line_bytes)),
+            after_error: false,
+        }
+    }
+
+    pub(super) async fn next(&mut self) -> Line {
+        loop {
+            match self.framed.next().await {
+                Some(Ok(line)) => return Line::Text(line),
+                Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+                    self.after_error = true;
+                    return Line::TooLong;
+                }
+                Some(Err(LinesCodecError::Io(error)))
+                    if error.kind() == std::io::ErrorKind::InvalidData =>
+                {
+                    // Not UTF-8: the codec took the line off the buffer.
+                    self.after_error = true;
+                    return Line::NotText;
+                }
+                Some(Err(LinesCodecError::Io(error))) => return Line::End(Some(error.to_string())),
+                None if std::mem::take(&mut self.after_error) => continue,
+                None => return Line::End(None),
+            }
+        }
+    }
+}

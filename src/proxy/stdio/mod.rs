@@ -1,0 +1,204 @@
+//! An MCP server that speaks stdio, served over Streamable HTTP, as an
+//! ordinary tower service (feature `gateway`).
+//!
+//! [`StdioUpstream`] starts the server as a child process, initializes it
+//! once, and answers HTTP requests from it: each request is written to the
+//! child's stdin as one line of JSON-RPC under an id of the bridge's own,
+//! and the child's answer (and the call's progress, as SSE) goes back to
+//! the client that asked. It is what `mcp-tasks-gateway -- COMMAND` puts
+//! inside [`TasksLayer`](crate::TasksLayer), so that a stdio server's slow
+//! tools become tasks:
+//!
+//! ```no_run
+//! use mcp_tasks::proxy::stdio::StdioUpstream;
+//! use mcp_tasks::{MemoryTaskStore, TasksLayer};
+//! use tower::ServiceBuilder;
+//!
+//! # async fn build() -> Result<(), mcp_tasks::proxy::stdio::StdioError> {
+//! let upstream = StdioUpstream::builder("npx")
+//!     .args(["-y", "@modelcontextprotocol/server-everything"])
+//!     .start()
+//!     .await?;
+//! let app = ServiceBuilder::new()
+//!     .layer(TasksLayer::new(MemoryTaskStore::new()))
+//!     .service(upstream);
+//! # let _ = app;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Framing is newline-delimited JSON-RPC, read with `tokio_util`'s
+//! `LinesCodec`; the bridge edits only the bytes it must (the id, the
+//! progress token) and passes every other byte as the child wrote it.
+//! Both client generations are served: 2026-07-28 requests without a
+//! session (`server/discover` answered from what the child declared), and
+//! 2025-11-25 and older ones in sessions the bridge opens at `initialize`.
+//!
+//! Not yet: requests from the child to the client (elicitation, sampling,
+//! roots) are refused, the child's own notifications outside a call are
+//! logged, not streamed, and a child that exits is not started again.
+
+mod bridge;
+mod calls;
+mod child;
+mod message;
+mod serve;
+mod sessions;
+
+use std::convert::Infallible;
+use std::ffi::OsString;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::Body;
+use tower_service::Service;
+
+use crate::body::{BoxBody, BoxError};
+use bridge::Bridge;
+use sessions::Sessions;
+
+/// Why a stdio server could not be served.
+#[derive(Debug, thiserror::Error)]
+pub enum StdioError {
+    /// The child could not be started, or did not answer `initialize`.
+    #[error("{0}")]
+    Start(String),
+}
+
+/// Limits of one bridge.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Settings {
+    /// The longest line read from the child, and the largest request body.
+    pub max_line_bytes: usize,
+    /// Calls in flight to the child at once; more wait for a place.
+    pub max_in_flight: usize,
+    /// How long the child has to answer `initialize`.
+    pub start_timeout: Duration,
+}
+
+/// How to start a stdio server; [`StdioBuilder::start`] starts it.
+#[derive(Debug)]
+pub struct StdioBuilder {
+    spec: child::Spec,
+    settings: Settings,
+}
+
+impl StdioBuilder {
+    /// Arguments for the command.
+    pub fn args<I, A>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = A>,
+        A: Into<OsString>,
+    {
+        self.spec.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// An environment variable for the child (on top of the gateway's own).
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.spec.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// The child's working directory.
+    pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+        self.spec.cwd = Some(cwd.into());
+        self
+    }
+
+    /// The longest message either way, in bytes (default 4 MiB): a longer
+    /// line from the child is skipped, a larger request refused (`413`).
+    pub fn max_message_bytes(mut self, max: usize) -> Self {
+        self.settings.max_line_bytes = max.max(1024);
+        self
+    }
+
+    /// How many calls may wait on the child at once (default 64); more
+    /// wait for a place.
+    pub fn max_in_flight(mut self, max: usize) -> Self {
+        self.settings.max_in_flight = max.max(1);
+        self
+    }
+
+    /// How long the child has to answer `initialize` (default 30 s; `npx`
+    /// may first download the server).
+    pub fn start_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.start_timeout = timeout;
+        self
+    }
+
+    /// Starts the child and initializes it; returns once it is ready.
+    pub async fn start(self) -> Result<StdioUpstream, StdioError> {
+        let bridge = Bridge::start(self.spec, self.settings).await?;
+        Ok(StdioUpstream {
+            bridge,
+            sessions: Arc::default(),
+        })
+    }
+}
+
+/// A stdio MCP server as a Streamable-HTTP tower service; cheap to clone
+/// (every clone talks to the one child, which stops when the last clone
+/// is dropped).
+#[derive(Clone)]
+pub struct StdioUpstream {
+    bridge: Arc<Bridge>,
+    sessions: Arc<Sessions>,
+}
+
+impl std::fmt::Debug for StdioUpstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioUpstream")
+            .field("command", &self.bridge.spec.shown())
+            .field("calls", &self.bridge.calls.len())
+            .finish()
+    }
+}
+
+impl StdioUpstream {
+    /// How to start `program` (looked up on `PATH`).
+    pub fn builder(program: impl Into<OsString>) -> StdioBuilder {
+        StdioBuilder {
+            spec: child::Spec {
+                program: program.into(),
+                args: Vec::new(),
+                env: Vec::new(),
+                cwd: None,
+            },
+            settings: Settings {
+                max_line_bytes: 4 * 1024 * 1024,
+                max_in_flight: 64,
+                start_timeout: Duration::from_secs(30),
+            },
+        }
+    }
+
+    /// The protocol version the child agreed to.
+    pub fn protocol_version(&self) -> &str {
+        &self.bridge.declared.version
+    }
+}
+
+impl<B> Service<http::Request<B>> for StdioUpstream
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = http::Response<BoxBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let (bridge, sessions) = (self.bridge.clone(), self.sessions.clone());
+        Box::pin(async move { Ok(serve::serve(bridge, sessions, request).await) })
+    }
+}

@@ -1,0 +1,182 @@
+//! `mcp-tasks-gateway -- COMMAND`: a stdio MCP server started by the
+//! gateway and served over Streamable HTTP, with tasks. The server is the
+//! Python fixture (FastMCP) over stdio, and a small misbehaving one.
+
+#[path = "support/gateway.rs"]
+mod gateway;
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::client::McpClient;
+use support::client::legacy::LegacyClient;
+
+const PYTHON: [&str; 3] = ["bash", "scripts/upstream-python.sh", "--stdio"];
+const MISBEHAVING: [&str; 2] = ["python3", "tests/upstreams/stdio_misbehaving.py"];
+
+fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_stdio_server_answers_fast_calls_at_once_and_its_slow_calls_become_tasks_with_progress() {
+    let gateway = gateway::start_stdio(&PYTHON, &[]).await;
+    let client = McpClient::new(&gateway.url);
+
+    let discovered = client.discover().await;
+    assert_eq!(
+        discovered["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "mcp-tasks-python-fixture",
+        "{discovered}"
+    );
+    // A client that does not declare tasks waits for the answer, however
+    // long (FastMCP's first call takes about half a second).
+    let first = client
+        .call_tool("greet", json!({"name": "first"}), false)
+        .await;
+    assert_eq!(text(&first["result"]), "Hello, first!", "{first}");
+    let greeted = client
+        .call_tool("greet", json!({"name": "stdio"}), true)
+        .await;
+    assert_eq!(greeted["result"]["resultType"], "complete", "{greeted}");
+    assert_eq!(text(&greeted["result"]), "Hello, stdio!");
+
+    let created = client
+        .call_tool_with(
+            "slow_compute",
+            json!({"seconds": 1.5, "label": "progress"}),
+            json!({"_meta": {"progressToken": "p-1"}}),
+            true,
+        )
+        .await
+        .into_response();
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let task = created["result"]["taskId"].as_str().expect("taskId");
+    let mut messages = Vec::new();
+    let done = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let got = client.tasks_get(task).await;
+            if let Some(message) = got["result"]["statusMessage"].as_str() {
+                messages.push(message.to_owned());
+            }
+            if got["result"]["status"] != "working" {
+                return got;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("the task ended");
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(text(&done["result"]["result"]), "progress done after 1.5s");
+    messages.dedup();
+    assert!(
+        messages.len() >= 2 && messages.iter().all(|m| m.starts_with("progress")),
+        "the status message moved with the child's progress: {messages:?}"
+    );
+}
+
+#[tokio::test]
+async fn tasks_cancel_stops_the_call_in_the_stdio_server() {
+    let gateway = gateway::start_stdio(&PYTHON, &[]).await;
+    let client = McpClient::new(&gateway.url);
+    let task = client
+        .start_task("slow_compute", json!({"seconds": 30, "label": "stopme"}))
+        .await;
+    assert!(
+        gateway
+            .wait_log("slow_compute started label=stopme", Duration::from_secs(10))
+            .await
+    );
+    let cancelled = client.tasks_cancel(&task).await;
+    assert_eq!(cancelled["result"]["resultType"], "complete", "{cancelled}");
+    assert!(
+        gateway
+            .wait_log(
+                "slow_compute cancelled label=stopme",
+                Duration::from_secs(10)
+            )
+            .await,
+        "notifications/cancelled reached the child:\n{}",
+        gateway.log()
+    );
+}
+
+#[tokio::test]
+async fn a_2025_session_is_served_by_the_same_stdio_server() {
+    let gateway = gateway::start_stdio(&PYTHON, &[]).await;
+    let client = LegacyClient::connect(&gateway.url).await;
+    let listed = client
+        .request("tools/list", json!({}))
+        .await
+        .expect("tools/list");
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert!(names.contains(&"slow_compute"), "{listed}");
+    let greeted = client
+        .request(
+            "tools/call",
+            json!({"name": "greet", "arguments": {"name": "session"}}),
+        )
+        .await
+        .expect("greet");
+    assert_eq!(text(&greeted), "Hello, session!");
+    assert!(
+        greeted.get("resultType").is_none(),
+        "2025 results stay as the child wrote them"
+    );
+}
+
+#[tokio::test]
+async fn a_line_that_is_not_json_is_skipped_and_a_child_that_exits_fails_its_calls_with_the_reason()
+{
+    let gateway = gateway::start_stdio(&MISBEHAVING, &[]).await;
+    let client = McpClient::new(&gateway.url);
+    let echoed = client
+        .call_tool("echo", json!({"text": "still here"}), true)
+        .await;
+    assert_eq!(text(&echoed["result"]), "still here", "{echoed}");
+    assert!(gateway.log().contains("not JSON"), "{}", gateway.log());
+
+    let crashed = client.call_tool("crash", json!({}), true).await;
+    let message = crashed["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("stopped") && message.contains("exit status: 3"),
+        "{crashed}"
+    );
+    let after = client
+        .call_tool("echo", json!({"text": "again"}), true)
+        .await;
+    assert!(
+        after["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("exit status: 3"),
+        "{after}"
+    );
+}
+
+#[tokio::test]
+async fn a_command_that_cannot_start_stops_the_gateway_with_a_clear_error() {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-tasks-gateway"))
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--",
+            "no-such-mcp-server-command",
+        ])
+        .output()
+        .await
+        .expect("run the gateway");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("could not start `no-such-mcp-server-command`"),
+        "{stderr}"
+    );
+}

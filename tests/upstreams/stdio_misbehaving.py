@@ -1,0 +1,34 @@
+"""A stdio MCP server that misbehaves, for the gateway's stdio tests (no
+packages needed): it answers `initialize`, then writes a line that is not
+JSON, answers `tools/call` of `echo` at once, and exits with status 3 on
+`tools/call` of `crash`, without answering.
+
+Usage: python3 stdio_misbehaving.py
+"""
+
+import json
+import sys
+
+
+def send(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+for line in sys.stdin:
+    message = json.loads(line)
+    method = message.get("method")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": message["id"], "result": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "misbehaving", "version": "1"}}})
+        sys.stdout.write("this line is not JSON\n")
+        sys.stdout.flush()
+    elif method == "tools/call" and message["params"]["name"] == "crash":
+        print("crashing on purpose", file=sys.stderr, flush=True)
+        sys.exit(3)
+    elif method == "tools/call":
+        text = message["params"].get("arguments", {}).get("text", "")
+        send({"jsonrpc": "2.0", "id": message["id"], "result": {
+            "content": [{"type": "text", "text": text}], "isError": False}})
