@@ -104,6 +104,47 @@ async fn tasks_cancel_stops_the_call_in_the_stdio_server() {
 }
 
 #[tokio::test]
+async fn an_elicitation_of_the_stdio_server_becomes_the_tasks_input_request_and_tasks_update_answers_it()
+ {
+    let gateway = gateway::start_stdio(&PYTHON, &["--policy", gateway::FIXTURE_POLICIES]).await;
+    let client = McpClient::new(&gateway.url).with_capabilities(json!({"elicitation": {}}));
+    let task = client
+        .start_task("confirm_delete", json!({"filename": "stdio.txt"}))
+        .await;
+    let waiting = client
+        .wait_task_status(&task, &["input_required"], Duration::from_secs(20))
+        .await;
+    let requests = waiting["result"]["inputRequests"]
+        .as_object()
+        .unwrap_or_else(|| panic!("inputRequests: {waiting}"));
+    assert_eq!(requests.len(), 1, "{waiting}");
+    let (key, request) = requests.iter().next().expect("one request");
+    assert_eq!(request["method"], "elicitation/create", "{waiting}");
+    let answer = json!({"action": "accept", "content": {"confirm": true}});
+    let updated = client.tasks_update(&task, json!({ key: answer })).await;
+    assert_eq!(updated["result"]["resultType"], "complete", "{updated}");
+    let done = client
+        .wait_task_status(&task, &["completed", "failed"], Duration::from_secs(20))
+        .await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    let said = text(&done["result"]["result"]);
+    assert!(said.starts_with("Deleted stdio.txt"), "{done}");
+}
+
+#[tokio::test]
+async fn a_client_that_did_not_declare_elicitation_is_not_asked() {
+    let gateway = gateway::start_stdio(&PYTHON, &[]).await;
+    let client = McpClient::new(&gateway.url);
+    let refused = client
+        .call_tool("confirm_delete", json!({"filename": "x"}), false)
+        .await;
+    // FastMCP turns the refused elicitation into a tool error.
+    let result = &refused["result"];
+    assert_eq!(result["isError"], true, "{refused}");
+    assert!(text(result).contains("elicitation"), "{refused}");
+}
+
+#[tokio::test]
 async fn a_2025_session_is_served_by_the_same_stdio_server() {
     let gateway = gateway::start_stdio(&PYTHON, &[]).await;
     let client = LegacyClient::connect(&gateway.url).await;

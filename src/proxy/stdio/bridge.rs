@@ -7,7 +7,9 @@
 //! | `notifications/progress` | the call whose token it names, with the client's token back |
 //! | `notifications/message` | the gateway's log |
 //! | `ping` | answered here |
-//! | any other request (`elicitation/create`, `sampling/createMessage`, `roots/list`) | refused (`-32601`): the bridge declares no client capabilities it cannot relay yet |
+//! | `elicitation/create`, `sampling/createMessage`, `roots/list` during a call | asked of that call's client as an MRTR round (`input.rs`) |
+//! | `roots/list` outside a call | answered here: no roots |
+//! | any other request | refused (`-32601`) |
 //! | a line that is not a JSON-RPC message, not UTF-8, or over the limit | skipped, with a warning |
 //! | end of output (the child exited) | every waiting call gets an error naming the exit; later calls are refused |
 
@@ -20,6 +22,7 @@ use tokio::sync::{Semaphore, mpsc};
 
 use super::calls::Calls;
 use super::child::{self, Line, Lines, Spec};
+use super::input::{ROUND_WAIT, Round, Rounds, capability, input_required};
 use super::message::{
     Kind, Message, error_response, member, replaced, result_response, with_result_type,
 };
@@ -42,6 +45,8 @@ pub(super) struct Bridge {
     pub spec: Spec,
     pub to_child: mpsc::Sender<Bytes>,
     pub calls: Arc<Calls>,
+    /// Calls waiting for their client's input.
+    pub rounds: Rounds,
     /// Places for calls in flight.
     pub slots: Arc<Semaphore>,
     pub declared: Declared,
@@ -65,7 +70,7 @@ impl Bridge {
             mut lines,
         } = started;
         let initialize = format!(
-            r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{ASKED_VERSION}","capabilities":{{}},"clientInfo":{{"name":"mcp-tasks-gateway","version":"{}"}}}}}}"#,
+            r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{ASKED_VERSION}","capabilities":{{"elicitation":{{}},"sampling":{{}},"roots":{{}}}},"clientInfo":{{"name":"mcp-tasks-gateway","version":"{}"}}}}}}"#,
             env!("CARGO_PKG_VERSION")
         );
         let failed =
@@ -99,6 +104,7 @@ impl Bridge {
             spec,
             to_child,
             calls: Arc::new(Calls::new()),
+            rounds: Rounds::default(),
             slots: Arc::new(Semaphore::new(settings.max_in_flight)),
             declared,
             gone: Mutex::new(None),
@@ -149,7 +155,7 @@ impl Bridge {
     }
 
     /// One line from the child.
-    fn route(&self, line: &[u8]) {
+    fn route(self: &Arc<Self>, line: &[u8]) {
         let Some(message) = Message::read(line) else {
             tracing::warn!(line = %shorten(line), "the stdio server wrote a line that is not JSON; it was skipped");
             return;
@@ -167,8 +173,16 @@ impl Bridge {
 
     fn answered(&self, line: &[u8], message: &Message<'_>) {
         let Some(id) = message.id else { return };
-        let Some(waiter) = id.get().parse().ok().and_then(|id| self.calls.take(id)) else {
-            tracing::debug!(id = id.get(), "an answer for no waiting call (cancelled?)");
+        let Ok(call) = id.get().parse::<u64>() else {
+            return;
+        };
+        let Some(waiter) = self.calls.take(call) else {
+            if !self
+                .rounds
+                .answered_early(call, Bytes::copy_from_slice(line))
+            {
+                tracing::debug!(id = id.get(), "an answer for no waiting call (cancelled?)");
+            }
             return;
         };
         let Some(answer) = replaced(line, &[(id, &waiter.client_id)]) else {
@@ -209,16 +223,18 @@ impl Bridge {
         }
     }
 
-    fn asked(&self, message: &Message<'_>) {
+    fn asked(self: &Arc<Self>, message: &Message<'_>) {
         let Some(id) = message.id else { return };
         let method = message.method.as_deref().unwrap_or_default();
         let reply = match method {
             "ping" => result_response(id.get(), "{}"),
-            _ => error_response(
-                id.get(),
-                -32601,
-                &format!("The gateway does not relay {method} from a stdio server"),
-            ),
+            _ => match self.ask_client(id.get(), method, message.params) {
+                Ok(()) => return,
+                Err(_) if method == "roots/list" && self.calls.len() == 0 => {
+                    result_response(id.get(), r#"{"roots":[]}"#)
+                }
+                Err((code, why)) => error_response(id.get(), code, &why),
+            },
         };
         if self.to_child.try_send(reply).is_err() {
             tracing::warn!(
@@ -226,6 +242,68 @@ impl Bridge {
                 "the answer to a request of the stdio server was dropped"
             );
         }
+    }
+}
+
+impl Bridge {
+    /// Asks the client of the one waiting call the child's `request` (JSON
+    /// text of its id) `method` with `params`, as an MRTR round; or why not.
+    fn ask_client(
+        self: &Arc<Self>,
+        request: &str,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<(), (i64, String)> {
+        let needed = capability(method)
+            .ok_or_else(|| (-32601, format!("The gateway does not relay {method}")))?;
+        let unclear = "The gateway cannot tell which call this request belongs to (several calls, or none, wait on this server)";
+        let call = self.calls.single().ok_or((-32603, unclear.to_owned()))?;
+        let waiter = self.calls.take(call).ok_or((-32603, unclear.to_owned()))?;
+        if !waiter.modern || !waiter.declared.iter().any(|have| have == needed) {
+            self.calls.put(call, waiter);
+            let why = format!(
+                "The client of this call cannot answer {method} (it did not declare {needed}, or it is in a 2025-11-25 session)"
+            );
+            return Err((-32603, why));
+        }
+        let round = Round {
+            call,
+            request: request.to_owned(),
+            key: needed.to_owned(),
+            early: None,
+        };
+        let Some(token) = self.rounds.open(round) else {
+            self.calls.put(call, waiter);
+            return Err((-32603, "No round could be opened".to_owned()));
+        };
+        let params = params.map_or("{}", RawValue::get);
+        let asked = input_required(needed, method, params, &token);
+        let _ = waiter
+            .answer
+            .send(result_response(&waiter.client_id, &asked));
+        let bridge = Arc::downgrade(self);
+        tokio::spawn(async move {
+            tokio::time::sleep(ROUND_WAIT).await;
+            let Some(bridge) = bridge.upgrade() else {
+                return;
+            };
+            if let Some(round) = bridge.rounds.take(&token) {
+                bridge.give_up(round);
+            }
+        });
+        Ok(())
+    }
+
+    /// A round whose client never came back: the child's request gets an
+    /// error and its call is cancelled.
+    pub(super) fn give_up(&self, round: Round) {
+        let refused = error_response(&round.request, -32603, "The client did not answer in time");
+        let cancel = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{},"reason":"The client did not answer in time"}}}}"#,
+            round.call
+        );
+        let _ = self.to_child.try_send(refused);
+        let _ = self.to_child.try_send(Bytes::from(cancel));
     }
 }
 

@@ -26,6 +26,9 @@ pub(super) struct Waiter {
     pub session: Option<String>,
     /// The call speaks 2026-07-28: its results need a `resultType`.
     pub modern: bool,
+    /// The client capabilities the call's client declared (2026-07-28:
+    /// `elicitation`, `sampling`, `roots`), which say what it can answer.
+    pub declared: Vec<String>,
     pub notes: mpsc::Sender<Bytes>,
     pub answer: oneshot::Sender<Bytes>,
 }
@@ -72,6 +75,22 @@ impl Calls {
     /// The waiter of `id`, taken out: its answer came, or it gave up.
     pub(super) fn take(&self, id: u64) -> Option<Waiter> {
         self.lock().waiting.remove(&id)
+    }
+
+    /// Files `waiter` under `id` again: a call that waited for its client's
+    /// input is waited on anew.
+    pub(super) fn put(&self, id: u64, waiter: Waiter) {
+        self.lock().waiting.insert(id, waiter);
+    }
+
+    /// The one call waiting, when there is exactly one.
+    pub(super) fn single(&self) -> Option<u64> {
+        let table = self.lock();
+        let mut ids = table.waiting.keys();
+        match (ids.next(), ids.next()) {
+            (Some(id), None) => Some(*id),
+            _ => None,
+        }
     }
 
     /// Runs `with` on the waiter of `id`, left in place.

@@ -34,14 +34,21 @@
 //! session (`server/discover` answered from what the child declared), and
 //! 2025-11-25 and older ones in sessions the bridge opens at `initialize`.
 //!
-//! Not yet: requests from the child to the client (elicitation, sampling,
-//! roots) are refused, the child's own notifications outside a call are
-//! logged, not streamed, and a child that exits is not started again.
+//! A request from the child to the client during a call (elicitation,
+//! sampling, roots) is asked of a 2026-07-28 client as an MRTR round
+//! (`input_required`, answered by the retry; once the call is a task,
+//! through `tasks/update`), when exactly one call waits on the child.
+//!
+//! Not yet: such requests for a 2025-11-25 session's call, the child's own
+//! notifications outside a call (logged, not streamed), and starting a
+//! child that exited again.
 
 mod bridge;
 mod calls;
 mod child;
+mod input;
 mod message;
+mod relay;
 mod serve;
 mod sessions;
 

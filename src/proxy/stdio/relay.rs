@@ -1,0 +1,272 @@
+//! One call relayed to the child: its request forwarded under the bridge's
+//! id, its answer (and progress, as SSE) waited for and given back; and
+//! the retry of a call that asked its client for input (`input.rs`).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::header::CONTENT_TYPE;
+use http::{HeaderValue, Response, StatusCode};
+use http_body::Frame;
+use http_body_util::StreamBody;
+use serde_json::value::RawValue;
+use tokio::sync::{mpsc, oneshot};
+
+use super::bridge::Bridge;
+use super::calls::{NOTES, Pending, Waiter};
+use super::input::Round;
+use super::message::{Message, error_response, member, replaced, with_result_type};
+use super::serve::json;
+use crate::body::{BoxBody, BoxError};
+use crate::wire::raw::{Members, edit_object};
+
+/// Forwards a request to the child and answers with what it says; the
+/// retry of a call that asked its client for input continues that call.
+pub(super) async fn call(
+    bridge: Arc<Bridge>,
+    body: &Bytes,
+    message: &Message<'_>,
+    session: Option<String>,
+    modern: bool,
+    stream: bool,
+) -> Response<BoxBody> {
+    let client_id = message.id.map_or("null", RawValue::get).to_owned();
+    if let Some(why) = bridge.gone() {
+        return failed(&client_id, &why);
+    }
+    let state = modern.then(|| request_state(message)).flatten();
+    let round = state
+        .as_deref()
+        .and_then(|token| Some((token, bridge.rounds.take(token)?)));
+    let Ok(slot) = bridge.slots.clone().acquire_owned().await else {
+        return failed(&client_id, "The stdio server is closed");
+    };
+    let (notes, noted) = mpsc::channel(NOTES);
+    let (answer, answered) = oneshot::channel();
+    let waiter = Waiter {
+        client_id: client_id.clone(),
+        token: message.progress_token().map(|token| token.get().to_owned()),
+        session,
+        modern,
+        declared: if modern {
+            declared(message)
+        } else {
+            Vec::new()
+        },
+        notes,
+        answer,
+    };
+    let (own, line) = match round {
+        Some((token, round)) => match answer_line(message, &round) {
+            Some(line) => {
+                if let Some(early) = round.early {
+                    // The call ended while its client was away.
+                    let early = replaced(&early, &[(id_of(&early), &client_id)]);
+                    return json(
+                        StatusCode::OK,
+                        early.map_or_else(Bytes::new, with_result_type),
+                    );
+                }
+                bridge.calls.put(round.call, waiter);
+                (round.call, line)
+            }
+            None => {
+                let why = format!("inputResponses has no answer for {:?}", round.key);
+                bridge.rounds.reopen(token.to_owned(), round);
+                return json(StatusCode::OK, error_response(&client_id, -32602, &why));
+            }
+        },
+        None => {
+            let own = bridge.calls.add(waiter);
+            match forwarded(body, message, own, modern) {
+                Some(line) => (own, line),
+                None => {
+                    bridge.calls.take(own);
+                    let reply = error_response(&client_id, -32600, "Invalid Request");
+                    return json(StatusCode::BAD_REQUEST, reply);
+                }
+            }
+        }
+    };
+    let pending = Pending {
+        calls: bridge.calls.clone(),
+        to_child: bridge.to_child.clone(),
+        id: own,
+        answered: false,
+        _slot: slot,
+    };
+    if bridge.to_child.send(line).await.is_err() {
+        return failed(&client_id, &stopped(&bridge));
+    }
+    if stream {
+        return sse(pending, noted, answered);
+    }
+    let mut pending = pending;
+    match answered.await {
+        Ok(answer) => {
+            pending.answered = true;
+            json(StatusCode::OK, answer)
+        }
+        Err(_) => failed(&client_id, &stopped(&bridge)),
+    }
+}
+
+/// `502` with a JSON-RPC error saying `why`.
+fn failed(client_id: &str, why: &str) -> Response<BoxBody> {
+    json(
+        StatusCode::BAD_GATEWAY,
+        error_response(client_id, -32603, why),
+    )
+}
+
+fn stopped(bridge: &Bridge) -> String {
+    bridge
+        .gone()
+        .unwrap_or_else(|| "The stdio server stopped".into())
+}
+
+/// The `id` member of a message the child wrote.
+fn id_of(message: &[u8]) -> &RawValue {
+    Message::read(message)
+        .and_then(|message| message.id)
+        .unwrap_or(RawValue::NULL)
+}
+
+/// `params.requestState`, when it is a string.
+fn request_state(message: &Message<'_>) -> Option<String> {
+    let state = member(message.params?, "requestState")?;
+    serde_json::from_str(state.get()).ok()
+}
+
+/// The names of the client capabilities a 2026-07-28 request declares.
+fn declared(message: &Message<'_>) -> Vec<String> {
+    let capabilities = message
+        .params
+        .and_then(|params| member(params, "_meta"))
+        .and_then(|meta| member(meta, "io.modelcontextprotocol/clientCapabilities"));
+    capabilities
+        .and_then(|capabilities| Members::parse(capabilities.get()).ok())
+        .map(|members| members.0.iter().map(|(name, _)| name.to_string()).collect())
+        .unwrap_or_default()
+}
+
+/// The child's request of `round`, answered with the retry's response
+/// under the round's key; `None` when the retry has none.
+fn answer_line(message: &Message<'_>, round: &Round) -> Option<Bytes> {
+    let responses = member(message.params?, "inputResponses")?;
+    let response = member(responses, &round.key)?;
+    Some(super::message::result_response(
+        &round.request,
+        response.get(),
+    ))
+}
+
+/// The request as the child gets it: under the bridge's id `own`, its
+/// progress token `own` too, and, from a 2026-07-28 client, without the
+/// per-request `_meta` members of that era (a handshake-era server may
+/// refuse them: the bridge speaks the child's era for the client).
+fn forwarded(body: &[u8], message: &Message<'_>, own: u64, modern: bool) -> Option<Bytes> {
+    let own = own.to_string();
+    let mut places: Vec<(&RawValue, String)> = Vec::with_capacity(2);
+    if let Some(id) = message.id {
+        places.push((id, own.clone()));
+    }
+    let meta = message.params.and_then(|params| member(params, "_meta"));
+    match (modern, meta) {
+        (true, Some(meta)) => {
+            let token = member(meta, "progressToken").map(|_| own.as_str());
+            let mut edits: Vec<(&str, Option<&str>)> =
+                ERA_META.iter().map(|key| (*key, None)).collect();
+            edits.push(("progressToken", token));
+            places.push((meta, edit_object(meta.get(), &edits)?));
+        }
+        _ => {
+            if let Some(token) = message.progress_token() {
+                places.push((token, own.clone()));
+            }
+        }
+    }
+    let places: Vec<(&RawValue, &str)> = places
+        .iter()
+        .map(|(at, with)| (*at, with.as_str()))
+        .collect();
+    replaced(body, &places)
+}
+
+/// The `_meta` members a 2026-07-28 request carries in place of the
+/// handshake.
+const ERA_META: [&str; 4] = [
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientCapabilities",
+    "io.modelcontextprotocol/clientInfo",
+    "io.modelcontextprotocol/logLevel",
+];
+
+/// The call's progress, then its answer, as SSE events; dropping the body
+/// before the answer cancels the call.
+fn sse(
+    pending: Pending,
+    noted: mpsc::Receiver<Bytes>,
+    answered: oneshot::Receiver<Bytes>,
+) -> Response<BoxBody> {
+    enum Step {
+        Notes,
+        Answer,
+        Done,
+    }
+    let state = (pending, noted, answered, Step::Notes);
+    let events = futures_util::stream::unfold(
+        state,
+        |(mut pending, mut noted, mut answered, step)| async move {
+            match step {
+                Step::Notes => {
+                    tokio::select! {
+                        biased;
+                        note = noted.recv() => match note {
+                            Some(note) => Some((event(&note), (pending, noted, answered, Step::Notes))),
+                            None => Some((Bytes::new(), (pending, noted, answered, Step::Answer))),
+                        },
+                        answer = &mut answered => {
+                            // Progress sent before the answer goes first.
+                            let mut out = Vec::new();
+                            while let Ok(note) = noted.try_recv() {
+                                out.extend_from_slice(&event(&note));
+                            }
+                            pending.answered = answer.is_ok();
+                            let last = answer.unwrap_or_else(|_| error_response("null", -32603, "The stdio server stopped"));
+                            out.extend_from_slice(&event(&last));
+                            Some((Bytes::from(out), (pending, noted, answered, Step::Done)))
+                        }
+                    }
+                }
+                Step::Answer => {
+                    let answer = (&mut answered).await;
+                    pending.answered = answer.is_ok();
+                    let last = answer.unwrap_or_else(|_| {
+                        error_response("null", -32603, "The stdio server stopped")
+                    });
+                    Some((event(&last), (pending, noted, answered, Step::Done)))
+                }
+                Step::Done => None,
+            }
+        },
+    );
+    let frames = events
+        .filter(|bytes| std::future::ready(!bytes.is_empty()))
+        .map(|bytes| Ok::<_, BoxError>(Frame::data(bytes)));
+    let mut response = Response::new(BoxBody::new(StreamBody::new(frames)));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    response
+}
+
+/// One SSE event carrying `message`.
+fn event(message: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(message.len() + 24);
+    out.extend_from_slice(b"event: message\ndata: ");
+    out.extend_from_slice(message);
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}
