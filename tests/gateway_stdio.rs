@@ -190,16 +190,91 @@ async fn a_line_that_is_not_json_is_skipped_and_a_child_that_exits_fails_its_cal
         message.contains("stopped") && message.contains("exit status: 3"),
         "{crashed}"
     );
-    let after = client
-        .call_tool("echo", json!({"text": "again"}), true)
+    // Started again: a later call is answered.
+    let after = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let after = client
+                .call_tool("echo", json!({"text": "again"}), true)
+                .await;
+            if after.get("result").is_some() {
+                return after;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("the server was started again");
+    assert_eq!(text(&after["result"]), "again");
+    assert!(gateway.log().contains("started again"), "{}", gateway.log());
+}
+
+#[tokio::test]
+async fn a_stdio_server_killed_mid_call_fails_the_task_with_the_signal_and_is_started_again() {
+    let gateway = gateway::start_stdio(&PYTHON, &[]).await;
+    let client = McpClient::new(&gateway.url);
+    let task = client
+        .start_task("slow_compute", json!({"seconds": 30, "label": "killed"}))
         .await;
     assert!(
-        after["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("exit status: 3"),
-        "{after}"
+        gateway
+            .wait_log("slow_compute started label=killed", Duration::from_secs(10))
+            .await
     );
+    let pid = child_pid(&gateway.log()).expect("the child's pid in the log");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let failed = client
+        .wait_task_status(&task, &["failed", "completed"], Duration::from_secs(10))
+        .await;
+    assert_eq!(failed["result"]["status"], "failed", "{failed}");
+    let said = failed["result"]["error"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        said.contains("signal: 9"),
+        "the failure names the exit: {failed}"
+    );
+    let again = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let greeted = client
+                .call_tool("greet", json!({"name": "again"}), false)
+                .await;
+            if greeted.get("result").is_some() {
+                return greeted;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await
+    .expect("the server was started again");
+    assert_eq!(text(&again["result"]), "Hello, again!");
+}
+
+#[tokio::test]
+async fn a_gateway_told_to_stop_stops_its_stdio_server() {
+    let mut gateway = gateway::start_stdio(&PYTHON, &["--shutdown-grace", "2s"]).await;
+    let pid = child_pid(&gateway.log()).expect("the child's pid in the log");
+    let alive = std::path::PathBuf::from(format!("/proc/{pid}"));
+    assert!(alive.exists());
+    gateway.terminate();
+    let status = gateway.wait_exit(Duration::from_secs(10)).await;
+    assert!(status.is_some_and(|status| status.success()), "{status:?}");
+    assert!(
+        !alive.exists(),
+        "the stdio server {pid} outlived the gateway"
+    );
+}
+
+/// The pid of the Python child, from the gateway's log of its stderr: the
+/// last `pid=N` on a line the child wrote.
+fn child_pid(log: &str) -> Option<u32> {
+    log.lines()
+        .filter(|line| line.contains("mcp_tasks::stdio::child"))
+        .filter_map(|line| line.rsplit("pid=").next()?.trim().parse().ok())
+        .next_back()
 }
 
 #[tokio::test]

@@ -34,6 +34,8 @@ pub struct App {
     pub limits: Limits,
     /// How long running tasks get to finish on shutdown.
     pub shutdown_grace: Duration,
+    /// The stdio server the gateway started, to stop after the drain.
+    pub stdio: Option<StdioUpstream>,
 }
 
 /// A setting's value, or its default when unset; `none` is refused.
@@ -68,6 +70,10 @@ impl App {
         let drain = tasks.drain();
         let admin = tasks.admin();
         let guard = Arc::new(Guard::new(local, &args.allowed_host, &args.allowed_origin));
+        let stdio = match &upstream {
+            Upstream::Stdio(stdio) => Some(stdio.clone()),
+            Upstream::Http(_) => None,
+        };
         let service = ServiceBuilder::new().layer(tasks).service(upstream);
         let own_url = format!("http://{local}{path}");
         let own_url = (!local.ip().is_unspecified()).then_some(own_url.as_str());
@@ -114,6 +120,7 @@ impl App {
                 Duration::from_secs(10),
                 "shutdown-grace",
             )?,
+            stdio,
         })
     }
 }

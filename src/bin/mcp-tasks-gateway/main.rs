@@ -59,6 +59,7 @@ async fn run() -> Result<(), String> {
     tracing::info!(%local, path = %app.path, "gateway started");
     let drain = app.drain;
     let grace = app.shutdown_grace;
+    let stdio = app.stdio;
     let shutdown = async move {
         serving::stop_signal().await;
         tokio::spawn(async {
@@ -69,6 +70,10 @@ async fn run() -> Result<(), String> {
         tracing::info!(?grace, "shutting down: draining tasks");
         let report = drain.shutdown(grace).await;
         tracing::info!(?report, "drained");
+        if let Some(stdio) = stdio {
+            // Its stdin closed, then SIGTERM, then SIGKILL.
+            stdio.shutdown(grace).await;
+        }
     };
     let served = serving::serve_with(listener, app.router, app.limits, shutdown)
         .await

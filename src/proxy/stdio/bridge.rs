@@ -18,17 +18,19 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::value::RawValue;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{Notify, Semaphore};
 
 use super::calls::Calls;
-use super::child::{self, Line, Lines, Spec};
+use super::child::{Line, Lines, Spec};
 use super::input::{ROUND_WAIT, Round, Rounds, capability, input_required};
+use super::life::{Current, launch};
 use super::message::{
     Kind, Message, error_response, member, replaced, result_response, with_result_type,
 };
 use super::{Settings, StdioError};
 
 /// What the child declared in its `initialize` answer.
+#[derive(Clone)]
 pub(super) struct Declared {
     /// The protocol version the child agreed to.
     pub version: String,
@@ -43,87 +45,44 @@ pub(super) struct Declared {
 /// The one child and what talks to it.
 pub(super) struct Bridge {
     pub spec: Spec,
-    pub to_child: mpsc::Sender<Bytes>,
+    /// The child now (`life.rs`).
+    pub current: Mutex<Current>,
+    /// Told when a child's output ends.
+    pub exited: Notify,
     pub calls: Arc<Calls>,
     /// Calls waiting for their client's input.
     pub rounds: Rounds,
     /// Places for calls in flight.
     pub slots: Arc<Semaphore>,
+    /// What the first child declared.
     pub declared: Declared,
-    /// Why the child is gone, once it is.
-    pub gone: Mutex<Option<String>>,
     pub settings: Settings,
 }
-
-/// The protocol version the bridge asks the child for.
-const ASKED_VERSION: &str = "2025-11-25";
 
 impl Bridge {
     /// Starts the child, initializes it, and starts reading it.
     pub(super) async fn start(spec: Spec, settings: Settings) -> Result<Arc<Self>, StdioError> {
-        let shown = spec.shown();
-        let started = child::start(&spec, settings.max_line_bytes)
-            .map_err(|error| StdioError::Start(format!("could not start `{shown}`: {error}")))?;
-        let child::Started {
-            mut process,
-            to_child,
-            mut lines,
-        } = started;
-        let initialize = format!(
-            r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{ASKED_VERSION}","capabilities":{{"elicitation":{{}},"sampling":{{}},"roots":{{}}}},"clientInfo":{{"name":"mcp-tasks-gateway","version":"{}"}}}}}}"#,
-            env!("CARGO_PKG_VERSION")
-        );
-        let failed =
-            |why: String| StdioError::Start(format!("`{shown}` did not initialize: {why}"));
-        to_child
-            .send(Bytes::from(initialize))
-            .await
-            .map_err(|_| failed("its stdin closed".into()))?;
-        let answer =
-            match tokio::time::timeout(settings.start_timeout, initialized(&mut lines)).await {
-                Ok(answer) => answer,
-                Err(_) => Err(format!("no answer within {:?}", settings.start_timeout)),
-            };
-        let declared = match answer {
-            Ok(declared) => declared,
-            Err(why) => {
-                let status = exit_status(&mut process).await;
-                return Err(failed(format!("{why}{status}")));
-            }
-        };
-        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-        let _ = to_child
-            .send(Bytes::from_static(initialized.as_bytes()))
-            .await;
-        tracing::info!(
-            command = %shown,
-            version = %declared.version,
-            "the stdio server is initialized"
-        );
+        let launched = launch(&spec, &settings).await.map_err(StdioError::Start)?;
         let bridge = Arc::new(Self {
             spec,
-            to_child,
+            current: Current::up(&launched),
+            exited: Notify::new(),
             calls: Arc::new(Calls::new()),
             rounds: Rounds::default(),
             slots: Arc::new(Semaphore::new(settings.max_in_flight)),
-            declared,
-            gone: Mutex::new(None),
+            declared: launched.declared.clone(),
             settings,
         });
-        tokio::spawn(bridge.clone().read(lines, process));
+        bridge.run(launched);
         Ok(bridge)
     }
 
-    /// Why the child is gone, if it is.
-    pub(super) fn gone(&self) -> Option<String> {
-        self.gone
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-
     /// Routes what the child writes until it stops, then ends every call.
-    async fn read(self: Arc<Self>, mut lines: Lines, mut process: tokio::process::Child) {
+    pub(super) async fn read(
+        self: Arc<Self>,
+        mut lines: Lines,
+        mut process: tokio::process::Child,
+    ) {
         let why = loop {
             match lines.next().await {
                 Line::Text(line) => self.route(line.as_bytes()),
@@ -143,15 +102,14 @@ impl Bridge {
             status
         );
         tracing::error!("{message}");
-        *self
-            .gone
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(message.clone());
         for waiter in self.calls.drain() {
             let _ = waiter
                 .answer
                 .send(error_response(&waiter.client_id, -32603, &message));
         }
+        // The calls that waited for their client's input died with it.
+        self.rounds.clear();
+        self.went_down(message);
     }
 
     /// One line from the child.
@@ -236,7 +194,7 @@ impl Bridge {
                 Err((code, why)) => error_response(id.get(), code, &why),
             },
         };
-        if self.to_child.try_send(reply).is_err() {
+        if self.sender().try_send(reply).is_err() {
             tracing::warn!(
                 method,
                 "the answer to a request of the stdio server was dropped"
@@ -302,13 +260,14 @@ impl Bridge {
             r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{},"reason":"The client did not answer in time"}}}}"#,
             round.call
         );
-        let _ = self.to_child.try_send(refused);
-        let _ = self.to_child.try_send(Bytes::from(cancel));
+        let to_child = self.sender();
+        let _ = to_child.try_send(refused);
+        let _ = to_child.try_send(Bytes::from(cancel));
     }
 }
 
 /// Reads the child's answer to the bridge's `initialize` (id 0).
-async fn initialized(lines: &mut Lines) -> Result<Declared, String> {
+pub(super) async fn initialized(lines: &mut Lines) -> Result<Declared, String> {
     loop {
         let line = match lines.next().await {
             Line::Text(line) => line,
@@ -343,7 +302,7 @@ async fn initialized(lines: &mut Lines) -> Result<Declared, String> {
 
 /// `, exit status: …` once the child has exited (waited up to a second,
 /// then killed), for messages.
-async fn exit_status(process: &mut tokio::process::Child) -> String {
+pub(super) async fn exit_status(process: &mut tokio::process::Child) -> String {
     let status = match tokio::time::timeout(Duration::from_secs(1), process.wait()).await {
         Ok(status) => status,
         Err(_) => {

@@ -19,6 +19,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+use tokio_util::sync::CancellationToken;
 
 /// How the child is started.
 #[derive(Clone, Debug)]
@@ -43,6 +44,8 @@ impl Spec {
 /// A started child: its process, the queue to its stdin, its stdout.
 pub(super) struct Started {
     pub process: tokio::process::Child,
+    /// Its process id (`None` once it was reaped).
+    pub pid: Option<u32>,
     pub to_child: mpsc::Sender<Bytes>,
     pub lines: Lines,
 }
@@ -50,8 +53,13 @@ pub(super) struct Started {
 /// How many lines may wait for the child's stdin.
 const QUEUE: usize = 256;
 
-/// Starts the child described by `spec`.
-pub(super) fn start(spec: &Spec, max_line_bytes: usize) -> std::io::Result<Started> {
+/// Starts the child described by `spec`; its stdin closes when `close` is
+/// cancelled (or every sender of its queue is gone).
+pub(super) fn start(
+    spec: &Spec,
+    max_line_bytes: usize,
+    close: CancellationToken,
+) -> std::io::Result<Started> {
     let mut command = Command::new(&spec.program);
     command
         .args(&spec.args)
@@ -72,22 +80,30 @@ pub(super) fn start(spec: &Spec, max_line_bytes: usize) -> std::io::Result<Start
         (Some(stdin), Some(stdout), Some(stderr)) => (stdin, stdout, stderr),
         _ => return Err(std::io::Error::other("the child's stdio was not piped")),
     };
-    let pid = process.id().unwrap_or_default();
-    tokio::spawn(log_stderr(stderr, pid));
+    let pid = process.id();
+    tokio::spawn(log_stderr(stderr, pid.unwrap_or_default()));
     let (to_child, queue) = mpsc::channel(QUEUE);
-    tokio::spawn(write(stdin, queue));
+    tokio::spawn(write(stdin, queue, close));
     Ok(Started {
         process,
+        pid,
         to_child,
         lines: Lines::new(stdout, max_line_bytes),
     })
 }
 
 /// Writes each queued message to the child's stdin as one line, until the
-/// queue closes (then stdin closes, which tells the child to stop) or the
-/// child stops reading.
-async fn write(mut stdin: ChildStdin, mut queue: mpsc::Receiver<Bytes>) {
-    while let Some(line) = queue.recv().await {
+/// queue closes or `close` is cancelled (then stdin closes, which tells the
+/// child to stop) or the child stops reading.
+async fn write(mut stdin: ChildStdin, mut queue: mpsc::Receiver<Bytes>, close: CancellationToken) {
+    loop {
+        let line = tokio::select! {
+            _ = close.cancelled() => return,
+            line = queue.recv() => match line {
+                Some(line) => line,
+                None => return,
+            },
+        };
         let written = async {
             stdin.write_all(&line).await?;
             stdin.write_all(b"\n").await?;

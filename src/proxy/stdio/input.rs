@@ -59,6 +59,11 @@ impl Rounds {
         self.lock().insert(token, round);
     }
 
+    /// Forgets every round: their calls died with the child.
+    pub(super) fn clear(&self) {
+        self.lock().clear();
+    }
+
     /// The round of `token`, taken out.
     pub(super) fn take(&self, token: &str) -> Option<Round> {
         self.lock().remove(token)

@@ -39,14 +39,17 @@
 //! (`input_required`, answered by the retry; once the call is a task,
 //! through `tasks/update`), when exactly one call waits on the child.
 //!
-//! Not yet: such requests for a 2025-11-25 session's call, the child's own
-//! notifications outside a call (logged, not streamed), and starting a
-//! child that exited again.
+//! A child that exits fails the calls waiting on it with a message that
+//! names the exit and is started again with backoff (`life.rs`).
+//!
+//! Not yet: such requests for a 2025-11-25 session's call, and the child's
+//! own notifications outside a call (logged, not streamed).
 
 mod bridge;
 mod calls;
 mod child;
 mod input;
+mod life;
 mod message;
 mod relay;
 mod serve;
@@ -188,6 +191,13 @@ impl StdioUpstream {
     /// The protocol version the child agreed to.
     pub fn protocol_version(&self) -> &str {
         &self.bridge.declared.version
+    }
+
+    /// Stops the child for good: no more restarts, its stdin closed, then
+    /// `SIGTERM` after half of `grace`, then `SIGKILL` after the rest.
+    /// Calls still waiting end with an error naming the exit.
+    pub async fn shutdown(&self, grace: Duration) {
+        self.bridge.shutdown(grace).await;
     }
 }
 

@@ -91,12 +91,12 @@ pub(super) async fn call(
     };
     let pending = Pending {
         calls: bridge.calls.clone(),
-        to_child: bridge.to_child.clone(),
+        to_child: bridge.sender(),
         id: own,
         answered: false,
         _slot: slot,
     };
-    if bridge.to_child.send(line).await.is_err() {
+    if bridge.sender().send(line).await.is_err() {
         return failed(&client_id, &stopped(&bridge));
     }
     if stream {

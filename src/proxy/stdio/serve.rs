@@ -129,12 +129,12 @@ where
                 && let Some(request_id) = message.request_id()
                 && let Some(line) = replaced(&body, &[(request_id, &own.to_string())])
             {
-                let _ = bridge.to_child.send(line).await;
+                let _ = bridge.sender().send(line).await;
             }
             status(StatusCode::ACCEPTED)
         }
         (Kind::Notification | Kind::Response, _) => {
-            let _ = bridge.to_child.send(body.clone()).await;
+            let _ = bridge.sender().send(body.clone()).await;
             status(StatusCode::ACCEPTED)
         }
         (Kind::Invalid, _) => json(
