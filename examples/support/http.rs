@@ -197,24 +197,39 @@ where
     }
 }
 
-/// Resolves on Ctrl-C or, on Unix, SIGTERM.
+/// Resolves on the first SIGTERM or Ctrl-C (SIGINT).
 pub async fn stop_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+    stop_signal_now().await;
+}
+
+/// Like [`stop_signal`], registered now: a signal that arrives before the
+/// returned future is first polled is not lost (take it before announcing
+/// that the server listens).
+pub fn stop_signal_now() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                term.recv().await;
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let term = signal(SignalKind::terminate()).ok();
+        let interrupt = signal(SignalKind::interrupt()).ok();
+        let wait = |signal: Option<tokio::signal::unix::Signal>| async move {
+            match signal {
+                Some(mut signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending().await,
             }
-            Err(_) => std::future::pending().await,
+        };
+        async move {
+            tokio::select! {
+                _ = wait(term) => {}
+                _ = wait(interrupt) => {}
+            }
         }
-    };
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
+    {
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

@@ -50,6 +50,9 @@ async fn run() -> Result<(), String> {
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let app = app::App::build(args, local).await?;
+    // Taken before the announcement: a SIGTERM right after it is a drain,
+    // not the default death.
+    let stopped = serving::stop_signal_now();
     println!("listening on http://{local}{}", app.path);
     if let Some(addr) = metrics {
         let at = metrics::serve(addr, app.limits, app.admin.clone()).await?;
@@ -61,7 +64,7 @@ async fn run() -> Result<(), String> {
     let grace = app.shutdown_grace;
     let stdio = app.stdio;
     let shutdown = async move {
-        serving::stop_signal().await;
+        stopped.await;
         tokio::spawn(async {
             serving::stop_signal().await;
             eprintln!("mcp-tasks-gateway: second signal, exiting now");

@@ -145,6 +145,11 @@ impl Drop for Pending {
             self.id
         );
         // A full queue means a child that stopped reading: it gets no cancel.
-        let _ = self.to_child.try_send(Bytes::from(cancel));
+        if self.to_child.try_send(Bytes::from(cancel)).is_ok() {
+            tracing::debug!(
+                id = self.id,
+                "notifications/cancelled sent to the stdio server"
+            );
+        }
     }
 }

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Run the official MCP reference server, `@modelcontextprotocol/server-everything`
+# (npm), over stdio: for `mcp-tasks-gateway -- bash scripts/stdio-everything.sh`.
+# The package and its dependencies are pinned by
+# tests/upstreams/everything/package-lock.json and installed (npm ci) into
+# the git-ignored cache the first time.
+#
+# Usage:
+#   scripts/stdio-everything.sh        # JSON-RPC on stdin and stdout
+#
+# Environment:
+#   MCP_TASKS_CACHE   cache folder (default: <repo>/.cache)
+#
+# Needs npm, and a Node.js 20 or newer (else Node 22 is installed from npm).
+# Exits 2 on a setup error.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${MCP_TASKS_CACHE:-$REPO/.cache}"
+SRC="$REPO/tests/upstreams/everything"
+
+# shellcheck source=lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+help_if_asked "${1:-}"
+# shellcheck source=lib/node.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/node.sh"
+
+VERSION="$(sed -n 's|.*"@modelcontextprotocol/server-everything": *"\([^"]*\)".*|\1|p' "$SRC/package.json" | head -n 1)"
+[[ -n "$VERSION" ]] || die "no server-everything version in $SRC/package.json"
+DIR="$CACHE/server-everything-$VERSION"
+
+mkdir -p "$CACHE"
+exec 9>"$CACHE/server-everything.lock"
+flock 9
+find_node
+if [[ ! -f "$DIR/node_modules/.package-lock.json" ]] || ! cmp -s "$SRC/package-lock.json" "$DIR/package-lock.json"; then
+  stage="$(mktemp -d "$DIR.install.XXXXXX")"
+  trap 'rm -rf "$stage"' EXIT
+  cp "$SRC/package.json" "$SRC/package-lock.json" "$stage/"
+  log "installing @modelcontextprotocol/server-everything $VERSION (npm ci) into $DIR"
+  (cd "$stage" && npm ci --no-audit --no-fund --no-update-notifier --loglevel=error >&2) \
+    || die "npm ci failed in $stage"
+  rm -rf "$DIR"
+  mv "$stage" "$DIR"
+  trap - EXIT
+fi
+exec 9>&-
+exec "$NODE" "$DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js" stdio
