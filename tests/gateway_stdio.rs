@@ -111,21 +111,8 @@ async fn an_elicitation_of_the_stdio_server_becomes_the_tasks_input_request_and_
     let task = client
         .start_task("confirm_delete", json!({"filename": "stdio.txt"}))
         .await;
-    let waiting = client
-        .wait_task_status(&task, &["input_required"], Duration::from_secs(20))
-        .await;
-    let requests = waiting["result"]["inputRequests"]
-        .as_object()
-        .unwrap_or_else(|| panic!("inputRequests: {waiting}"));
-    assert_eq!(requests.len(), 1, "{waiting}");
-    let (key, request) = requests.iter().next().expect("one request");
-    assert_eq!(request["method"], "elicitation/create", "{waiting}");
     let answer = json!({"action": "accept", "content": {"confirm": true}});
-    let updated = client.tasks_update(&task, json!({ key: answer })).await;
-    assert_eq!(updated["result"]["resultType"], "complete", "{updated}");
-    let done = client
-        .wait_task_status(&task, &["completed", "failed"], Duration::from_secs(20))
-        .await;
+    let done = gateway::answer_the_one_request(&client, &task, "elicitation/create", answer).await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
     let said = text(&done["result"]["result"]);
     assert!(said.starts_with("Deleted stdio.txt"), "{done}");

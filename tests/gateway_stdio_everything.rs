@@ -78,21 +78,9 @@ async fn the_reference_servers_elicitation_is_answered_through_the_task() {
     let task = client
         .start_task("trigger-elicitation-request", json!({}))
         .await;
-    let waiting = client
-        .wait_task_status(&task, &["input_required"], Duration::from_secs(20))
-        .await;
-    let requests = waiting["result"]["inputRequests"]
-        .as_object()
-        .unwrap_or_else(|| panic!("inputRequests: {waiting}"));
-    let (key, request) = requests.iter().next().expect("one request");
-    assert_eq!(request["method"], "elicitation/create", "{waiting}");
     let content = json!({"name": "Ada", "check": true, "firstLine": "It was a dark night", "email": "ada@example.com", "homepage": "https://example.com", "birthdate": "1815-12-10", "integer": 5, "number": 1.5, "untitledSingleSelectEnum": "option1", "titledSingleSelectEnum": "value1", "legacyTitledEnum": "opt1", "untitledMultipleSelectEnum": ["option1"], "titledMultipleSelectEnum": ["value1"]});
-    let answer = json!({ key: {"action": "accept", "content": content} });
-    let updated = client.tasks_update(&task, answer).await;
-    assert_eq!(updated["result"]["resultType"], "complete", "{updated}");
-    let done = client
-        .wait_task_status(&task, &["completed", "failed"], Duration::from_secs(20))
-        .await;
+    let answer = json!({"action": "accept", "content": content});
+    let done = gateway::answer_the_one_request(&client, &task, "elicitation/create", answer).await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
     let text = done["result"]["result"].to_string();
     assert!(text.contains("Ada"), "the answer reached the tool: {done}");

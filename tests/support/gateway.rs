@@ -48,6 +48,33 @@ pub async fn start_stdio(command: &[&str], extra: &[&str]) -> Process {
     Process::start("mcp-tasks-gateway", gateway, INSTALL_TIMEOUT).await
 }
 
+/// Waits for `task` to ask for input, checks that it asks one request, of
+/// `method`, answers it with `answer`, and returns the task once it ended
+/// (`tasks/get`).
+pub async fn answer_the_one_request(
+    client: &crate::support::client::McpClient,
+    task: &str,
+    method: &str,
+    answer: serde_json::Value,
+) -> serde_json::Value {
+    let waiting = client
+        .wait_task_status(task, &["input_required"], Duration::from_secs(20))
+        .await;
+    let requests = waiting["result"]["inputRequests"]
+        .as_object()
+        .unwrap_or_else(|| panic!("inputRequests: {waiting}"));
+    assert_eq!(requests.len(), 1, "{waiting}");
+    let (key, request) = requests.iter().next().expect("one request");
+    assert_eq!(request["method"], method, "{waiting}");
+    let updated = client
+        .tasks_update(task, serde_json::json!({ key: answer }))
+        .await;
+    assert_eq!(updated["result"]["resultType"], "complete", "{updated}");
+    client
+        .wait_task_status(task, &["completed", "failed"], Duration::from_secs(20))
+        .await
+}
+
 /// The repository's root.
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
