@@ -4,11 +4,13 @@
 # `mcp-tasks-gateway` in front of the Python FastMCP fixture
 # (scripts/upstream-python.sh: an ordinary server with no task support).
 #
-# Targets (CONFORMANCE_TARGETS; all three, in this order, by default):
+# Targets (CONFORMANCE_TARGETS; all four, in this order, by default):
 #   example              examples/conformance_server (the rmcp fixture and
 #                        TasksLayer in one process)
 #   gateway-python       the gateway in front of tests/upstreams/python
 #   gateway-typescript   the gateway in front of tests/upstreams/typescript
+#   gateway-python-stdio the gateway running tests/upstreams/python itself,
+#                        over stdio (`mcp-tasks-gateway -- COMMAND`)
 # Each target has its baseline of known failures:
 # conformance/expected-failures.yml for `example`,
 # conformance/expected-failures-TARGET.yml for the others.
@@ -21,7 +23,7 @@
 #   MCP_TASKS_CACHE       cache folder for Node 22, the suite and results
 #                         (default: <repo>/.cache, which git ignores)
 #   CONFORMANCE_TARGETS   the targets to run ("example gateway-python
-#                         gateway-typescript")
+#                         gateway-typescript gateway-python-stdio")
 #   CONFORMANCE_URL       test this URL (http://HOST:PORT/mcp) instead of
 #                         building and starting the example server; only
 #                         that one target is run
@@ -70,7 +72,7 @@ SUITE_TIMEOUT_MS="${SUITE_TIMEOUT_MS:-30000}"
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${MCP_TASKS_CACHE:-$REPO/.cache}"
-TARGETS="${CONFORMANCE_TARGETS:-example gateway-python gateway-typescript}"
+TARGETS="${CONFORMANCE_TARGETS:-example gateway-python gateway-typescript gateway-python-stdio}"
 # The tool policies the suite relies on, as in examples/conformance_server.rs.
 POLICIES="confirm_delete=always,multi_input=always,protocol_error_job=always"
 POLICIES+=",failing_job=required,test_tool_with_task=required"
@@ -186,7 +188,18 @@ start_target() {
         --upstream "$upstream" --threshold 300ms --policy "$POLICIES"
       log "mcp-tasks-gateway (pid $SERVER_PID) listening at $URL"
       ;;
-    *) die "unknown target $1 (example, gateway-python, gateway-typescript)" ;;
+    gateway-python-stdio)
+      log "building mcp-tasks-gateway"
+      cargo build --features gateway --bin mcp-tasks-gateway >&2
+      local gateway_bin="$target_dir/debug/mcp-tasks-gateway"
+      [[ -x "$gateway_bin" ]] || die "built gateway not found at $gateway_bin"
+      # The gateway starts the fixture, which may first install its SDK.
+      SERVER_START_TIMEOUT=600 start_command "$LOGS/gateway.log" "$gateway_bin" \
+        --listen 127.0.0.1:0 --threshold 300ms --policy "$POLICIES" \
+        --start-timeout 600s -- bash "$REPO/scripts/upstream-python.sh" --stdio
+      log "mcp-tasks-gateway (pid $SERVER_PID) running the Python fixture over stdio, listening at $URL"
+      ;;
+    *) die "unknown target $1 (example, gateway-python, gateway-typescript, gateway-python-stdio)" ;;
   esac
 }
 

@@ -13,42 +13,29 @@
 //! | a line that is not a JSON-RPC message, not UTF-8, or over the limit | skipped, with a warning |
 //! | end of output (the child exited) | every waiting call gets an error naming the exit; later calls are refused |
 
-use std::sync::{Arc, Mutex};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::value::RawValue;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{Semaphore, mpsc};
 
 use super::calls::Calls;
 use super::child::{Line, Lines, Spec};
-use super::input::{ROUND_WAIT, Round, Rounds, capability, input_required};
-use super::life::{Current, launch};
+use super::input::{Asked, GATHER, ROUND_WAIT, Round, Rounds, capability};
+use super::life::{Declared, Life, exit_status, launch};
 use super::message::{
     Kind, Message, error_response, member, replaced, result_response, with_result_type,
 };
 use super::{Settings, StdioError};
 
-/// What the child declared in its `initialize` answer.
-#[derive(Clone)]
-pub(super) struct Declared {
-    /// The protocol version the child agreed to.
-    pub version: String,
-    /// `capabilities`, as sent.
-    pub capabilities: Box<RawValue>,
-    /// `serverInfo`, as sent.
-    pub server_info: Box<RawValue>,
-    /// `instructions`, as sent.
-    pub instructions: Option<Box<RawValue>>,
-}
-
 /// The one child and what talks to it.
 pub(super) struct Bridge {
     pub spec: Spec,
     /// The child now (`life.rs`).
-    pub current: Mutex<Current>,
-    /// Told when a child's output ends.
-    pub exited: Notify,
+    pub life: Life,
     pub calls: Arc<Calls>,
     /// Calls waiting for their client's input.
     pub rounds: Rounds,
@@ -65,15 +52,14 @@ impl Bridge {
         let launched = launch(&spec, &settings).await.map_err(StdioError::Start)?;
         let bridge = Arc::new(Self {
             spec,
-            current: Current::up(&launched),
-            exited: Notify::new(),
+            life: Life::new(&launched),
             calls: Arc::new(Calls::new()),
             rounds: Rounds::default(),
             slots: Arc::new(Semaphore::new(settings.max_in_flight)),
             declared: launched.declared.clone(),
             settings,
         });
-        bridge.run(launched);
+        tokio::spawn(bridge.clone().read(launched.lines, launched.process));
         Ok(bridge)
     }
 
@@ -109,7 +95,9 @@ impl Bridge {
         }
         // The calls that waited for their client's input died with it.
         self.rounds.clear();
-        self.went_down(message);
+        if self.life.went_down(message) {
+            tokio::spawn(restart(Arc::downgrade(&self)));
+        }
     }
 
     /// One line from the child.
@@ -214,6 +202,16 @@ impl Bridge {
     ) -> Result<(), (i64, String)> {
         let needed = capability(method)
             .ok_or_else(|| (-32601, format!("The gateway does not relay {method}")))?;
+        let mut asked = Some(Asked {
+            request: request.to_owned(),
+            key: needed.to_owned(),
+            method: method.to_owned(),
+            params: params.map_or("{}", RawValue::get).to_owned(),
+        });
+        // Sent with another request of the same call: asked together.
+        if self.rounds.join(&mut asked, needed) {
+            return Ok(());
+        }
         let unclear = "The gateway cannot tell which call this request belongs to (several calls, or none, wait on this server)";
         let call = self.calls.single().ok_or((-32603, unclear.to_owned()))?;
         let waiter = self.calls.take(call).ok_or((-32603, unclear.to_owned()))?;
@@ -226,27 +224,28 @@ impl Bridge {
         }
         let round = Round {
             call,
-            request: request.to_owned(),
-            key: needed.to_owned(),
+            asked: asked.into_iter().collect(),
+            gathering: Some(waiter),
             early: None,
         };
-        let Some(token) = self.rounds.open(round) else {
-            self.calls.put(call, waiter);
-            return Err((-32603, "No round could be opened".to_owned()));
-        };
-        let params = params.map_or("{}", RawValue::get);
-        let asked = input_required(needed, method, params, &token);
-        let _ = waiter
-            .answer
-            .send(result_response(&waiter.client_id, &asked));
+        let token = self
+            .rounds
+            .open(round)
+            .ok_or((-32603, "No round could be opened".to_owned()))?;
         let bridge = Arc::downgrade(self);
         tokio::spawn(async move {
+            tokio::time::sleep(GATHER).await;
+            let Some(live) = bridge.upgrade() else { return };
+            if let Some((waiter, asked)) = live.rounds.ask(&token) {
+                let _ = waiter
+                    .answer
+                    .send(result_response(&waiter.client_id, &asked));
+            }
+            drop(live);
             tokio::time::sleep(ROUND_WAIT).await;
-            let Some(bridge) = bridge.upgrade() else {
-                return;
-            };
-            if let Some(round) = bridge.rounds.take(&token) {
-                bridge.give_up(round);
+            let Some(live) = bridge.upgrade() else { return };
+            if let Some(round) = live.rounds.take(&token) {
+                live.give_up(round);
             }
         });
         Ok(())
@@ -255,73 +254,72 @@ impl Bridge {
     /// A round whose client never came back: the child's request gets an
     /// error and its call is cancelled.
     pub(super) fn give_up(&self, round: Round) {
-        let refused = error_response(&round.request, -32603, "The client did not answer in time");
+        let to_child = self.sender();
+        for asked in &round.asked {
+            let refused =
+                error_response(&asked.request, -32603, "The client did not answer in time");
+            let _ = to_child.try_send(refused);
+        }
         let cancel = format!(
             r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{},"reason":"The client did not answer in time"}}}}"#,
             round.call
         );
-        let to_child = self.sender();
-        let _ = to_child.try_send(refused);
         let _ = to_child.try_send(Bytes::from(cancel));
     }
 }
 
-/// Reads the child's answer to the bridge's `initialize` (id 0).
-pub(super) async fn initialized(lines: &mut Lines) -> Result<Declared, String> {
-    loop {
-        let line = match lines.next().await {
-            Line::Text(line) => line,
-            Line::TooLong | Line::NotText => continue,
-            Line::End(why) => return Err(why.unwrap_or_else(|| "it closed its stdout".into())),
-        };
-        let Some(message) = Message::read(line.as_bytes()) else {
-            tracing::warn!(line = %shorten(line.as_bytes()), "the stdio server wrote a line that is not JSON");
-            continue;
-        };
-        if message.kind() != Kind::Response || message.id.map(RawValue::get) != Some("0") {
-            continue;
-        }
-        if let Some(error) = message.error {
-            return Err(format!("it answered initialize with {}", error.get()));
-        }
-        let Some(result) = message.result else {
-            continue;
-        };
-        let raw = |name: &str| member(result, name).map(ToOwned::to_owned);
-        let version = member(result, "protocolVersion")
-            .and_then(|version| serde_json::from_str::<String>(version.get()).ok())
-            .ok_or("its initialize answer has no protocolVersion")?;
-        return Ok(Declared {
-            version,
-            capabilities: raw("capabilities").unwrap_or_else(crate::wire::raw::empty_object),
-            server_info: raw("serverInfo").unwrap_or_else(crate::wire::raw::empty_object),
-            instructions: raw("instructions"),
-        });
-    }
-}
-
-/// `, exit status: …` once the child has exited (waited up to a second,
-/// then killed), for messages.
-pub(super) async fn exit_status(process: &mut tokio::process::Child) -> String {
-    let status = match tokio::time::timeout(Duration::from_secs(1), process.wait()).await {
-        Ok(status) => status,
-        Err(_) => {
-            let _ = process.kill().await;
-            process.wait().await
-        }
-    };
-    match status {
-        Ok(status) => format!(", {status}"),
-        Err(error) => format!(", its status unknown: {error}"),
-    }
-}
-
 /// The start of `line`, for the log.
-fn shorten(line: &[u8]) -> String {
+pub(super) fn shorten(line: &[u8]) -> String {
     let text = String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
     if line.len() > 200 {
         format!("{text}…")
     } else {
         text
+    }
+}
+
+impl Bridge {
+    /// Where lines for the child go now.
+    pub(super) fn sender(&self) -> mpsc::Sender<Bytes> {
+        self.life.sender()
+    }
+
+    /// Why the child is down, if it is.
+    pub(super) fn gone(&self) -> Option<String> {
+        self.life.gone()
+    }
+}
+
+/// The first wait before starting an exited child again, and the longest.
+const BACKOFF: (Duration, Duration) = (Duration::from_millis(200), Duration::from_secs(30));
+
+/// Starts the child of `bridge` again, with backoff, until it runs or the
+/// bridge is dropped or stopping. Boxed: it starts the reader, which starts
+/// it, and a named `Send` future ends that loop of types.
+fn restart(bridge: Weak<Bridge>) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    Box::pin(restart_with_backoff(bridge))
+}
+
+async fn restart_with_backoff(bridge: Weak<Bridge>) {
+    let mut wait = BACKOFF.0;
+    loop {
+        tokio::time::sleep(wait).await;
+        let Some(live) = bridge.upgrade() else { return };
+        if live.life.stopping() {
+            return;
+        }
+        match launch(&live.spec, &live.settings).await {
+            Ok(launched) => {
+                if live.life.came_back(&launched) {
+                    tracing::warn!(command = %live.spec.shown(), "the stdio server was started again");
+                    tokio::spawn(live.clone().read(launched.lines, launched.process));
+                }
+                return;
+            }
+            Err(why) => {
+                tracing::error!(%why, retry_in = ?wait, "the stdio server could not be started again");
+                wait = (wait * 2).min(BACKOFF.1);
+            }
+        }
     }
 }

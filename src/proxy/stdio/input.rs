@@ -18,19 +18,33 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-/// A call whose client was asked for input and has not answered yet.
+use super::calls::Waiter;
+
+/// One request of the child, asked in a round.
+pub(super) struct Asked {
+    /// The id of the child's request (JSON text), for its answer.
+    pub request: String,
+    /// Its key in `inputRequests`.
+    pub key: String,
+    pub method: String,
+    /// Its params (JSON text).
+    pub params: String,
+}
+
+/// A call whose client is asked for input.
 pub(super) struct Round {
     /// The bridge's id of the call, in the child.
     pub call: u64,
-    /// The id of the child's request (JSON text), for its answer.
-    pub request: String,
-    /// The key the request has in `inputRequests`.
-    pub key: String,
+    /// What the child asked.
+    pub asked: Vec<Asked>,
+    /// The call's waiter while the round gathers the child's requests
+    /// (`None` once the client was asked).
+    pub gathering: Option<Waiter>,
     /// The child's answer to the call, if it came before the client's.
     pub early: Option<Bytes>,
 }
 
-/// The rounds waiting for their client, by `requestState` token.
+/// The rounds of calls waiting for their client, by `requestState` token.
 #[derive(Default)]
 pub(super) struct Rounds {
     open: Mutex<HashMap<String, Round>>,
@@ -38,6 +52,10 @@ pub(super) struct Rounds {
 
 /// How long a round waits for its client before the call is cancelled.
 pub(super) const ROUND_WAIT: Duration = Duration::from_secs(600);
+
+/// How long a round gathers requests the child sends together (a tool that
+/// asks two questions at once sends two requests back to back).
+pub(super) const GATHER: Duration = Duration::from_millis(25);
 
 impl Rounds {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Round>> {
@@ -54,7 +72,39 @@ impl Rounds {
         Some(token)
     }
 
-    /// Puts a round back under its `token` (its retry lacked the answer).
+    /// Adds `asked` to the one round still gathering, if its client can
+    /// answer `needed`; whether it did.
+    pub(super) fn join(&self, asked: &mut Option<Asked>, needed: &str) -> bool {
+        let mut open = self.lock();
+        let mut gathering = open.values_mut().filter(|round| {
+            round
+                .gathering
+                .as_ref()
+                .is_some_and(|waiter| waiter.declared.iter().any(|have| have == needed))
+        });
+        match (gathering.next(), gathering.next()) {
+            (Some(round), None) => match asked.take() {
+                Some(mut asked) => {
+                    asked.key = format!("{}-{}", asked.key, round.asked.len() + 1);
+                    round.asked.push(asked);
+                    true
+                }
+                None => false,
+            },
+            _ => false,
+        }
+    }
+
+    /// Ends the gathering of the round of `token`: its waiter, to answer,
+    /// and the `input_required` result that asks what was gathered.
+    pub(super) fn ask(&self, token: &str) -> Option<(Waiter, String)> {
+        let mut open = self.lock();
+        let round = open.get_mut(token)?;
+        let waiter = round.gathering.take()?;
+        Some((waiter, input_required(&round.asked, token)))
+    }
+
+    /// Puts a round back under its `token` (its retry lacked an answer).
     pub(super) fn reopen(&self, token: String, round: Round) {
         self.lock().insert(token, round);
     }
@@ -64,9 +114,13 @@ impl Rounds {
         self.lock().clear();
     }
 
-    /// The round of `token`, taken out.
+    /// The round of `token`, taken out, once its client was asked.
     pub(super) fn take(&self, token: &str) -> Option<Round> {
-        self.lock().remove(token)
+        let mut open = self.lock();
+        if open.get(token)?.gathering.is_some() {
+            return None;
+        }
+        open.remove(token)
     }
 
     /// Keeps the child's `answer` to `call` for the round's retry; whether
@@ -92,13 +146,23 @@ pub(super) fn capability(method: &str) -> Option<&'static str> {
     }
 }
 
-/// The `input_required` result that asks `method` with `params` (JSON text)
-/// under `key`, with `token` as the `requestState`.
-pub(super) fn input_required(key: &str, method: &str, params: &str, token: &str) -> String {
-    let method = serde_json::to_string(method).unwrap_or_default();
-    let key = serde_json::to_string(key).unwrap_or_default();
+/// The `input_required` result that asks `asked`, with `token` as the
+/// `requestState`.
+fn input_required(asked: &[Asked], token: &str) -> String {
+    let requests: Vec<String> = asked
+        .iter()
+        .map(|asked| {
+            format!(
+                r#"{}:{{"method":{},"params":{}}}"#,
+                serde_json::to_string(&asked.key).unwrap_or_default(),
+                serde_json::to_string(&asked.method).unwrap_or_default(),
+                asked.params
+            )
+        })
+        .collect();
     format!(
-        r#"{{"resultType":"input_required","inputRequests":{{{key}:{{"method":{method},"params":{params}}}}},"requestState":"{token}"}}"#
+        r#"{{"resultType":"input_required","inputRequests":{{{}}},"requestState":"{token}"}}"#,
+        requests.join(",")
     )
 }
 
@@ -106,29 +170,56 @@ pub(super) fn input_required(key: &str, method: &str, params: &str, token: &str)
 mod tests {
     use super::*;
 
+    fn asked(key: &str) -> Asked {
+        Asked {
+            request: "3".into(),
+            key: key.into(),
+            method: "elicitation/create".into(),
+            params: r#"{"message":"Go?"}"#.into(),
+        }
+    }
+
     #[test]
     fn an_input_round_is_a_valid_mrtr_result() {
-        let text = input_required("q1", "elicitation/create", r#"{"message":"Go?"}"#, "t0k");
+        let text = input_required(&[asked("a"), asked("b")], "t0k");
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["resultType"], "input_required");
-        assert_eq!(value["inputRequests"]["q1"]["method"], "elicitation/create");
-        assert_eq!(value["inputRequests"]["q1"]["params"]["message"], "Go?");
+        assert_eq!(value["inputRequests"]["a"]["method"], "elicitation/create");
+        assert_eq!(value["inputRequests"]["b"]["params"]["message"], "Go?");
         assert_eq!(value["requestState"], "t0k");
     }
 
     #[test]
-    fn an_early_answer_waits_in_its_round() {
+    fn a_round_is_taken_for_its_retry_only_once_its_client_was_asked() {
         let rounds = Rounds::default();
+        let (notes, _) = tokio::sync::mpsc::channel(1);
+        let (answer, _answered) = tokio::sync::oneshot::channel();
+        let waiter = Waiter {
+            client_id: "1".into(),
+            token: None,
+            session: None,
+            modern: true,
+            declared: vec!["elicitation".into()],
+            notes,
+            answer,
+        };
         let round = Round {
             call: 7,
-            request: "3".into(),
-            key: "q".into(),
+            asked: vec![asked("elicitation")],
+            gathering: Some(waiter),
             early: None,
         };
         let token = rounds.open(round).unwrap();
+        assert!(rounds.take(&token).is_none(), "still gathering");
+        let mut second = Some(asked("elicitation"));
+        assert!(rounds.join(&mut second, "elicitation"));
+        let mut sampled = Some(asked("sampling"));
+        assert!(!rounds.join(&mut sampled, "sampling"), "not declared");
+        let (_, result) = rounds.ask(&token).unwrap();
+        assert!(result.contains(r#""elicitation-2""#), "{result}");
         assert!(rounds.answered_early(7, Bytes::from_static(b"done")));
-        assert!(!rounds.answered_early(8, Bytes::new()));
         let round = rounds.take(&token).unwrap();
+        assert_eq!(round.asked.len(), 2);
         assert_eq!(round.early.as_deref(), Some(&b"done"[..]));
         assert!(rounds.take(&token).is_none());
     }

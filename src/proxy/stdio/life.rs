@@ -7,22 +7,22 @@
 //! | the child exits | every waiting call ends with an error that names the exit; calls meanwhile are refused (`502`); the child is started again after 0.2 s, doubling to 30 s while starts fail |
 //! | shutdown | no more restarts; stdin closed, then `SIGTERM` after half the grace, then `SIGKILL` |
 
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use serde_json::value::RawValue;
+use tokio::sync::Notify;
+
 use super::Settings;
-use super::bridge::{Bridge, Declared, exit_status, initialized};
-use super::child::{self, Lines, Spec};
+use super::child::{self, Line, Lines, Spec};
+use super::message::{Kind, Message, member};
 
 /// The protocol version the bridge asks the child for.
 const ASKED_VERSION: &str = "2025-11-25";
-
-/// The first wait before starting an exited child again, and the longest.
-const BACKOFF: (Duration, Duration) = (Duration::from_millis(200), Duration::from_secs(30));
 
 /// A child that answered `initialize`.
 pub(super) struct Launched {
@@ -81,7 +81,7 @@ pub(super) async fn launch(spec: &Spec, settings: &Settings) -> Result<Launched,
 }
 
 /// The child now: where its lines go, or why there is none.
-pub(super) struct Current {
+struct Current {
     pub to_child: mpsc::Sender<Bytes>,
     pub pid: Option<u32>,
     pub close: CancellationToken,
@@ -92,7 +92,7 @@ pub(super) struct Current {
 }
 
 impl Current {
-    pub(super) fn up(launched: &Launched) -> Mutex<Self> {
+    fn up(launched: &Launched) -> Mutex<Self> {
         Mutex::new(Self {
             to_child: launched.to_child.clone(),
             pid: launched.pid,
@@ -103,8 +103,21 @@ impl Current {
     }
 }
 
-impl Bridge {
-    pub(super) fn current(&self) -> MutexGuard<'_, Current> {
+/// The child now, and the signal that its output ended.
+pub(super) struct Life {
+    current: Mutex<Current>,
+    exited: Notify,
+}
+
+impl Life {
+    pub(super) fn new(launched: &Launched) -> Self {
+        Self {
+            current: Current::up(launched),
+            exited: Notify::new(),
+        }
+    }
+
+    fn current(&self) -> MutexGuard<'_, Current> {
         self.current
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -120,23 +133,39 @@ impl Bridge {
         self.current().down.clone()
     }
 
-    /// Reads `launched` until it ends.
-    pub(super) fn run(self: &Arc<Self>, launched: Launched) {
-        tokio::spawn(self.clone().read(launched.lines, launched.process));
-    }
-
-    /// After the child ended with `message`: records it, and starts the
-    /// child again unless the bridge is stopping.
-    pub(super) fn went_down(self: &Arc<Self>, message: String) {
+    /// Records that the child ended with `message`; whether to start it
+    /// again (not while stopping).
+    pub(super) fn went_down(&self, message: String) -> bool {
         let stopping = {
             let mut current = self.current();
             current.down = Some(message);
             current.stopping
         };
         self.exited.notify_waiters();
-        if !stopping {
-            tokio::spawn(restart(Arc::downgrade(self)));
+        !stopping
+    }
+
+    /// Whether the bridge is stopping.
+    pub(super) fn stopping(&self) -> bool {
+        self.current().stopping
+    }
+
+    /// Takes a child started again; `false` (and the child is told to
+    /// stop) when the bridge is stopping.
+    pub(super) fn came_back(&self, launched: &Launched) -> bool {
+        let mut current = self.current();
+        if current.stopping {
+            launched.close.cancel();
+            return false;
         }
+        *current = Current {
+            to_child: launched.to_child.clone(),
+            pid: launched.pid,
+            close: launched.close.clone(),
+            down: None,
+            stopping: false,
+        };
+        true
     }
 
     /// Stops the child: no more restarts, stdin closed, then `SIGTERM`
@@ -180,40 +209,67 @@ impl Bridge {
     }
 }
 
-/// Starts the child of `bridge` again, with backoff, until it runs or the
-/// bridge is dropped or stopping.
-async fn restart(bridge: Weak<Bridge>) {
-    let mut wait = BACKOFF.0;
+/// What the child declared in its `initialize` answer.
+#[derive(Clone)]
+pub(super) struct Declared {
+    /// The protocol version the child agreed to.
+    pub version: String,
+    /// `capabilities`, as sent.
+    pub capabilities: Box<RawValue>,
+    /// `serverInfo`, as sent.
+    pub server_info: Box<RawValue>,
+    /// `instructions`, as sent.
+    pub instructions: Option<Box<RawValue>>,
+}
+
+/// Reads the child's answer to the bridge's `initialize` (id 0).
+pub(super) async fn initialized(lines: &mut Lines) -> Result<Declared, String> {
     loop {
-        tokio::time::sleep(wait).await;
-        let Some(live) = bridge.upgrade() else { return };
-        if live.current().stopping {
-            return;
+        let line = match lines.next().await {
+            Line::Text(line) => line,
+            Line::TooLong | Line::NotText => continue,
+            Line::End(why) => return Err(why.unwrap_or_else(|| "it closed its stdout".into())),
+        };
+        let Some(message) = Message::read(line.as_bytes()) else {
+            tracing::warn!(
+                "the stdio server wrote a line that is not JSON before its initialize answer"
+            );
+            continue;
+        };
+        if message.kind() != Kind::Response || message.id.map(RawValue::get) != Some("0") {
+            continue;
         }
-        match launch(&live.spec, &live.settings).await {
-            Ok(launched) => {
-                {
-                    let mut current = live.current();
-                    if current.stopping {
-                        launched.close.cancel();
-                        return;
-                    }
-                    *current = Current {
-                        to_child: launched.to_child.clone(),
-                        pid: launched.pid,
-                        close: launched.close.clone(),
-                        down: None,
-                        stopping: false,
-                    };
-                }
-                tracing::warn!(command = %live.spec.shown(), "the stdio server was started again");
-                live.run(launched);
-                return;
-            }
-            Err(why) => {
-                tracing::error!(%why, retry_in = ?wait, "the stdio server could not be started again");
-                wait = (wait * 2).min(BACKOFF.1);
-            }
+        if let Some(error) = message.error {
+            return Err(format!("it answered initialize with {}", error.get()));
         }
+        let Some(result) = message.result else {
+            continue;
+        };
+        let raw = |name: &str| member(result, name).map(ToOwned::to_owned);
+        let version = member(result, "protocolVersion")
+            .and_then(|version| serde_json::from_str::<String>(version.get()).ok())
+            .ok_or("its initialize answer has no protocolVersion")?;
+        return Ok(Declared {
+            version,
+            capabilities: raw("capabilities").unwrap_or_else(crate::wire::raw::empty_object),
+            server_info: raw("serverInfo").unwrap_or_else(crate::wire::raw::empty_object),
+            instructions: raw("instructions"),
+        });
+    }
+}
+
+/// `, exit status: …` once the child has exited (waited up to a second,
+/// then killed), for messages.
+pub(super) async fn exit_status(process: &mut tokio::process::Child) -> String {
+    let status = match tokio::time::timeout(Duration::from_secs(1), process.wait()).await {
+        Ok(status) => status,
+        Err(_) => {
+            let _ = process.kill().await;
+            process.wait().await
+        }
+    };
+    match status {
+        Ok(status) => format!(", {status}"),
+        Err(error) => format!(", its status unknown: {error}"),
     }
 }

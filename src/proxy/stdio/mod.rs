@@ -52,6 +52,7 @@ mod input;
 mod life;
 mod message;
 mod relay;
+mod reply;
 mod serve;
 mod sessions;
 
@@ -197,7 +198,7 @@ impl StdioUpstream {
     /// `SIGTERM` after half of `grace`, then `SIGKILL` after the rest.
     /// Calls still waiting end with an error naming the exit.
     pub async fn shutdown(&self, grace: Duration) {
-        self.bridge.shutdown(grace).await;
+        self.bridge.life.shutdown(grace).await;
     }
 }
 

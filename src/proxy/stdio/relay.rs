@@ -17,7 +17,7 @@ use super::bridge::Bridge;
 use super::calls::{NOTES, Pending, Waiter};
 use super::input::Round;
 use super::message::{Message, error_response, member, replaced, with_result_type};
-use super::serve::json;
+use super::reply::json;
 use crate::body::{BoxBody, BoxError};
 use crate::wire::raw::{Members, edit_object};
 
@@ -58,8 +58,8 @@ pub(super) async fn call(
         answer,
     };
     let (own, line) = match round {
-        Some((token, round)) => match answer_line(message, &round) {
-            Some(line) => {
+        Some((token, round)) => match answer_lines(message, &round) {
+            Ok(line) => {
                 if let Some(early) = round.early {
                     // The call ended while its client was away.
                     let early = replaced(&early, &[(id_of(&early), &client_id)]);
@@ -71,8 +71,8 @@ pub(super) async fn call(
                 bridge.calls.put(round.call, waiter);
                 (round.call, line)
             }
-            None => {
-                let why = format!("inputResponses has no answer for {:?}", round.key);
+            Err(key) => {
+                let why = format!("inputResponses has no answer for {key:?}");
                 bridge.rounds.reopen(token.to_owned(), round);
                 return json(StatusCode::OK, error_response(&client_id, -32602, &why));
             }
@@ -151,15 +151,27 @@ fn declared(message: &Message<'_>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The child's request of `round`, answered with the retry's response
-/// under the round's key; `None` when the retry has none.
-fn answer_line(message: &Message<'_>, round: &Round) -> Option<Bytes> {
-    let responses = member(message.params?, "inputResponses")?;
-    let response = member(responses, &round.key)?;
-    Some(super::message::result_response(
-        &round.request,
-        response.get(),
-    ))
+/// The child's requests of `round`, each answered with the retry's response
+/// under its key, as lines for the child; or the first key without one.
+fn answer_lines(message: &Message<'_>, round: &Round) -> Result<Bytes, String> {
+    let responses = message
+        .params
+        .and_then(|params| member(params, "inputResponses"));
+    let mut lines = Vec::new();
+    for asked in &round.asked {
+        let response = responses.and_then(|responses| member(responses, &asked.key));
+        let Some(response) = response else {
+            return Err(asked.key.clone());
+        };
+        if !lines.is_empty() {
+            lines.push(b'\n');
+        }
+        lines.extend_from_slice(&super::message::result_response(
+            &asked.request,
+            response.get(),
+        ));
+    }
+    Ok(Bytes::from(lines))
 }
 
 /// The request as the child gets it: under the bridge's id `own`, its

@@ -15,15 +15,16 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::header::{ALLOW, CONTENT_TYPE};
+use http::header::ALLOW;
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use http_body::Body;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use serde_json::value::RawValue;
 
 use super::bridge::Bridge;
 use super::message::{Kind, Message, error_response, replaced, result_response};
 use super::relay;
+use super::reply::{json, status};
 use super::sessions::Sessions;
 use crate::body::{BoxBody, BoxError};
 use crate::wire::MODERN_VERSION;
@@ -189,23 +190,4 @@ fn discover(bridge: &Bridge, id: &str) -> Bytes {
         declared.server_info.get()
     );
     result_response(id, &result)
-}
-
-pub(super) fn json(status: StatusCode, body: Bytes) -> Response<BoxBody> {
-    let mut response = Response::new(BoxBody::new(
-        Full::new(body).map_err(|never| match never {}),
-    ));
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
-}
-
-fn status(status: StatusCode) -> Response<BoxBody> {
-    let mut response = Response::new(BoxBody::new(
-        Full::new(Bytes::new()).map_err(|never| match never {}),
-    ));
-    *response.status_mut() = status;
-    response
 }

@@ -207,8 +207,8 @@ async def collect(ctx: Context, tool: str, **fill: str) -> dict[str, Any] | mcp_
     On 2026-07-28, returns an `InputRequiredResult` for the questions not
     answered yet; answers from earlier rounds travel in `requestState`
     (FastMCP seals it, binds it to this tool and these arguments, and hands
-    it back as plaintext). On a session, asks each question with a real
-    `elicitation/create` request and waits for it.
+    it back as plaintext). On a session, asks every question at once, each
+    with a real `elicitation/create` request, and waits for all of them.
     """
     questions = QUESTIONS[tool]
     if not is_modern(ctx):
@@ -217,13 +217,14 @@ async def collect(ctx: Context, tool: str, **fill: str) -> dict[str, Any] | mcp_
         capabilities = ctx.session.client_capabilities
         if capabilities is None or capabilities.elicitation is None:
             raise ToolError(f"{tool} asks for input: the client did not declare the elicitation capability")
-        answers = {}
-        for key, (message, form) in questions.items():
+        async def ask_one(message: str, form: dict[str, Any]) -> dict[str, Any]:
             result = await ctx.session.elicit(
                 message=message.format(**fill), requested_schema=form, related_request_id=ctx.request_id
             )
-            answers[key] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-        return answers
+            return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+        asked = [ask_one(message, form) for message, form in questions.values()]
+        return dict(zip(questions, await asyncio.gather(*asked)))
 
     answers = json.loads(ctx.request_state) if ctx.request_state else {}
     for key, response in (ctx.input_responses or {}).items():
