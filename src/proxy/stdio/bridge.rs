@@ -278,10 +278,29 @@ pub(super) fn shorten(line: &[u8]) -> String {
     }
 }
 
+/// How long a line may wait for room in the child's input queue: a child
+/// that stops reading its stdin fails the calls sent to it after this,
+/// instead of holding them.
+const STDIN_WAIT: Duration = Duration::from_secs(10);
+
 impl Bridge {
     /// Where lines for the child go now.
     pub(super) fn sender(&self) -> mpsc::Sender<Bytes> {
         self.life.sender()
+    }
+
+    /// Queues `line` for the child; an error says why it cannot take it.
+    pub(super) async fn send(&self, line: Bytes) -> Result<(), String> {
+        match self.sender().send_timeout(line, STDIN_WAIT).await {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::SendTimeoutError::Timeout(_)) => Err(format!(
+                "The stdio server `{}` has not read its input for {STDIN_WAIT:?}",
+                self.spec.shown()
+            )),
+            Err(mpsc::error::SendTimeoutError::Closed(_)) => Err(self
+                .gone()
+                .unwrap_or_else(|| "The stdio server stopped".to_owned())),
+        }
     }
 
     /// Why the child is down, if it is.

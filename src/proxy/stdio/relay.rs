@@ -96,8 +96,8 @@ pub(super) async fn call(
         answered: false,
         _slot: slot,
     };
-    if bridge.sender().send(line).await.is_err() {
-        return failed(&client_id, &stopped(&bridge));
+    if let Err(why) = bridge.send(line).await {
+        return failed(&client_id, &why);
     }
     if stream {
         return sse(pending, noted, answered);

@@ -130,12 +130,12 @@ where
                 && let Some(request_id) = message.request_id()
                 && let Some(line) = replaced(&body, &[(request_id, &own.to_string())])
             {
-                let _ = bridge.sender().send(line).await;
+                let _ = bridge.send(line).await;
             }
             status(StatusCode::ACCEPTED)
         }
         (Kind::Notification | Kind::Response, _) => {
-            let _ = bridge.sender().send(body.clone()).await;
+            let _ = bridge.send(body.clone()).await;
             status(StatusCode::ACCEPTED)
         }
         (Kind::Invalid, _) => json(
