@@ -132,6 +132,46 @@ async fn a_client_that_did_not_declare_elicitation_is_not_asked() {
 }
 
 #[tokio::test]
+async fn requests_the_bridge_must_read_whole_are_kept_to_one_line_and_bad_ones_get_clear_errors() {
+    let gateway = gateway::start_stdio(&PYTHON, &[]).await;
+    let client = McpClient::new(&gateway.url).with_timeout(Duration::from_secs(20));
+    // Pretty-printed JSON: raw line breaks between tokens must not split
+    // the request into lines the child cannot read.
+    let meta = client.meta(false);
+    let pretty = serde_json::to_string_pretty(&json!({
+        "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "greet", "arguments": {"name": "pretty\nprinted"}, "_meta": meta},
+    }))
+    .unwrap();
+    assert!(pretty.contains('\n'));
+    let headers = McpClient::standard_headers("tools/call", Some("greet"));
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let (status, _, text) = client.raw_post(&headers, pretty).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains(r#"Hello, pretty\nprinted!"#), "{text}");
+
+    // A requestState the bridge never gave: an error, not a new run.
+    let forged = client
+        .call_tool_with(
+            "confirm_delete",
+            json!({"filename": "f"}),
+            json!({"requestState": "forged", "inputResponses": {}}),
+            false,
+        )
+        .await
+        .into_response();
+    assert_eq!(forged["error"]["code"], -32602, "{forged}");
+
+    // An older client gets its own version in a session.
+    let legacy = McpClient::new(&gateway.url);
+    let session = legacy.legacy_initialize("2025-06-18", json!({})).await;
+    assert!(!session.is_empty());
+}
+
+#[tokio::test]
 async fn a_2025_session_is_served_by_the_same_stdio_server() {
     let gateway = gateway::start_stdio(&PYTHON, &[]).await;
     let client = LegacyClient::connect(&gateway.url).await;

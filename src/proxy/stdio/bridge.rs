@@ -24,10 +24,10 @@ use tokio::sync::{Semaphore, mpsc};
 
 use super::calls::Calls;
 use super::child::{Line, Lines, Spec};
-use super::input::{Asked, GATHER, ROUND_WAIT, Round, Rounds, capability};
+use super::input::{Answered, Asked, GATHER, ROUND_WAIT, Round, Rounds, capability};
 use super::life::{Declared, Life, exit_status, launch};
 use super::message::{
-    Kind, Message, error_response, member, replaced, result_response, with_result_type,
+    Kind, Message, error_response, member, one_line, replaced, result_response, with_result_type,
 };
 use super::{Settings, StdioError};
 
@@ -43,6 +43,8 @@ pub(super) struct Bridge {
     pub slots: Arc<Semaphore>,
     /// What the first child declared.
     pub declared: Declared,
+    /// The secret start of every progress token the bridge gives the child.
+    pub token_prefix: String,
     pub settings: Settings,
 }
 
@@ -57,6 +59,9 @@ impl Bridge {
             rounds: Rounds::default(),
             slots: Arc::new(Semaphore::new(settings.max_in_flight)),
             declared: launched.declared.clone(),
+            token_prefix: crate::task::TaskId::generate()
+                .map_err(|error| StdioError::Start(format!("no random bytes: {error}")))?
+                .to_string(),
             settings,
         });
         tokio::spawn(bridge.clone().read(launched.lines, launched.process));
@@ -95,6 +100,7 @@ impl Bridge {
         }
         // The calls that waited for their client's input died with it.
         self.rounds.clear();
+        // After the drain, which closed the table to new calls.
         if self.life.went_down(message) {
             tokio::spawn(restart(Arc::downgrade(&self)));
         }
@@ -122,14 +128,20 @@ impl Bridge {
         let Ok(call) = id.get().parse::<u64>() else {
             return;
         };
-        let Some(waiter) = self.calls.take(call) else {
-            if !self
-                .rounds
-                .answered_early(call, Bytes::copy_from_slice(line))
-            {
-                tracing::debug!(id = id.get(), "an answer for no waiting call (cancelled?)");
+        let waiter = match self.rounds.answered(call, line, &self.calls) {
+            Answered::Waiter(waiter, moot) => {
+                // Asked of nobody now: the call is over.
+                for request in moot {
+                    let refused = error_response(&request, -32603, "The call ended");
+                    let _ = self.sender().try_send(refused);
+                }
+                waiter
             }
-            return;
+            Answered::Kept => return,
+            Answered::Nobody => {
+                tracing::debug!(id = id.get(), "an answer for no waiting call (cancelled?)");
+                return;
+            }
         };
         let Some(answer) = replaced(line, &[(id, &waiter.client_id)]) else {
             return;
@@ -149,9 +161,17 @@ impl Bridge {
                     .params
                     .and_then(|params| member(params, "progressToken"));
                 let Some(token) = token else { return };
-                let Ok(id) = token.get().parse::<u64>() else {
-                    return;
-                };
+                // Only a token the bridge made names a call: its prefix is
+                // a secret, so a client cannot point the child's progress at
+                // another client's call.
+                let own: Option<String> = serde_json::from_str(token.get()).ok();
+                let id = own.as_deref().and_then(|own| {
+                    own.strip_prefix(self.token_prefix.as_str())?
+                        .strip_prefix('-')?
+                        .parse::<u64>()
+                        .ok()
+                });
+                let Some(id) = id else { return };
                 self.calls.with(id, |waiter| {
                     let Some(own) = &waiter.token else { return };
                     if let Some(note) = replaced(line, &[(token, own)]) {
@@ -208,15 +228,20 @@ impl Bridge {
             method: method.to_owned(),
             params: params.map_or("{}", RawValue::get).to_owned(),
         });
-        // Sent with another request of the same call: asked together.
-        if self.rounds.join(&mut asked, needed) {
+        let unclear = "The gateway cannot tell which call this request belongs to (several calls, or none, wait on this server)";
+        // Sent with another request of the one call in a round, while no
+        // other call waits: asked together.
+        if self.calls.len() == 0 && self.rounds.join(&mut asked, needed) {
             return Ok(());
         }
-        let unclear = "The gateway cannot tell which call this request belongs to (several calls, or none, wait on this server)";
+        // A call in a round waits too: then the request could be its.
+        if self.rounds.len() > 0 {
+            return Err((-32603, unclear.to_owned()));
+        }
         let call = self.calls.single().ok_or((-32603, unclear.to_owned()))?;
         let waiter = self.calls.take(call).ok_or((-32603, unclear.to_owned()))?;
         if !waiter.modern || !waiter.declared.iter().any(|have| have == needed) {
-            self.calls.put(call, waiter);
+            let _ = self.calls.put(call, waiter);
             let why = format!(
                 "The client of this call cannot answer {method} (it did not declare {needed}, or it is in a 2025-11-25 session)"
             );
@@ -291,7 +316,7 @@ impl Bridge {
 
     /// Queues `line` for the child; an error says why it cannot take it.
     pub(super) async fn send(&self, line: Bytes) -> Result<(), String> {
-        match self.sender().send_timeout(line, STDIN_WAIT).await {
+        match self.sender().send_timeout(one_line(line), STDIN_WAIT).await {
             Ok(()) => Ok(()),
             Err(mpsc::error::SendTimeoutError::Timeout(_)) => Err(format!(
                 "The stdio server `{}` has not read its input for {STDIN_WAIT:?}",
@@ -330,6 +355,7 @@ async fn restart_with_backoff(bridge: Weak<Bridge>) {
         match launch(&live.spec, &live.settings).await {
             Ok(launched) => {
                 if live.life.came_back(&launched) {
+                    live.calls.reopen();
                     tracing::warn!(command = %live.spec.shown(), "the stdio server was started again");
                     tokio::spawn(live.clone().read(launched.lines, launched.process));
                 }

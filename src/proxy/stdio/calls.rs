@@ -42,6 +42,8 @@ pub(super) struct Calls {
 struct Table {
     next: u64,
     waiting: HashMap<u64, Waiter>,
+    /// The child is gone: no call may wait on it until one runs again.
+    closed: bool,
 }
 
 impl Calls {
@@ -51,6 +53,7 @@ impl Calls {
             table: Mutex::new(Table {
                 next: 1,
                 waiting: HashMap::new(),
+                closed: false,
             }),
         }
     }
@@ -63,13 +66,16 @@ impl Calls {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Files `waiter` under a fresh id.
-    pub(super) fn add(&self, waiter: Waiter) -> u64 {
+    /// Files `waiter` under a fresh id; `None` while the child is gone.
+    pub(super) fn add(&self, waiter: Waiter) -> Option<u64> {
         let mut table = self.lock();
+        if table.closed {
+            return None;
+        }
         let id = table.next;
         table.next += 1;
         table.waiting.insert(id, waiter);
-        id
+        Some(id)
     }
 
     /// The waiter of `id`, taken out: its answer came, or it gave up.
@@ -78,9 +84,15 @@ impl Calls {
     }
 
     /// Files `waiter` under `id` again: a call that waited for its client's
-    /// input is waited on anew.
-    pub(super) fn put(&self, id: u64, waiter: Waiter) {
-        self.lock().waiting.insert(id, waiter);
+    /// input is waited on anew. While the child is gone the waiter comes
+    /// back.
+    pub(super) fn put(&self, id: u64, waiter: Waiter) -> Result<(), Waiter> {
+        let mut table = self.lock();
+        if table.closed {
+            return Err(waiter);
+        }
+        table.waiting.insert(id, waiter);
+        Ok(())
     }
 
     /// The one call waiting, when there is exactly one.
@@ -109,13 +121,17 @@ impl Calls {
         found.next().is_none().then_some(*id)
     }
 
-    /// Every waiter, taken out: the child is gone.
+    /// Every waiter, taken out, and no more until [`Self::reopen`]: the
+    /// child is gone.
     pub(super) fn drain(&self) -> Vec<Waiter> {
-        self.lock()
-            .waiting
-            .drain()
-            .map(|(_, waiter)| waiter)
-            .collect()
+        let mut table = self.lock();
+        table.closed = true;
+        table.waiting.drain().map(|(_, waiter)| waiter).collect()
+    }
+
+    /// Takes calls again: a child runs.
+    pub(super) fn reopen(&self) {
+        self.lock().closed = false;
     }
 
     /// How many calls wait.

@@ -15,7 +15,7 @@ use std::process::Stdio;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWriteExt};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
@@ -68,6 +68,10 @@ pub(super) fn start(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    // A group of its own: stopping it reaches what it started (`npx`
+    // runs the server as its own child).
+    #[cfg(unix)]
+    command.process_group(0);
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
     }
@@ -81,7 +85,7 @@ pub(super) fn start(
         _ => return Err(std::io::Error::other("the child's stdio was not piped")),
     };
     let pid = process.id();
-    tokio::spawn(log_stderr(stderr, pid.unwrap_or_default()));
+    tokio::spawn(log_stderr(stderr, pid.unwrap_or_default(), max_line_bytes));
     let (to_child, queue) = mpsc::channel(QUEUE);
     tokio::spawn(write(stdin, queue, close));
     Ok(Started {
@@ -116,17 +120,28 @@ async fn write(mut stdin: ChildStdin, mut queue: mpsc::Receiver<Bytes>, close: C
     }
 }
 
-/// Copies the child's stderr to the log, one event a line.
-async fn log_stderr(stderr: tokio::process::ChildStderr, pid: u32) {
-    let mut lines = BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        tracing::info!(target: "mcp_tasks::stdio::child", pid, "{line}");
+/// Copies the child's stderr to the log, one event a line, each line
+/// bounded like the child's messages; reads to the end whatever it holds,
+/// so that the child never blocks on a full pipe.
+async fn log_stderr(stderr: tokio::process::ChildStderr, pid: u32, max_line_bytes: usize) {
+    let mut lines = Lines::new(stderr, max_line_bytes);
+    loop {
+        match lines.next().await {
+            Line::Text(line) => tracing::info!(target: "mcp_tasks::stdio::child", pid, "{line}"),
+            Line::TooLong => {
+                tracing::info!(target: "mcp_tasks::stdio::child", pid, "(a line over the limit)");
+            }
+            Line::NotText => {
+                tracing::info!(target: "mcp_tasks::stdio::child", pid, "(a line that is not UTF-8)");
+            }
+            Line::End(_) => return,
+        }
     }
 }
 
-/// What the child wrote on stdout, one line at a time.
-pub(super) struct Lines {
-    framed: FramedRead<ChildStdout, LinesCodec>,
+/// What the child wrote on one of its outputs, one line at a time.
+pub(super) struct Lines<R = ChildStdout> {
+    framed: FramedRead<R, LinesCodec>,
     /// After an error, the reader yields `None` once, then reads on.
     after_error: bool,
 }
@@ -144,10 +159,10 @@ pub(super) enum Line {
     End(Option<String>),
 }
 
-impl Lines {
-    fn new(stdout: ChildStdout, max_line_bytes: usize) -> Self {
+impl<R: AsyncRead + Unpin> Lines<R> {
+    fn new(output: R, max_line_bytes: usize) -> Self {
         Self {
-            framed: FramedRead::new(stdout, LinesCodec::new_with_max_length(max_line_bytes)),
+            framed: FramedRead::new(output, LinesCodec::new_with_max_length(max_line_bytes)),
             after_error: false,
         }
     }

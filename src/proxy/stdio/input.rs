@@ -18,7 +18,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::calls::Waiter;
+use super::calls::{Calls, Waiter};
+use super::message::result_response;
 
 /// One request of the child, asked in a round.
 pub(super) struct Asked {
@@ -104,14 +105,14 @@ impl Rounds {
         Some((waiter, input_required(&round.asked, token)))
     }
 
-    /// Puts a round back under its `token` (its retry lacked an answer).
-    pub(super) fn reopen(&self, token: String, round: Round) {
-        self.lock().insert(token, round);
-    }
-
     /// Forgets every round: their calls died with the child.
     pub(super) fn clear(&self) {
         self.lock().clear();
+    }
+
+    /// How many rounds are open.
+    pub(super) fn len(&self) -> usize {
+        self.lock().len()
     }
 
     /// The round of `token`, taken out, once its client was asked.
@@ -123,17 +124,96 @@ impl Rounds {
         open.remove(token)
     }
 
-    /// Keeps the child's `answer` to `call` for the round's retry; whether
-    /// the call has an open round.
-    pub(super) fn answered_early(&self, call: u64, answer: Bytes) -> bool {
-        match self.lock().values_mut().find(|round| round.call == call) {
+    /// The retry of the round of `token` by `waiter`: each of the child's
+    /// requests answered with `answer(key)`; the round is taken out and the
+    /// waiter filed in `calls` under one lock, so that the child's answer to
+    /// the call cannot slip between them (see [`Self::answered`]).
+    pub(super) fn resume(
+        &self,
+        token: &str,
+        waiter: Waiter,
+        calls: &Calls,
+        answer: impl Fn(&str) -> Option<String>,
+    ) -> Resumed {
+        let mut open = self.lock();
+        let lines = match open.get(token) {
+            None => return Resumed::Unknown,
+            Some(round) if round.gathering.is_some() => return Resumed::Unknown,
             Some(round) => {
-                round.early = Some(answer);
-                true
+                let mut lines = Vec::with_capacity(round.asked.len());
+                for asked in &round.asked {
+                    match answer(&asked.key) {
+                        Some(response) => lines.push(result_response(&asked.request, &response)),
+                        None => return Resumed::Missing(asked.key.clone()),
+                    }
+                }
+                lines
             }
-            None => false,
+        };
+        let Some(round) = open.remove(token) else {
+            return Resumed::Unknown;
+        };
+        if let Some(answer) = round.early {
+            return Resumed::Ended(answer);
+        }
+        match calls.put(round.call, waiter) {
+            Ok(()) => Resumed::Waiting {
+                call: round.call,
+                lines,
+            },
+            Err(_) => Resumed::Gone,
         }
     }
+
+    /// The child answered `call` with `answer`: who gets it. Under the
+    /// rounds' lock, like [`Self::resume`].
+    pub(super) fn answered(&self, call: u64, answer: &[u8], calls: &Calls) -> Answered {
+        let mut open = self.lock();
+        if let Some(waiter) = calls.take(call) {
+            return Answered::Waiter(waiter, Vec::new());
+        }
+        let Some((token, round)) = open.iter_mut().find(|(_, round)| round.call == call) else {
+            return Answered::Nobody;
+        };
+        if let Some(waiter) = round.gathering.take() {
+            // Answered before its client was asked: asked for nothing.
+            let moot = round
+                .asked
+                .iter()
+                .map(|asked| asked.request.clone())
+                .collect();
+            let token = token.clone();
+            open.remove(&token);
+            return Answered::Waiter(waiter, moot);
+        }
+        round.early = Some(Bytes::copy_from_slice(answer));
+        Answered::Kept
+    }
+}
+
+/// What became of a retry (see [`Rounds::resume`]).
+pub(super) enum Resumed {
+    /// No round has this token (expired, taken, or never made).
+    Unknown,
+    /// The retry has no answer under this key; the round stays open.
+    Missing(String),
+    /// The call ended while its client was away: the child's answer.
+    Ended(Bytes),
+    /// The call waits again; these lines answer the child's requests.
+    Waiting { call: u64, lines: Vec<Bytes> },
+    /// The child is gone.
+    Gone,
+}
+
+/// Who takes the child's answer to a call (see [`Rounds::answered`]).
+pub(super) enum Answered {
+    /// This waiter; and the child's requests (ids) that no client will
+    /// answer now, to refuse.
+    Waiter(Waiter, Vec<String>),
+    /// The call's round keeps it for the retry.
+    Kept,
+    /// No one: the call was cancelled.
+    Nobody,
 }
 
 /// The capability a client needs to answer `method`.
@@ -217,7 +297,15 @@ mod tests {
         assert!(!rounds.join(&mut sampled, "sampling"), "not declared");
         let (_, result) = rounds.ask(&token).unwrap();
         assert!(result.contains(r#""elicitation-2""#), "{result}");
-        assert!(rounds.answered_early(7, Bytes::from_static(b"done")));
+        let calls = Calls::new();
+        assert!(matches!(
+            rounds.answered(7, b"done", &calls),
+            Answered::Kept
+        ));
+        assert!(matches!(
+            rounds.answered(8, b"done", &calls),
+            Answered::Nobody
+        ));
         let round = rounds.take(&token).unwrap();
         assert_eq!(round.asked.len(), 2);
         assert_eq!(round.early.as_deref(), Some(&b"done"[..]));

@@ -183,11 +183,16 @@ impl Life {
                 return;
             }
             if let Some(pid) = pid.and_then(|pid| i32::try_from(pid).ok()) {
-                tracing::info!(pid, signal, "stopping the stdio server");
-                // SAFETY: kill(2) with a pid this process started and has
-                // not reaped (its reader waits on it), and a valid signal.
+                tracing::info!(
+                    pid,
+                    signal,
+                    "stopping the stdio server and its process group"
+                );
+                // SAFETY: kill(2) on the process group the child leads (it
+                // was started with a group of its own, and its reader has not
+                // reaped it), with a valid signal.
                 unsafe {
-                    libc::kill(pid, signal);
+                    libc::kill(-pid, signal);
                 }
             }
         }

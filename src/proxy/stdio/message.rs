@@ -87,6 +87,24 @@ pub(super) fn replaced(body: &[u8], places: &[(&RawValue, &str)]) -> Option<Byte
     splice(body, &mut edits)
 }
 
+/// `line` as one line of the framing: raw line breaks, which valid JSON
+/// holds only as whitespace between tokens (a string escapes them), made
+/// spaces. A client's pretty-printed JSON must not become several lines,
+/// nor smuggle a line of its own to the child.
+pub(super) fn one_line(line: Bytes) -> Bytes {
+    if !line.iter().any(|byte| matches!(byte, b'\n' | b'\r')) {
+        return line;
+    }
+    let flat: Vec<u8> = line
+        .iter()
+        .map(|byte| match byte {
+            b'\n' | b'\r' => b' ',
+            other => *other,
+        })
+        .collect();
+    Bytes::from(flat)
+}
+
 /// A JSON-RPC error response to `id` (its JSON text), as one line.
 pub(super) fn error_response(id: &str, code: i64, message: &str) -> Bytes {
     let error = serde_json::json!({"code": code, "message": message});
@@ -159,6 +177,17 @@ mod tests {
             std::str::from_utf8(&out).unwrap(),
             r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","arguments":{"n":1e400},"_meta":{"progressToken":7}}}"#
         );
+    }
+
+    #[test]
+    fn a_pretty_printed_message_stays_one_line_and_means_the_same() {
+        let pretty = "{\n  \"id\": 1,\r\n  \"method\": \"ping\",\n  \"x\": \"a\\nb\"\n}";
+        let flat = one_line(Bytes::from(pretty));
+        assert!(!flat.contains(&b'\n') && !flat.contains(&b'\r'));
+        let before: serde_json::Value = serde_json::from_str(pretty).unwrap();
+        let after: serde_json::Value = serde_json::from_slice(&flat).unwrap();
+        assert_eq!(before, after);
+        assert_eq!(after["x"], "a\nb");
     }
 
     #[test]

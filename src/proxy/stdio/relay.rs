@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::bridge::Bridge;
 use super::calls::{NOTES, Pending, Waiter};
-use super::input::Round;
+use super::input::Resumed;
 use super::message::{Message, error_response, member, replaced, with_result_type};
 use super::reply::json;
 use crate::body::{BoxBody, BoxError};
@@ -35,10 +35,7 @@ pub(super) async fn call(
     if let Some(why) = bridge.gone() {
         return failed(&client_id, &why);
     }
-    let state = modern.then(|| request_state(message)).flatten();
-    let round = state
-        .as_deref()
-        .and_then(|token| Some((token, bridge.rounds.take(token)?)));
+    // The place first: a retry takes its round only once it can go on.
     let Ok(slot) = bridge.slots.clone().acquire_owned().await else {
         return failed(&client_id, "The stdio server is closed");
     };
@@ -57,10 +54,20 @@ pub(super) async fn call(
         notes,
         answer,
     };
-    let (own, line) = match round {
-        Some((token, round)) => match answer_lines(message, &round) {
-            Ok(line) => {
-                if let Some(early) = round.early {
+    let state = modern.then(|| request_state(message)).flatten();
+    let (own, lines) = match state {
+        Some(token) => {
+            let responses = message
+                .params
+                .and_then(|params| member(params, "inputResponses"));
+            let answer = |key: &str| {
+                responses
+                    .and_then(|responses| member(responses, key))
+                    .map(|response| response.get().to_owned())
+            };
+            match bridge.rounds.resume(&token, waiter, &bridge.calls, answer) {
+                Resumed::Waiting { call, lines } => (call, lines),
+                Resumed::Ended(early) => {
                     // The call ended while its client was away.
                     let early = replaced(&early, &[(id_of(&early), &client_id)]);
                     return json(
@@ -68,19 +75,23 @@ pub(super) async fn call(
                         early.map_or_else(Bytes::new, with_result_type),
                     );
                 }
-                bridge.calls.put(round.call, waiter);
-                (round.call, line)
+                Resumed::Missing(key) => {
+                    let why = format!("inputResponses has no answer for {key:?}");
+                    return json(StatusCode::OK, error_response(&client_id, -32602, &why));
+                }
+                Resumed::Unknown => {
+                    let why = "Unknown or expired requestState: call the tool again without it";
+                    return json(StatusCode::OK, error_response(&client_id, -32602, why));
+                }
+                Resumed::Gone => return failed(&client_id, &stopped(&bridge)),
             }
-            Err(key) => {
-                let why = format!("inputResponses has no answer for {key:?}");
-                bridge.rounds.reopen(token.to_owned(), round);
-                return json(StatusCode::OK, error_response(&client_id, -32602, &why));
-            }
-        },
+        }
         None => {
-            let own = bridge.calls.add(waiter);
-            match forwarded(body, message, own, modern) {
-                Some(line) => (own, line),
+            let Some(own) = bridge.calls.add(waiter) else {
+                return failed(&client_id, &stopped(&bridge));
+            };
+            match forwarded(body, message, own, modern, &bridge.token_prefix) {
+                Some(line) => (own, vec![line]),
                 None => {
                     bridge.calls.take(own);
                     let reply = error_response(&client_id, -32600, "Invalid Request");
@@ -96,12 +107,16 @@ pub(super) async fn call(
         answered: false,
         _slot: slot,
     };
-    if let Err(why) = bridge.send(line).await {
-        return failed(&client_id, &why);
+    for line in lines {
+        if let Err(why) = bridge.send(line).await {
+            return failed(&client_id, &why);
+        }
     }
     if stream {
-        return sse(pending, noted, answered);
+        return sse(pending, noted, answered, client_id);
     }
+    // Progress has no reader on the JSON path.
+    drop(noted);
     let mut pending = pending;
     match answered.await {
         Ok(answer) => {
@@ -151,34 +166,19 @@ fn declared(message: &Message<'_>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The child's requests of `round`, each answered with the retry's response
-/// under its key, as lines for the child; or the first key without one.
-fn answer_lines(message: &Message<'_>, round: &Round) -> Result<Bytes, String> {
-    let responses = message
-        .params
-        .and_then(|params| member(params, "inputResponses"));
-    let mut lines = Vec::new();
-    for asked in &round.asked {
-        let response = responses.and_then(|responses| member(responses, &asked.key));
-        let Some(response) = response else {
-            return Err(asked.key.clone());
-        };
-        if !lines.is_empty() {
-            lines.push(b'\n');
-        }
-        lines.extend_from_slice(&super::message::result_response(
-            &asked.request,
-            response.get(),
-        ));
-    }
-    Ok(Bytes::from(lines))
-}
-
 /// The request as the child gets it: under the bridge's id `own`, its
-/// progress token `own` too, and, from a 2026-07-28 client, without the
-/// per-request `_meta` members of that era (a handshake-era server may
-/// refuse them: the bridge speaks the child's era for the client).
-fn forwarded(body: &[u8], message: &Message<'_>, own: u64, modern: bool) -> Option<Bytes> {
+/// progress token `"<prefix>-<own>"` (the prefix a secret of the bridge's),
+/// and, from a 2026-07-28 client, without the per-request `_meta` members
+/// of that era (a handshake-era server may refuse them: the bridge speaks
+/// the child's era for the client).
+fn forwarded(
+    body: &[u8],
+    message: &Message<'_>,
+    own: u64,
+    modern: bool,
+    prefix: &str,
+) -> Option<Bytes> {
+    let token = format!("\"{prefix}-{own}\"");
     let own = own.to_string();
     let mut places: Vec<(&RawValue, String)> = Vec::with_capacity(2);
     if let Some(id) = message.id {
@@ -187,15 +187,15 @@ fn forwarded(body: &[u8], message: &Message<'_>, own: u64, modern: bool) -> Opti
     let meta = message.params.and_then(|params| member(params, "_meta"));
     match (modern, meta) {
         (true, Some(meta)) => {
-            let token = member(meta, "progressToken").map(|_| own.as_str());
+            let token = member(meta, "progressToken").map(|_| token.as_str());
             let mut edits: Vec<(&str, Option<&str>)> =
                 ERA_META.iter().map(|key| (*key, None)).collect();
             edits.push(("progressToken", token));
             places.push((meta, edit_object(meta.get(), &edits)?));
         }
         _ => {
-            if let Some(token) = message.progress_token() {
-                places.push((token, own.clone()));
+            if let Some(sent) = message.progress_token() {
+                places.push((sent, token.clone()));
             }
         }
     }
@@ -221,7 +221,9 @@ fn sse(
     pending: Pending,
     noted: mpsc::Receiver<Bytes>,
     answered: oneshot::Receiver<Bytes>,
+    client_id: String,
 ) -> Response<BoxBody> {
+    let stopped = error_response(&client_id, -32603, "The stdio server stopped");
     enum Step {
         Notes,
         Answer,
@@ -230,37 +232,38 @@ fn sse(
     let state = (pending, noted, answered, Step::Notes);
     let events = futures_util::stream::unfold(
         state,
-        |(mut pending, mut noted, mut answered, step)| async move {
-            match step {
-                Step::Notes => {
-                    tokio::select! {
-                        biased;
-                        note = noted.recv() => match note {
-                            Some(note) => Some((event(&note), (pending, noted, answered, Step::Notes))),
-                            None => Some((Bytes::new(), (pending, noted, answered, Step::Answer))),
-                        },
-                        answer = &mut answered => {
-                            // Progress sent before the answer goes first.
-                            let mut out = Vec::new();
-                            while let Ok(note) = noted.try_recv() {
-                                out.extend_from_slice(&event(&note));
+        move |(mut pending, mut noted, mut answered, step)| {
+            let stopped = stopped.clone();
+            async move {
+                match step {
+                    Step::Notes => {
+                        tokio::select! {
+                            biased;
+                            note = noted.recv() => match note {
+                                Some(note) => Some((event(&note), (pending, noted, answered, Step::Notes))),
+                                None => Some((Bytes::new(), (pending, noted, answered, Step::Answer))),
+                            },
+                            answer = &mut answered => {
+                                // Progress sent before the answer goes first.
+                                let mut out = Vec::new();
+                                while let Ok(note) = noted.try_recv() {
+                                    out.extend_from_slice(&event(&note));
+                                }
+                                pending.answered = answer.is_ok();
+                                let last = answer.unwrap_or_else(|_| stopped.clone());
+                                out.extend_from_slice(&event(&last));
+                                Some((Bytes::from(out), (pending, noted, answered, Step::Done)))
                             }
-                            pending.answered = answer.is_ok();
-                            let last = answer.unwrap_or_else(|_| error_response("null", -32603, "The stdio server stopped"));
-                            out.extend_from_slice(&event(&last));
-                            Some((Bytes::from(out), (pending, noted, answered, Step::Done)))
                         }
                     }
+                    Step::Answer => {
+                        let answer = (&mut answered).await;
+                        pending.answered = answer.is_ok();
+                        let last = answer.unwrap_or_else(|_| stopped.clone());
+                        Some((event(&last), (pending, noted, answered, Step::Done)))
+                    }
+                    Step::Done => None,
                 }
-                Step::Answer => {
-                    let answer = (&mut answered).await;
-                    pending.answered = answer.is_ok();
-                    let last = answer.unwrap_or_else(|_| {
-                        error_response("null", -32603, "The stdio server stopped")
-                    });
-                    Some((event(&last), (pending, noted, answered, Step::Done)))
-                }
-                Step::Done => None,
             }
         },
     );

@@ -6,8 +6,10 @@
 //! | `initialize` (2025-11-25 and older) | the child's answer to the bridge, under a new `Mcp-Session-Id` |
 //! | `ping`, `notifications/initialized` | answered here |
 //! | any other request | forwarded to the child under a fresh id; the answer as JSON, or as SSE with the call's progress when the client asked for progress and takes SSE |
-//! | `notifications/cancelled` | forwarded, its `requestId` the bridge's own |
-//! | other notifications, responses | forwarded (`202`) |
+//! | `notifications/cancelled` in a session | forwarded, its `requestId` the bridge's own (a 2026-07-28 client cancels by closing its stream) |
+//! | `notifications/roots/list_changed` | forwarded |
+//! | other notifications, responses | not for the child (`202`): the bridge relays none of the child's requests as requests |
+//! | `initialize` in 2026-07-28 | refused (`400`): that protocol has no handshake |
 //! | a session's request with an unknown `Mcp-Session-Id` | `404` |
 //! | GET | `405`: the child's own notifications are not streamed (yet) |
 //! | DELETE | the session ends |
@@ -22,7 +24,7 @@ use http_body_util::{BodyExt, Limited};
 use serde_json::value::RawValue;
 
 use super::bridge::Bridge;
-use super::message::{Kind, Message, error_response, replaced, result_response};
+use super::message::{Kind, Message, error_response, member, replaced, result_response};
 use super::relay;
 use super::reply::{json, status};
 use super::sessions::Sessions;
@@ -101,7 +103,18 @@ where
         }
     }
     match (message.kind(), method) {
-        (Kind::Request, "initialize") if !modern => initialize(&bridge, &sessions, id),
+        (Kind::Request, "initialize") if !modern => {
+            let asked = message
+                .params
+                .and_then(|params| member(params, "protocolVersion"))
+                .and_then(|version| serde_json::from_str::<String>(version.get()).ok());
+            initialize(&bridge, &sessions, id, asked.as_deref())
+        }
+        // A 2026-07-28 client has no handshake; the child's is the bridge's.
+        (Kind::Request, "initialize") => json(
+            StatusCode::BAD_REQUEST,
+            error_response(id, -32600, "initialize is not part of protocol 2026-07-28"),
+        ),
         (Kind::Request, "server/discover") if modern => json(StatusCode::OK, discover(&bridge, id)),
         (Kind::Request, "ping") => {
             let result = if modern {
@@ -124,7 +137,9 @@ where
             .await
         }
         (Kind::Notification, "notifications/initialized") => status(StatusCode::ACCEPTED),
-        (Kind::Notification, "notifications/cancelled") => {
+        // In a session only: a 2026-07-28 client cancels by closing its
+        // stream, and two such clients may share a request id.
+        (Kind::Notification, "notifications/cancelled") if session.is_some() => {
             let client_id = message.request_id().map(RawValue::get).unwrap_or_default();
             if let Some(own) = bridge.calls.find(session.as_deref(), client_id)
                 && let Some(request_id) = message.request_id()
@@ -134,8 +149,15 @@ where
             }
             status(StatusCode::ACCEPTED)
         }
-        (Kind::Notification | Kind::Response, _) => {
+        (Kind::Notification, "notifications/roots/list_changed") => {
             let _ = bridge.send(body.clone()).await;
+            status(StatusCode::ACCEPTED)
+        }
+        // The bridge relays no request of the child to a client as such, so
+        // no client response answers one; other notifications are the
+        // bridge's own business with the child.
+        (Kind::Notification | Kind::Response, _) => {
+            tracing::debug!(method, "a client message the stdio server does not get");
             status(StatusCode::ACCEPTED)
         }
         (Kind::Invalid, _) => json(
@@ -145,13 +167,26 @@ where
     }
 }
 
-/// The answer to a client's `initialize`: what the child declared, in a new
-/// session.
-fn initialize(bridge: &Bridge, sessions: &Sessions, id: &str) -> Response<BoxBody> {
+/// The versions a client may get from `initialize`: each no newer than the
+/// child's is served as the child serves it.
+const HANDSHAKE_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// The answer to a client's `initialize` asking `asked`: what the child
+/// declared, in a new session, under the client's version when the bridge
+/// knows it and it is no newer than the child's, else the child's.
+fn initialize(
+    bridge: &Bridge,
+    sessions: &Sessions,
+    id: &str,
+    asked: Option<&str>,
+) -> Response<BoxBody> {
     let declared = &bridge.declared;
+    let version = asked
+        .filter(|asked| HANDSHAKE_VERSIONS.contains(asked) && *asked <= declared.version.as_str())
+        .unwrap_or(&declared.version);
     let mut result = format!(
         r#"{{"protocolVersion":{},"capabilities":{},"serverInfo":{}"#,
-        serde_json::to_string(&declared.version).unwrap_or_default(),
+        serde_json::to_string(version).unwrap_or_default(),
         declared.capabilities.get(),
         declared.server_info.get()
     );
