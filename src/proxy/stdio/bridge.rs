@@ -262,9 +262,15 @@ impl Bridge {
             tokio::time::sleep(GATHER).await;
             let Some(live) = bridge.upgrade() else { return };
             if let Some((waiter, asked)) = live.rounds.ask(&token) {
-                let _ = waiter
-                    .answer
-                    .send(result_response(&waiter.client_id, &asked));
+                let asked = result_response(&waiter.client_id, &asked);
+                if waiter.answer.send(asked).is_err() {
+                    // Its client left while the round gathered: no one
+                    // will answer, so the call ends now.
+                    if let Some(round) = live.rounds.take(&token) {
+                        live.give_up(round);
+                    }
+                    return;
+                }
             }
             drop(live);
             tokio::time::sleep(ROUND_WAIT).await;
