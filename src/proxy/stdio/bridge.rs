@@ -22,7 +22,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use tokio::sync::{Semaphore, mpsc};
 
-use super::calls::Calls;
+use super::calls::{Calls, Waiter};
 use super::child::{Line, Lines, Spec};
 use super::input::{Answered, Asked, GATHER, ROUND_WAIT, Round, Rounds, capability};
 use super::life::{Declared, Life, exit_status, launch};
@@ -65,6 +65,7 @@ impl Bridge {
             settings,
         });
         tokio::spawn(bridge.clone().read(launched.lines, launched.process));
+        bridge.warm_up().await;
         Ok(bridge)
     }
 
@@ -234,10 +235,10 @@ impl Bridge {
         if self.calls.len() == 0 && self.rounds.join(&mut asked, needed) {
             return Ok(());
         }
-        // A call in a round waits too: then the request could be its.
-        if self.rounds.len() > 0 {
-            return Err((-32603, unclear.to_owned()));
-        }
+        // A call in a round is not counted: its tool waits on the request
+        // it sent (requests sent together were gathered above), and a round
+        // its client abandoned must not block every other call's questions
+        // until it expires.
         let call = self.calls.single().ok_or((-32603, unclear.to_owned()))?;
         let waiter = self.calls.take(call).ok_or((-32603, unclear.to_owned()))?;
         if !waiter.modern || !waiter.declared.iter().any(|have| have == needed) {
@@ -315,6 +316,36 @@ pub(super) fn shorten(line: &[u8]) -> String {
 const STDIN_WAIT: Duration = Duration::from_secs(10);
 
 impl Bridge {
+    /// Lists the child's tools once, before any client comes: a server may
+    /// set up lazily on its first request (FastMCP takes about 0.4 s), which
+    /// would otherwise make the first client's fast call slow enough to
+    /// become a task. Read-only by the protocol; skipped for a server
+    /// without tools.
+    async fn warm_up(&self) {
+        if member(&self.declared.capabilities, "tools").is_none() {
+            return;
+        }
+        let (notes, _) = mpsc::channel(1);
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let waiter = Waiter {
+            client_id: "0".to_owned(),
+            token: None,
+            session: None,
+            modern: false,
+            declared: Vec::new(),
+            notes,
+            answer,
+        };
+        let Some(own) = self.calls.add(waiter) else {
+            return;
+        };
+        let list = format!(r#"{{"jsonrpc":"2.0","id":{own},"method":"tools/list"}}"#);
+        if self.send(Bytes::from(list)).await.is_ok() {
+            let _ = tokio::time::timeout(self.settings.start_timeout, answered).await;
+        }
+        self.calls.take(own);
+    }
+
     /// Where lines for the child go now.
     pub(super) fn sender(&self) -> mpsc::Sender<Bytes> {
         self.life.sender()
@@ -362,8 +393,10 @@ async fn restart_with_backoff(bridge: Weak<Bridge>) {
             Ok(launched) => {
                 if live.life.came_back(&launched) {
                     live.calls.reopen();
+                    let warm = live.clone();
                     tracing::warn!(command = %live.spec.shown(), "the stdio server was started again");
                     tokio::spawn(live.clone().read(launched.lines, launched.process));
+                    tokio::spawn(async move { warm.warm_up().await });
                 }
                 return;
             }

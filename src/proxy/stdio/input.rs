@@ -110,11 +110,6 @@ impl Rounds {
         self.lock().clear();
     }
 
-    /// How many rounds are open.
-    pub(super) fn len(&self) -> usize {
-        self.lock().len()
-    }
-
     /// The round of `token`, taken out, once its client was asked.
     pub(super) fn take(&self, token: &str) -> Option<Round> {
         let mut open = self.lock();
