@@ -1,6 +1,6 @@
 """A stdio MCP server that misbehaves, for the gateway's stdio tests (no
 packages needed): it answers `initialize`, then writes a line that is not
-JSON, answers `tools/call` of `echo` at once, and exits with status 3 on
+JSON, lists no tools, answers `tools/call` of `echo` at once, and exits with status 3 on
 `tools/call` of `crash`, without answering.
 
 Usage: python3 stdio_misbehaving.py
@@ -25,6 +25,8 @@ for line in sys.stdin:
             "serverInfo": {"name": "misbehaving", "version": "1"}}})
         sys.stdout.write("this line is not JSON\n")
         sys.stdout.flush()
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
     elif method == "tools/call" and message["params"]["name"] == "crash":
         print("crashing on purpose", file=sys.stderr, flush=True)
         sys.exit(3)

@@ -315,6 +315,11 @@ pub(super) fn shorten(line: &[u8]) -> String {
 /// instead of holding them.
 const STDIN_WAIT: Duration = Duration::from_secs(10);
 
+/// How long the warm-up waits for the child's tool list: it only saves the
+/// first client a slow call, so a child that never answers it must not hold
+/// the gateway's start for the whole start timeout.
+const WARM_UP_WAIT: Duration = Duration::from_secs(3);
+
 impl Bridge {
     /// Lists the child's tools once, before any client comes: a server may
     /// set up lazily on its first request (FastMCP takes about 0.4 s), which
@@ -340,8 +345,14 @@ impl Bridge {
             return;
         };
         let list = format!(r#"{{"jsonrpc":"2.0","id":{own},"method":"tools/list"}}"#);
-        if self.send(Bytes::from(list)).await.is_ok() {
-            let _ = tokio::time::timeout(self.settings.start_timeout, answered).await;
+        let wait = self.settings.start_timeout.min(WARM_UP_WAIT);
+        if self.send(Bytes::from(list)).await.is_ok()
+            && tokio::time::timeout(wait, answered).await.is_err()
+        {
+            tracing::warn!(
+                waited = ?wait,
+                "the stdio server did not answer tools/list; serving without warming it up"
+            );
         }
         self.calls.take(own);
     }
