@@ -2,7 +2,9 @@
 //! MCP reference server (`@modelcontextprotocol/server-everything` from npm)
 //! over stdio, behind the gateway. Its long-running tool becomes a task
 //! whose status moves with its progress; its elicitation tool asks through
-//! the task's `inputRequests`; `tasks/cancel` cancels the call in it.
+//! the task's `inputRequests`; `tasks/cancel` cancels the call in it. A
+//! 2025-11-25 session's client (rmcp 2.2) answers the same elicitation on
+//! its call's stream, and through `tasks/result` once the call is a task.
 
 #[path = "support/gateway.rs"]
 mod gateway;
@@ -12,6 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::client::McpClient;
+use support::client::legacy::{ElicitReply, LegacyClient};
 
 const EVERYTHING: [&str; 2] = ["bash", "scripts/stdio-everything.sh"];
 
@@ -67,6 +70,11 @@ async fn the_reference_servers_long_running_operation_is_a_task_whose_status_fol
     );
 }
 
+/// A form the reference server's elicitation accepts.
+fn form() -> Value {
+    json!({"name": "Ada", "check": true, "firstLine": "It was a dark night", "email": "ada@example.com", "homepage": "https://example.com", "birthdate": "1815-12-10", "integer": 5, "number": 1.5, "untitledSingleSelectEnum": "option1", "titledSingleSelectEnum": "value1", "legacyTitledEnum": "opt1", "untitledMultipleSelectEnum": ["option1"], "titledMultipleSelectEnum": ["value1"]})
+}
+
 #[tokio::test]
 async fn the_reference_servers_elicitation_is_answered_through_the_task() {
     let gateway = gateway::start_stdio(
@@ -78,8 +86,7 @@ async fn the_reference_servers_elicitation_is_answered_through_the_task() {
     let task = client
         .start_task("trigger-elicitation-request", json!({}))
         .await;
-    let content = json!({"name": "Ada", "check": true, "firstLine": "It was a dark night", "email": "ada@example.com", "homepage": "https://example.com", "birthdate": "1815-12-10", "integer": 5, "number": 1.5, "untitledSingleSelectEnum": "option1", "titledSingleSelectEnum": "value1", "legacyTitledEnum": "opt1", "untitledMultipleSelectEnum": ["option1"], "titledMultipleSelectEnum": ["value1"]});
-    let answer = json!({"action": "accept", "content": content});
+    let answer = json!({"action": "accept", "content": form()});
     let done = gateway::answer_the_one_request(&client, &task, "elicitation/create", answer).await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
     let text = done["result"]["result"].to_string();
@@ -110,4 +117,48 @@ async fn tasks_cancel_cancels_the_reference_servers_call() {
     );
     let after = client.tasks_get(&task).await;
     assert_eq!(after["result"]["status"], "cancelled", "{after}");
+}
+
+#[tokio::test]
+async fn a_2025_sessions_client_answers_the_reference_servers_elicitation_on_its_calls_stream() {
+    let gateway = gateway::start_stdio(&EVERYTHING, &[]).await;
+    let session = LegacyClient::connect_with(&gateway.url, ElicitReply::Accept(form())).await;
+    let answer = session
+        .request(
+            "tools/call",
+            json!({"name": "trigger-elicitation-request", "arguments": {}}),
+        )
+        .await
+        .expect("the call");
+    assert!(answer.to_string().contains("Ada"), "{answer}");
+    let asked = session.received();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0]["method"], "elicitation/create");
+    session.close().await;
+}
+
+#[tokio::test]
+async fn a_2025_sessions_task_relays_the_reference_servers_elicitation_through_tasks_result() {
+    let gateway = gateway::start_stdio(&EVERYTHING, &[]).await;
+    let session = LegacyClient::connect_with(&gateway.url, ElicitReply::Accept(form())).await;
+    let created = session
+        .request(
+            "tools/call",
+            json!({"name": "trigger-elicitation-request", "arguments": {}, "task": {"ttl": 60_000}}),
+        )
+        .await
+        .expect("a task-augmented call");
+    let task = created["task"]["taskId"].as_str().expect("taskId");
+    let result = session
+        .request("tasks/result", json!({"taskId": task}))
+        .await
+        .expect("tasks/result");
+    assert!(result.to_string().contains("Ada"), "{result}");
+    let asked = session.received();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(
+        asked[0]["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        task
+    );
+    session.close().await;
 }

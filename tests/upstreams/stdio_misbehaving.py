@@ -1,13 +1,17 @@
 """A stdio MCP server that misbehaves, for the gateway's stdio tests (no
 packages needed): it answers `initialize`, then writes a line that is not
 JSON, lists no tools, answers `tools/call` of `echo` at once, and exits with status 3 on
-`tools/call` of `crash`, without answering.
+`tools/call` of `crash`, without answering. It reads one line at a time:
+`hold` sleeps `seconds` before it answers, blocking every other call;
+`pid` and `hold` answer with its process id.
 
 Usage: python3 stdio_misbehaving.py
 """
 
 import json
+import os
 import sys
+import time
 
 
 def send(message: dict) -> None:
@@ -30,6 +34,12 @@ for line in sys.stdin:
     elif method == "tools/call" and message["params"]["name"] == "crash":
         print("crashing on purpose", file=sys.stderr, flush=True)
         sys.exit(3)
+    elif method == "tools/call" and message["params"]["name"] in ("pid", "hold"):
+        if message["params"]["name"] == "hold":
+            print("holding", file=sys.stderr, flush=True)
+            time.sleep(message["params"].get("arguments", {}).get("seconds", 1))
+        send({"jsonrpc": "2.0", "id": message["id"], "result": {
+            "content": [{"type": "text", "text": str(os.getpid())}], "isError": False}})
     elif method == "tools/call":
         text = message["params"].get("arguments", {}).get("text", "")
         send({"jsonrpc": "2.0", "id": message["id"], "result": {

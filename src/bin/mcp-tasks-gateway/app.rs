@@ -131,6 +131,9 @@ impl App {
 async fn upstream(args: &Args, max_runtime: Option<Duration>) -> Result<Upstream, String> {
     match (&args.upstream, args.command.split_first()) {
         (Some(_), Some(_)) => Err("give --upstream URL or a command after --, not both".into()),
+        (Some(_), None) if args.instances.is_some() => {
+            Err("--instances is for a stdio server (a command after --)".into())
+        }
         (None, None) => Err(
             "an upstream is required: --upstream URL (or MCP_TASKS_UPSTREAM, or upstream in --config), or a stdio server's command after --"
                 .into(),
@@ -144,7 +147,12 @@ async fn upstream(args: &Args, max_runtime: Option<Duration>) -> Result<Upstream
                 builder = builder.cwd(cwd);
             }
             let start = required(args.start_timeout, Duration::from_secs(60), "start-timeout")?;
-            builder = builder.start_timeout(start);
+            builder = builder
+                .start_timeout(start)
+                .instances(args.instances.unwrap_or(1));
+            if let Some(max) = args.max_body_bytes {
+                builder = builder.max_message_bytes(max);
+            }
             let stdio = builder.start().await.map_err(|error| error.to_string())?;
             Ok(Upstream::Stdio(stdio))
         }
@@ -226,6 +234,9 @@ async fn layer(args: &Args) -> Result<TasksLayer, String> {
     }
     if let Some(max) = args.max_running {
         layer = layer.max_running(max);
+    }
+    if let Some(max) = args.max_body_bytes {
+        layer = layer.max_body_bytes(max).max_result_bytes(max);
     }
     for rule in &args.policy {
         layer = layer.tool_policy(rule.tool.clone(), rule.policy);

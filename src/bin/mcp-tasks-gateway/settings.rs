@@ -46,6 +46,11 @@ pub struct Args {
     /// may download the server first) [default: 60s].
     #[arg(long, env = "MCP_TASKS_START_TIMEOUT", value_name = "DURATION")]
     pub start_timeout: Option<Human>,
+    /// How many copies of the command to run; calls go to the least busy,
+    /// a 2025-11-25 session stays on one (for servers that handle one call
+    /// at a time) [default: 1].
+    #[arg(long, env = "MCP_TASKS_INSTANCES", value_name = "N")]
+    pub instances: Option<usize>,
     /// Where to listen [default: 127.0.0.1:8080]; port 0 picks a free port.
     #[arg(long, env = "MCP_TASKS_LISTEN", value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
@@ -136,6 +141,11 @@ pub struct Args {
     /// How long a request body may take to arrive, from its head [default: 10s].
     #[arg(long, env = "MCP_TASKS_BODY_TIMEOUT", value_name = "DURATION")]
     pub body_timeout: Option<Human>,
+    /// The largest request body, and the largest result kept for a task
+    /// (and, for a stdio server, the longest line it may write) [default: 4MiB,
+    /// written as bytes: 4194304].
+    #[arg(long, env = "MCP_TASKS_MAX_BODY_BYTES", value_name = "BYTES")]
+    pub max_body_bytes: Option<usize>,
     /// Client connections served at once [default: 512].
     #[arg(long, env = "MCP_TASKS_MAX_CONNECTIONS", value_name = "N")]
     pub max_connections: Option<usize>,
@@ -387,7 +397,7 @@ impl Args {
             };
         }
         pick!(
-            upstream, cwd, start_timeout, listen, path, threshold, ttl, max_ttl, poll_interval, redis, sqlite, retry_hints,
+            upstream, cwd, start_timeout, instances, max_body_bytes, listen, path, threshold, ttl, max_ttl, poll_interval, redis, sqlite, retry_hints,
             max_tasks, max_tasks_per_principal, max_running, max_runtime,
             header_timeout, body_timeout, max_connections,
             upstream_connect_timeout, upstream_header_timeout, upstream_idle_timeout,

@@ -7,7 +7,7 @@
 //! | `notifications/progress` | the call whose token it names, with the client's token back |
 //! | `notifications/message` | the gateway's log |
 //! | `ping` | answered here |
-//! | `elicitation/create`, `sampling/createMessage`, `roots/list` during a call | asked of that call's client as an MRTR round (`input.rs`) |
+//! | `elicitation/create`, `sampling/createMessage`, `roots/list` during a call | asked of that call's client: as an MRTR round in 2026-07-28 (`input.rs`), on the call's stream in a 2025-11-25 session (`relayed.rs`) |
 //! | `roots/list` outside a call | answered here: no roots |
 //! | any other request | refused (`-32601`) |
 //! | a line that is not a JSON-RPC message, not UTF-8, or over the limit | skipped, with a warning |
@@ -29,6 +29,7 @@ use super::life::{Declared, Life, exit_status, launch};
 use super::message::{
     Kind, Message, error_response, member, one_line, replaced, result_response, with_result_type,
 };
+use super::relayed::Relayed;
 use super::{Settings, StdioError};
 
 /// The one child and what talks to it.
@@ -39,6 +40,8 @@ pub(super) struct Bridge {
     pub calls: Arc<Calls>,
     /// Calls waiting for their client's input.
     pub rounds: Rounds,
+    /// Requests asked of sessions' clients on their calls' streams.
+    pub relayed: Relayed,
     /// Places for calls in flight.
     pub slots: Arc<Semaphore>,
     /// What the first child declared.
@@ -57,6 +60,7 @@ impl Bridge {
             life: Life::new(&launched),
             calls: Arc::new(Calls::new()),
             rounds: Rounds::default(),
+            relayed: Relayed::default(),
             slots: Arc::new(Semaphore::new(settings.max_in_flight)),
             declared: launched.declared.clone(),
             token_prefix: crate::task::TaskId::generate()
@@ -64,29 +68,47 @@ impl Bridge {
                 .to_string(),
             settings,
         });
-        tokio::spawn(bridge.clone().read(launched.lines, launched.process));
+        tokio::spawn(Self::read(
+            Arc::downgrade(&bridge),
+            launched.lines,
+            launched.process,
+        ));
         bridge.warm_up().await;
         Ok(bridge)
     }
 
     /// Routes what the child writes until it stops, then ends every call.
+    /// Holds the bridge only while it routes a line: once every
+    /// [`StdioUpstream`](super::StdioUpstream) is gone, the child's stdin
+    /// closes, and the child, killed when `process` drops, goes with it.
     pub(super) async fn read(
-        self: Arc<Self>,
+        bridge: Weak<Self>,
         mut lines: Lines,
         mut process: tokio::process::Child,
     ) {
         let why = loop {
-            match lines.next().await {
-                Line::Text(line) => self.route(line.as_bytes()),
+            let line = lines.next().await;
+            let Some(live) = bridge.upgrade() else { return };
+            match line {
+                Line::Text(line) => live.route(line.as_bytes()),
                 Line::TooLong => tracing::warn!(
-                    limit = self.settings.max_line_bytes,
+                    limit = live.settings.max_line_bytes,
                     "the stdio server wrote a line over the limit; it was skipped"
                 ),
                 Line::NotText => tracing::warn!("the stdio server wrote a line that is not UTF-8"),
                 Line::End(error) => break error,
             }
         };
-        let status = exit_status(&mut process).await;
+        if let Some(live) = bridge.upgrade() {
+            live.stopped(why, &mut process).await;
+        }
+    }
+
+    /// The child stopped (`why`, if reading it failed): every waiting call
+    /// ends with the reason, and the child is started again unless the
+    /// bridge is stopping.
+    async fn stopped(self: Arc<Self>, why: Option<String>, process: &mut tokio::process::Child) {
+        let status = exit_status(process).await;
         let message = format!(
             "The stdio server `{}` stopped{}{}",
             self.spec.shown(),
@@ -101,6 +123,7 @@ impl Bridge {
         }
         // The calls that waited for their client's input died with it.
         self.rounds.clear();
+        self.relayed.clear();
         // After the drain, which closed the table to new calls.
         if self.life.went_down(message) {
             tokio::spawn(restart(Arc::downgrade(&self)));
@@ -129,6 +152,7 @@ impl Bridge {
         let Ok(call) = id.get().parse::<u64>() else {
             return;
         };
+        self.relayed.ended(call);
         let waiter = match self.rounds.answered(call, line, &self.calls) {
             Answered::Waiter(waiter, moot) => {
                 // Asked of nobody now: the call is over.
@@ -240,17 +264,37 @@ impl Bridge {
         // its client abandoned must not block every other call's questions
         // until it expires.
         let call = self.calls.single().ok_or((-32603, unclear.to_owned()))?;
-        let waiter = self.calls.take(call).ok_or((-32603, unclear.to_owned()))?;
-        if !waiter.modern || !waiter.declared.iter().any(|have| have == needed) {
-            let _ = self.calls.put(call, waiter);
-            let why = format!(
-                "The client of this call cannot answer {method} (it did not declare {needed}, or it is in a 2025-11-25 session)"
+        let asked = asked.ok_or((-32603, unclear.to_owned()))?;
+        let relayed = self.calls.with(call, |waiter| {
+            if !waiter.declared.iter().any(|have| have == needed) {
+                return Err((-32603, format!(
+                    "The client of this call cannot answer {method} (it did not declare {needed})"
+                )));
+            }
+            let Some(session) = waiter.session.as_deref().filter(|_| !waiter.modern) else {
+                return Ok(false);
+            };
+            // A 2025-11-25 session: on the call's stream, as that
+            // protocol asks; the client answers with a POST.
+            let id = self.relayed.add(request, session, call);
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":{},"params":{}}}"#,
+                serde_json::to_string(method).unwrap_or_default(),
+                asked.params
             );
-            return Err((-32603, why));
+            if waiter.notes.try_send(Bytes::from(line)).is_err() {
+                self.relayed.answer(id, session);
+                return Err((-32603, "The call's client has no stream to be asked on".to_owned()));
+            }
+            Ok(true)
+        });
+        if relayed.ok_or((-32603, unclear.to_owned()))?? {
+            return Ok(());
         }
+        let waiter = self.calls.take(call).ok_or((-32603, unclear.to_owned()))?;
         let round = Round {
             call,
-            asked: asked.into_iter().collect(),
+            asked: vec![asked],
             gathering: Some(waiter),
             early: None,
         };
@@ -406,7 +450,11 @@ async fn restart_with_backoff(bridge: Weak<Bridge>) {
                     live.calls.reopen();
                     let warm = live.clone();
                     tracing::warn!(command = %live.spec.shown(), "the stdio server was started again");
-                    tokio::spawn(live.clone().read(launched.lines, launched.process));
+                    tokio::spawn(Bridge::read(
+                        Arc::downgrade(&live),
+                        launched.lines,
+                        launched.process,
+                    ));
                     tokio::spawn(async move { warm.warm_up().await });
                 }
                 return;

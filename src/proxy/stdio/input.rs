@@ -105,6 +105,11 @@ impl Rounds {
         Some((waiter, input_required(&round.asked, token)))
     }
 
+    /// Whether a round has the token `token`.
+    pub(super) fn holds(&self, token: &str) -> bool {
+        self.lock().contains_key(token)
+    }
+
     /// Forgets every round: their calls died with the child.
     pub(super) fn clear(&self) {
         self.lock().clear();

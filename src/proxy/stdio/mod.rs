@@ -37,13 +37,17 @@
 //! A request from the child to the client during a call (elicitation,
 //! sampling, roots) is asked of a 2026-07-28 client as an MRTR round
 //! (`input_required`, answered by the retry; once the call is a task,
-//! through `tasks/update`), when exactly one call waits on the child.
+//! through `tasks/update`), and of a 2025-11-25 session's client on its
+//! call's SSE stream (answered by a POST in the session), when exactly
+//! one call waits on the child: with several, the bridge cannot tell
+//! whose it is and the child gets an error. [`StdioBuilder::instances`]
+//! runs several copies of a server that handles one call at a time.
 //!
 //! A child that exits fails the calls waiting on it with a message that
 //! names the exit and is started again with backoff (`life.rs`).
 //!
-//! Not yet: such requests for a 2025-11-25 session's call, and the child's
-//! own notifications outside a call (logged, not streamed).
+//! Not yet: the child's own notifications outside a call (logged, not
+//! streamed).
 
 mod bridge;
 mod calls;
@@ -52,6 +56,7 @@ mod input;
 mod life;
 mod message;
 mod relay;
+mod relayed;
 mod reply;
 mod serve;
 mod sessions;
@@ -92,11 +97,16 @@ pub(crate) struct Settings {
     pub start_timeout: Duration,
 }
 
+/// How long the children that did start get to stop when another could
+/// not start.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
 /// How to start a stdio server; [`StdioBuilder::start`] starts it.
 #[derive(Debug)]
 pub struct StdioBuilder {
     spec: child::Spec,
     settings: Settings,
+    instances: usize,
 }
 
 impl StdioBuilder {
@@ -136,6 +146,15 @@ impl StdioBuilder {
         self
     }
 
+    /// How many copies of the command to run (default 1): calls go to the
+    /// copy with the most free places, a 2025-11-25 session stays on the
+    /// copy that served its `initialize`. For servers that handle one
+    /// call at a time.
+    pub fn instances(mut self, instances: usize) -> Self {
+        self.instances = instances.max(1);
+        self
+    }
+
     /// How long the child has to answer `initialize` (default 30 s; `npx`
     /// may first download the server).
     pub fn start_timeout(mut self, timeout: Duration) -> Self {
@@ -143,30 +162,45 @@ impl StdioBuilder {
         self
     }
 
-    /// Starts the child and initializes it; returns once it is ready.
+    /// Starts the children and initializes them; returns once all are
+    /// ready (the first that cannot start is the error, and the others
+    /// are stopped).
     pub async fn start(self) -> Result<StdioUpstream, StdioError> {
-        let bridge = Bridge::start(self.spec, self.settings).await?;
+        let starts = (0..self.instances).map(|_| Bridge::start(self.spec.clone(), self.settings));
+        let (started, failed): (Vec<_>, Vec<_>) = futures_util::future::join_all(starts)
+            .await
+            .into_iter()
+            .partition(Result::is_ok);
+        let children: Vec<Arc<Bridge>> = started.into_iter().filter_map(Result::ok).collect();
+        if let Some(Err(error)) = failed.into_iter().next() {
+            let stops = children.iter().map(|child| child.life.shutdown(STOP_GRACE));
+            futures_util::future::join_all(stops).await;
+            return Err(error);
+        }
         Ok(StdioUpstream {
-            bridge,
+            children: children.into(),
             sessions: Arc::default(),
         })
     }
 }
 
 /// A stdio MCP server as a Streamable-HTTP tower service; cheap to clone
-/// (every clone talks to the one child, which stops when the last clone
-/// is dropped).
+/// (every clone talks to the same children, which stop when the last
+/// clone is dropped).
 #[derive(Clone)]
 pub struct StdioUpstream {
-    bridge: Arc<Bridge>,
+    /// At least one.
+    children: Arc<[Arc<Bridge>]>,
     sessions: Arc<Sessions>,
 }
 
 impl std::fmt::Debug for StdioUpstream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let calls: usize = self.children.iter().map(|child| child.calls.len()).sum();
         f.debug_struct("StdioUpstream")
-            .field("command", &self.bridge.spec.shown())
-            .field("calls", &self.bridge.calls.len())
+            .field("command", &self.children[0].spec.shown())
+            .field("instances", &self.children.len())
+            .field("calls", &calls)
             .finish()
     }
 }
@@ -186,19 +220,21 @@ impl StdioUpstream {
                 max_in_flight: 64,
                 start_timeout: Duration::from_secs(30),
             },
+            instances: 1,
         }
     }
 
-    /// The protocol version the child agreed to.
+    /// The protocol version the (first) child agreed to.
     pub fn protocol_version(&self) -> &str {
-        &self.bridge.declared.version
+        &self.children[0].declared.version
     }
 
-    /// Stops the child for good: no more restarts, its stdin closed, then
-    /// `SIGTERM` after half of `grace`, then `SIGKILL` after the rest.
+    /// Stops the children for good: no more restarts, their stdin closed,
+    /// then `SIGTERM` after half of `grace`, then `SIGKILL` after the rest.
     /// Calls still waiting end with an error naming the exit.
     pub async fn shutdown(&self, grace: Duration) {
-        self.bridge.life.shutdown(grace).await;
+        let stops = self.children.iter().map(|child| child.life.shutdown(grace));
+        futures_util::future::join_all(stops).await;
     }
 }
 
@@ -216,7 +252,7 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let (bridge, sessions) = (self.bridge.clone(), self.sessions.clone());
-        Box::pin(async move { Ok(serve::serve(bridge, sessions, request).await) })
+        let (children, sessions) = (self.children.clone(), self.sessions.clone());
+        Box::pin(async move { Ok(serve::serve(children, sessions, request).await) })
     }
 }

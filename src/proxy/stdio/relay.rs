@@ -19,7 +19,7 @@ use super::input::Resumed;
 use super::message::{Message, error_response, member, replaced, with_result_type};
 use super::reply::json;
 use crate::body::{BoxBody, BoxError};
-use crate::wire::raw::{Members, edit_object};
+use crate::wire::raw::edit_object;
 
 /// Forwards a request to the child and answers with what it says; the
 /// retry of a call that asked its client for input continues that call.
@@ -28,9 +28,10 @@ pub(super) async fn call(
     body: &Bytes,
     message: &Message<'_>,
     session: Option<String>,
-    modern: bool,
+    declared: Vec<String>,
     stream: bool,
 ) -> Response<BoxBody> {
+    let modern = session.is_none();
     let client_id = message.id.map_or("null", RawValue::get).to_owned();
     if let Some(why) = bridge.gone() {
         return failed(&client_id, &why);
@@ -46,11 +47,7 @@ pub(super) async fn call(
         token: message.progress_token().map(|token| token.get().to_owned()),
         session,
         modern,
-        declared: if modern {
-            declared(message)
-        } else {
-            Vec::new()
-        },
+        declared,
         notes,
         answer,
     };
@@ -152,18 +149,6 @@ fn id_of(message: &[u8]) -> &RawValue {
 fn request_state(message: &Message<'_>) -> Option<String> {
     let state = member(message.params?, "requestState")?;
     serde_json::from_str(state.get()).ok()
-}
-
-/// The names of the client capabilities a 2026-07-28 request declares.
-fn declared(message: &Message<'_>) -> Vec<String> {
-    let capabilities = message
-        .params
-        .and_then(|params| member(params, "_meta"))
-        .and_then(|meta| member(meta, "io.modelcontextprotocol/clientCapabilities"));
-    capabilities
-        .and_then(|capabilities| Members::parse(capabilities.get()).ok())
-        .map(|members| members.0.iter().map(|(name, _)| name.to_string()).collect())
-        .unwrap_or_default()
 }
 
 /// The request as the child gets it: under the bridge's id `own`, its

@@ -8,11 +8,17 @@
 //! | any other request | forwarded to the child under a fresh id; the answer as JSON, or as SSE with the call's progress when the client asked for progress and takes SSE |
 //! | `notifications/cancelled` in a session | forwarded, its `requestId` the bridge's own (a 2026-07-28 client cancels by closing its stream) |
 //! | `notifications/roots/list_changed` | forwarded |
-//! | other notifications, responses | not for the child (`202`): the bridge relays none of the child's requests as requests |
+//! | a response in a session | the answer to the child's request the bridge relayed on that session's call stream (`relayed.rs`); otherwise dropped (`202`) |
+//! | other notifications | not for the child (`202`) |
 //! | `initialize` in 2026-07-28 | refused (`400`): that protocol has no handshake |
 //! | a session's request with an unknown `Mcp-Session-Id` | `404` |
 //! | GET | `405`: the child's own notifications are not streamed (yet) |
 //! | DELETE | the session ends |
+//!
+//! With several children (`--instances`), a session stays on the child
+//! that served its `initialize`, the retry of an MRTR round goes to the
+//! child that asked, and any other request to the child with the most
+//! free places.
 
 use std::sync::Arc;
 
@@ -27,13 +33,14 @@ use super::bridge::Bridge;
 use super::message::{Kind, Message, error_response, member, replaced, result_response};
 use super::relay;
 use super::reply::{json, status};
-use super::sessions::Sessions;
+use super::sessions::{Session, Sessions};
 use crate::body::{BoxBody, BoxError};
 use crate::wire::MODERN_VERSION;
+use crate::wire::raw::Members;
 
 /// Answers one HTTP request.
 pub(super) async fn serve<B>(
-    bridge: Arc<Bridge>,
+    children: Arc<[Arc<Bridge>]>,
     sessions: Arc<Sessions>,
     request: Request<B>,
 ) -> Response<BoxBody>
@@ -71,7 +78,7 @@ where
         .get(http::header::ACCEPT)
         .and_then(|accept| accept.to_str().ok())
         .is_some_and(|accept| accept.contains("text/event-stream"));
-    let limit = bridge.settings.max_line_bytes;
+    let limit = children[0].settings.max_line_bytes;
     let body = match Limited::new(request.into_body(), limit).collect().await {
         Ok(body) => body.to_bytes(),
         Err(_) => {
@@ -87,28 +94,42 @@ where
     };
     let method = message.method.as_deref().unwrap_or_default();
     let id = message.id.map_or("null", RawValue::get);
-    if !modern && method != "initialize" {
-        match &session {
-            Some(known) if sessions.touch(known) => {}
-            Some(_) => {
-                return json(
-                    StatusCode::NOT_FOUND,
-                    error_response(id, -32001, "Session not found"),
-                );
-            }
+    let known = match &session {
+        Some(session) if !modern => sessions.get(session),
+        _ => None,
+    };
+    if !modern && method != "initialize" && known.is_none() {
+        return match session {
+            Some(_) => json(
+                StatusCode::NOT_FOUND,
+                error_response(id, -32001, "Session not found"),
+            ),
             None => {
                 let reply = error_response(id, -32600, "Bad Request: no Mcp-Session-Id header");
-                return json(StatusCode::BAD_REQUEST, reply);
+                json(StatusCode::BAD_REQUEST, reply)
             }
-        }
+        };
     }
+    // A header outside a session the bridge opened names nothing.
+    let session = known.as_ref().and(session);
+    let child = match &known {
+        Some(known) => known.child,
+        None => pick(&children, modern.then_some(&message)),
+    };
+    let bridge = children.get(child).unwrap_or(&children[0]).clone();
     match (message.kind(), method) {
         (Kind::Request, "initialize") if !modern => {
             let asked = message
                 .params
                 .and_then(|params| member(params, "protocolVersion"))
                 .and_then(|version| serde_json::from_str::<String>(version.get()).ok());
-            initialize(&bridge, &sessions, id, asked.as_deref())
+            let declared = message
+                .params
+                .and_then(|params| member(params, "capabilities"))
+                .map(names)
+                .unwrap_or_default();
+            let session = Session { child, declared };
+            initialize(&bridge, &sessions, session, id, asked.as_deref())
         }
         // A 2026-07-28 client has no handshake; the child's is the bridge's.
         (Kind::Request, "initialize") => json(
@@ -125,16 +146,14 @@ where
             json(StatusCode::OK, result_response(id, result))
         }
         (Kind::Request, _) => {
-            let progress = message.progress_token().is_some();
-            relay::call(
-                bridge,
-                &body,
-                &message,
-                session,
-                modern,
-                progress && takes_sse,
-            )
-            .await
+            let declared = match &known {
+                Some(known) => known.declared.clone(),
+                None => declared(&message),
+            };
+            // A session's client that can answer the child's questions
+            // gets a stream to be asked on; others get one for progress.
+            let stream = takes_sse && (message.progress_token().is_some() || !declared.is_empty());
+            relay::call(bridge, &body, &message, session, declared, stream).await
         }
         (Kind::Notification, "notifications/initialized") => status(StatusCode::ACCEPTED),
         // In a session only: a 2026-07-28 client cancels by closing its
@@ -150,13 +169,29 @@ where
             status(StatusCode::ACCEPTED)
         }
         (Kind::Notification, "notifications/roots/list_changed") => {
-            let _ = bridge.send(body.clone()).await;
+            for child in children.iter() {
+                let _ = child.send(body.clone()).await;
+            }
             status(StatusCode::ACCEPTED)
         }
-        // The bridge relays no request of the child to a client as such, so
-        // no client response answers one; other notifications are the
-        // bridge's own business with the child.
-        (Kind::Notification | Kind::Response, _) => {
+        (Kind::Response, _) => {
+            let asked = message.id.and_then(|id| id.get().parse::<u64>().ok());
+            let request = asked
+                .zip(session.as_deref())
+                .and_then(|(asked, session)| bridge.relayed.answer(asked, session));
+            match (request, message.id) {
+                (Some(request), Some(id)) => match replaced(&body, &[(id, &request)]) {
+                    Some(line) => {
+                        let _ = bridge.send(line).await;
+                    }
+                    None => tracing::debug!("a client's answer that could not be edited"),
+                },
+                _ => tracing::debug!(id, "a client's answer to nothing the bridge asked"),
+            }
+            status(StatusCode::ACCEPTED)
+        }
+        // Other notifications are the bridge's own business with the child.
+        (Kind::Notification, _) => {
             tracing::debug!(method, "a client message the stdio server does not get");
             status(StatusCode::ACCEPTED)
         }
@@ -177,6 +212,7 @@ const HANDSHAKE_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18",
 fn initialize(
     bridge: &Bridge,
     sessions: &Sessions,
+    session: Session,
     id: &str,
     asked: Option<&str>,
 ) -> Response<BoxBody> {
@@ -196,7 +232,7 @@ fn initialize(
     result.push('}');
     let mut response = json(StatusCode::OK, result_response(id, &result));
     match sessions
-        .open()
+        .open(session)
         .and_then(|session| HeaderValue::from_str(&session).ok())
     {
         Some(session) => {
@@ -225,4 +261,45 @@ fn discover(bridge: &Bridge, id: &str) -> Bytes {
         declared.server_info.get()
     );
     result_response(id, &result)
+}
+
+/// The child for a request without a session: the one that asked the
+/// round a 2026-07-28 retry answers, else the one with the most free
+/// places (the first among equals).
+fn pick(children: &[Arc<Bridge>], modern: Option<&Message<'_>>) -> usize {
+    if children.len() == 1 {
+        return 0;
+    }
+    let state = modern
+        .and_then(|message| member(message.params?, "requestState"))
+        .and_then(|state| serde_json::from_str::<String>(state.get()).ok());
+    if let Some(state) = state
+        && let Some(asked) = children.iter().position(|child| child.rounds.holds(&state))
+    {
+        return asked;
+    }
+    let free = children.iter().map(|child| child.slots.available_permits());
+    free.enumerate()
+        .fold(
+            (0, 0),
+            |best, (at, free)| if free > best.1 { (at, free) } else { best },
+        )
+        .0
+}
+
+/// The names of the members of `object`.
+fn names(object: &RawValue) -> Vec<String> {
+    Members::parse(object.get())
+        .map(|members| members.0.iter().map(|(name, _)| name.to_string()).collect())
+        .unwrap_or_default()
+}
+
+/// The names of the client capabilities a 2026-07-28 request declares.
+fn declared(message: &Message<'_>) -> Vec<String> {
+    message
+        .params
+        .and_then(|params| member(params, "_meta"))
+        .and_then(|meta| member(meta, "io.modelcontextprotocol/clientCapabilities"))
+        .map(names)
+        .unwrap_or_default()
 }

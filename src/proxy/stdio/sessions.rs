@@ -1,28 +1,42 @@
 //! The 2025-11-25 sessions the bridge opened: ids it handed out, at most
-//! [`MAX`], the oldest forgotten first. Every session shares the one child,
-//! which the bridge initialized itself; a session only tells the bridge
-//! that a client said `initialize`.
+//! [`MAX`], the oldest forgotten first. A session only tells the bridge
+//! that a client said `initialize`: which child serves it (with
+//! `--instances`, a session stays on one) and which of the child's
+//! requests its client can answer.
 
-use std::collections::{HashSet, VecDeque};
-use std::sync::{Mutex, MutexGuard};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The most sessions kept.
 const MAX: usize = 10_000;
 
+/// What the bridge keeps of one session.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Session {
+    /// The child that serves it (an index into the bridge's children).
+    pub child: usize,
+    /// The client capabilities its `initialize` declared (`elicitation`,
+    /// `sampling`, `roots`, …), which say what its client can answer.
+    pub declared: Vec<String>,
+}
+
+/// The sessions by id, and their ids oldest first.
+type Open = (HashMap<String, Arc<Session>>, VecDeque<String>);
+
 #[derive(Default)]
 pub(super) struct Sessions {
-    open: Mutex<(HashSet<String>, VecDeque<String>)>,
+    open: Mutex<Open>,
 }
 
 impl Sessions {
-    fn lock(&self) -> MutexGuard<'_, (HashSet<String>, VecDeque<String>)> {
+    fn lock(&self) -> MutexGuard<'_, Open> {
         self.open
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// A new session's id (`None` when the OS has no random bytes).
-    pub(super) fn open(&self) -> Option<String> {
+    pub(super) fn open(&self, session: Session) -> Option<String> {
         let id = crate::task::TaskId::generate().ok()?.to_string();
         let mut open = self.lock();
         if open.1.len() >= MAX
@@ -30,20 +44,20 @@ impl Sessions {
         {
             open.0.remove(&oldest);
         }
-        open.0.insert(id.clone());
+        open.0.insert(id.clone(), Arc::new(session));
         open.1.push_back(id.clone());
         Some(id)
     }
 
-    /// Whether `id` is an open session.
-    pub(super) fn touch(&self, id: &str) -> bool {
-        self.lock().0.contains(id)
+    /// The session `id`, if it is open.
+    pub(super) fn get(&self, id: &str) -> Option<Arc<Session>> {
+        self.lock().0.get(id).cloned()
     }
 
     /// Ends `id`; whether it was open.
     pub(super) fn end(&self, id: &str) -> bool {
         let mut open = self.lock();
-        let was = open.0.remove(id);
+        let was = open.0.remove(id).is_some();
         if was {
             open.1.retain(|kept| kept != id);
         }
@@ -55,14 +69,21 @@ impl Sessions {
 mod tests {
     use super::*;
 
+    fn session(child: usize) -> Session {
+        Session {
+            child,
+            declared: vec!["elicitation".into()],
+        }
+    }
+
     #[test]
     fn sessions_open_are_known_until_they_end() {
         let sessions = Sessions::default();
-        let id = sessions.open().unwrap();
-        assert!(sessions.touch(&id));
-        assert!(!sessions.touch("other"));
+        let id = sessions.open(session(1)).unwrap();
+        assert_eq!(sessions.get(&id).as_deref(), Some(&session(1)));
+        assert!(sessions.get("other").is_none());
         assert!(sessions.end(&id));
-        assert!(!sessions.touch(&id));
+        assert!(sessions.get(&id).is_none());
         assert!(!sessions.end(&id));
     }
 }
