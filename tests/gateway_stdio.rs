@@ -224,6 +224,22 @@ async fn a_line_that_is_not_json_is_skipped_and_a_child_that_exits_fails_its_cal
 }
 
 #[tokio::test]
+async fn an_answer_over_the_size_limit_fails_its_call_and_the_server_serves_on() {
+    let gateway = gateway::start_stdio(&MISBEHAVING, &["--max-body-bytes", "4096"]).await;
+    let client = McpClient::new(&gateway.url);
+    let big = client
+        .call_tool("big", json!({"bytes": 100_000}), false)
+        .await;
+    let message = big["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("larger than the limit of 4096 bytes"),
+        "{big}"
+    );
+    let small = client.call_tool("big", json!({"bytes": 10}), false).await;
+    assert_eq!(text(&small["result"]), "x".repeat(10), "{small}");
+}
+
+#[tokio::test]
 async fn a_stdio_server_killed_mid_call_fails_the_task_with_the_signal_and_is_started_again() {
     let gateway = gateway::start_stdio(&PYTHON, &[]).await;
     let client = McpClient::new(&gateway.url);

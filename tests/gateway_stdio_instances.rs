@@ -1,7 +1,9 @@
 //! `mcp-tasks-gateway --instances N -- COMMAND`: several copies of a stdio
 //! server that reads one call at a time. A call goes to the copy with the
 //! most free places; a 2025-11-25 session stays on the copy that served
-//! its `initialize`. Each copy answers `pid` with its process id.
+//! its `initialize`. Each copy answers `pid` with its process id. A call
+//! that finds no place among the calls in flight fails after
+//! `--place-timeout`.
 
 #[path = "support/gateway.rs"]
 mod gateway;
@@ -79,5 +81,34 @@ async fn instances_are_for_a_stdio_server_only() {
         .expect("the gateway runs");
     assert!(!refused.status.success());
     let said = String::from_utf8_lossy(&refused.stderr);
-    assert!(said.contains("--instances is for a stdio server"), "{said}");
+    assert!(said.contains("are for a stdio server"), "{said}");
+}
+
+#[tokio::test]
+async fn a_call_that_finds_no_place_in_time_is_turned_away_with_503() {
+    let gateway = gateway::start_stdio(
+        &ONE_AT_A_TIME,
+        &["--max-in-flight", "1", "--place-timeout", "1s"],
+    )
+    .await;
+    let holder = McpClient::new(&gateway.url);
+    let held = tokio::spawn(async move {
+        let answer = holder.call_tool("hold", json!({"seconds": 4}), false).await;
+        text(&answer["result"])
+    });
+    assert!(
+        gateway.wait_log("holding", Duration::from_secs(10)).await,
+        "{}",
+        gateway.log()
+    );
+    let client = McpClient::new(&gateway.url);
+    let turned = client
+        .request("tools/call", json!({"name": "pid", "arguments": {}}), false)
+        .await;
+    assert_eq!(turned.status, 503, "{}", turned.body);
+    assert!(turned.body.contains("calls in flight"), "{}", turned.body);
+    assert!(
+        !held.await.expect("the held call").is_empty(),
+        "the held call ends well"
+    );
 }

@@ -3,7 +3,8 @@ packages needed): it answers `initialize`, then writes a line that is not
 JSON, lists no tools, answers `tools/call` of `echo` at once, and exits with status 3 on
 `tools/call` of `crash`, without answering. It reads one line at a time:
 `hold` sleeps `seconds` before it answers, blocking every other call;
-`pid` and `hold` answer with its process id.
+`pid` and `hold` answer with its process id; `big` answers with a line of
+`bytes` bytes and its id last, as TypeScript servers write it.
 
 Usage: python3 stdio_misbehaving.py
 """
@@ -34,6 +35,11 @@ for line in sys.stdin:
     elif method == "tools/call" and message["params"]["name"] == "crash":
         print("crashing on purpose", file=sys.stderr, flush=True)
         sys.exit(3)
+    elif method == "tools/call" and message["params"]["name"] == "big":
+        size = message["params"].get("arguments", {}).get("bytes", 10_000)
+        send({"jsonrpc": "2.0", "result": {
+            "content": [{"type": "text", "text": "x" * size}], "isError": False},
+            "id": message["id"]})
     elif method == "tools/call" and message["params"]["name"] in ("pid", "hold"):
         if message["params"]["name"] == "hold":
             print("holding", file=sys.stderr, flush=True)

@@ -131,8 +131,12 @@ impl App {
 async fn upstream(args: &Args, max_runtime: Option<Duration>) -> Result<Upstream, String> {
     match (&args.upstream, args.command.split_first()) {
         (Some(_), Some(_)) => Err("give --upstream URL or a command after --, not both".into()),
-        (Some(_), None) if args.instances.is_some() => {
-            Err("--instances is for a stdio server (a command after --)".into())
+        (Some(_), None)
+            if args.instances.is_some()
+                || args.max_in_flight.is_some()
+                || args.place_timeout.is_some() =>
+        {
+            Err("--instances, --max-in-flight and --place-timeout are for a stdio server (a command after --)".into())
         }
         (None, None) => Err(
             "an upstream is required: --upstream URL (or MCP_TASKS_UPSTREAM, or upstream in --config), or a stdio server's command after --"
@@ -153,6 +157,11 @@ async fn upstream(args: &Args, max_runtime: Option<Duration>) -> Result<Upstream
             if let Some(max) = args.max_body_bytes {
                 builder = builder.max_message_bytes(max);
             }
+            if let Some(max) = args.max_in_flight {
+                builder = builder.max_in_flight(max);
+            }
+            let wait = required(args.place_timeout, Duration::from_secs(30), "place-timeout")?;
+            builder = builder.place_timeout(wait);
             let stdio = builder.start().await.map_err(|error| error.to_string())?;
             Ok(Upstream::Stdio(stdio))
         }

@@ -51,6 +51,14 @@ pub struct Args {
     /// at a time) [default: 1].
     #[arg(long, env = "MCP_TASKS_INSTANCES", value_name = "N")]
     pub instances: Option<usize>,
+    /// Calls in flight to each copy of the command; more wait for a place
+    /// [default: 64].
+    #[arg(long, env = "MCP_TASKS_MAX_IN_FLIGHT", value_name = "N")]
+    pub max_in_flight: Option<usize>,
+    /// How long a call waits for such a place before it fails with 503
+    /// [default: 30s].
+    #[arg(long, env = "MCP_TASKS_PLACE_TIMEOUT", value_name = "DURATION")]
+    pub place_timeout: Option<Human>,
     /// Where to listen [default: 127.0.0.1:8080]; port 0 picks a free port.
     #[arg(long, env = "MCP_TASKS_LISTEN", value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
@@ -397,7 +405,7 @@ impl Args {
             };
         }
         pick!(
-            upstream, cwd, start_timeout, instances, max_body_bytes, listen, path, threshold, ttl, max_ttl, poll_interval, redis, sqlite, retry_hints,
+            upstream, cwd, start_timeout, instances, max_in_flight, place_timeout, max_body_bytes, listen, path, threshold, ttl, max_ttl, poll_interval, redis, sqlite, retry_hints,
             max_tasks, max_tasks_per_principal, max_running, max_runtime,
             header_timeout, body_timeout, max_connections,
             upstream_connect_timeout, upstream_header_timeout, upstream_idle_timeout,

@@ -23,9 +23,10 @@ use serde_json::value::RawValue;
 use tokio::sync::{Semaphore, mpsc};
 
 use super::calls::{Calls, Waiter};
-use super::child::{Line, Lines, Spec};
+use super::child::Spec;
 use super::input::{Answered, Asked, GATHER, ROUND_WAIT, Round, Rounds, capability};
 use super::life::{Declared, Life, exit_status, launch};
+use super::lines::{Line, Lines, ids_in};
 use super::message::{
     Kind, Message, error_response, member, one_line, replaced, result_response, with_result_type,
 };
@@ -91,10 +92,7 @@ impl Bridge {
             let Some(live) = bridge.upgrade() else { return };
             match line {
                 Line::Text(line) => live.route(line.as_bytes()),
-                Line::TooLong => tracing::warn!(
-                    limit = live.settings.max_line_bytes,
-                    "the stdio server wrote a line over the limit; it was skipped"
-                ),
+                Line::TooLong { head, tail } => live.too_long(&head, &tail),
                 Line::NotText => tracing::warn!("the stdio server wrote a line that is not UTF-8"),
                 Line::End(error) => break error,
             }
@@ -127,6 +125,34 @@ impl Bridge {
         // After the drain, which closed the table to new calls.
         if self.life.went_down(message) {
             tokio::spawn(restart(Arc::downgrade(&self)));
+        }
+    }
+
+    /// A line of the child over the limit, skipped: the call it answers,
+    /// if its ends name exactly one waiting call, ends with an error
+    /// instead of waiting for an answer that will not come.
+    fn too_long(&self, head: &[u8], tail: &[u8]) {
+        let limit = self.settings.max_line_bytes;
+        let mut ids = ids_in(head);
+        ids.extend(ids_in(tail));
+        ids.sort_unstable();
+        ids.dedup();
+        ids.retain(|id| self.calls.with(*id, |_| ()).is_some());
+        let waiter = match ids.as_slice() {
+            [id] => self.calls.take(*id),
+            _ => None,
+        };
+        tracing::warn!(
+            limit,
+            failed = waiter.is_some(),
+            "the stdio server wrote a line over the limit; it was skipped"
+        );
+        if let Some(waiter) = waiter {
+            let why =
+                format!("The stdio server's answer is larger than the limit of {limit} bytes");
+            let _ = waiter
+                .answer
+                .send(error_response(&waiter.client_id, -32603, &why));
         }
     }
 

@@ -1,6 +1,6 @@
 //! The child process: started with piped stdio, its stdin written by one
 //! task from a bounded queue of lines, its stdout read line by line
-//! (`tokio_util`'s `LinesCodec`, bounded), its stderr copied to the log.
+//! (bounded, `lines.rs`), its stderr copied to the log.
 //!
 //! | Choice | Why |
 //! |--------|-----|
@@ -14,12 +14,12 @@ use std::path::PathBuf;
 use std::process::Stdio;
 
 use bytes::Bytes;
-use futures_util::StreamExt;
-use tokio::io::{AsyncRead, AsyncWriteExt};
-use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::io::AsyncWriteExt;
+use tokio::process::{ChildStdin, Command};
 use tokio::sync::mpsc;
-use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 use tokio_util::sync::CancellationToken;
+
+use super::lines::{Line, Lines};
 
 /// How the child is started.
 #[derive(Clone, Debug)]
@@ -128,64 +128,13 @@ async fn log_stderr(stderr: tokio::process::ChildStderr, pid: u32, max_line_byte
     loop {
         match lines.next().await {
             Line::Text(line) => tracing::info!(target: "mcp_tasks::stdio::child", pid, "{line}"),
-            Line::TooLong => {
+            Line::TooLong { .. } => {
                 tracing::info!(target: "mcp_tasks::stdio::child", pid, "(a line over the limit)");
             }
             Line::NotText => {
                 tracing::info!(target: "mcp_tasks::stdio::child", pid, "(a line that is not UTF-8)");
             }
             Line::End(_) => return,
-        }
-    }
-}
-
-/// What the child wrote on one of its outputs, one line at a time.
-pub(super) struct Lines<R = ChildStdout> {
-    framed: FramedRead<R, LinesCodec>,
-    /// After an error, the reader yields `None` once, then reads on.
-    after_error: bool,
-}
-
-/// One read from the child's stdout.
-pub(super) enum Line {
-    /// A whole line.
-    Text(String),
-    /// A line longer than the limit: skipped (the codec drops it up to its
-    /// newline), and reading goes on.
-    TooLong,
-    /// A line that is not UTF-8: skipped, and reading goes on.
-    NotText,
-    /// Stdout broke or closed: nothing more comes.
-    End(Option<String>),
-}
-
-impl<R: AsyncRead + Unpin> Lines<R> {
-    fn new(output: R, max_line_bytes: usize) -> Self {
-        Self {
-            framed: FramedRead::new(output, LinesCodec::new_with_max_length(max_line_bytes)),
-            after_error: false,
-        }
-    }
-
-    pub(super) async fn next(&mut self) -> Line {
-        loop {
-            match self.framed.next().await {
-                Some(Ok(line)) => return Line::Text(line),
-                Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
-                    self.after_error = true;
-                    return Line::TooLong;
-                }
-                Some(Err(LinesCodecError::Io(error)))
-                    if error.kind() == std::io::ErrorKind::InvalidData =>
-                {
-                    // Not UTF-8: the codec took the line off the buffer.
-                    self.after_error = true;
-                    return Line::NotText;
-                }
-                Some(Err(LinesCodecError::Io(error))) => return Line::End(Some(error.to_string())),
-                None if std::mem::take(&mut self.after_error) => continue,
-                None => return Line::End(None),
-            }
         }
     }
 }

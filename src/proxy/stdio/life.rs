@@ -18,7 +18,8 @@ use serde_json::value::RawValue;
 use tokio::sync::Notify;
 
 use super::Settings;
-use super::child::{self, Line, Lines, Spec};
+use super::child::{self, Spec};
+use super::lines::{Line, Lines};
 use super::message::{Kind, Message, member};
 
 /// The protocol version the bridge asks the child for.
@@ -232,7 +233,7 @@ pub(super) async fn initialized(lines: &mut Lines) -> Result<Declared, String> {
     loop {
         let line = match lines.next().await {
             Line::Text(line) => line,
-            Line::TooLong | Line::NotText => continue,
+            Line::TooLong { .. } | Line::NotText => continue,
             Line::End(why) => return Err(why.unwrap_or_else(|| "it closed its stdout".into())),
         };
         let Some(message) = Message::read(line.as_bytes()) else {

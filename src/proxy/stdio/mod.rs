@@ -27,8 +27,9 @@
 //! # }
 //! ```
 //!
-//! Framing is newline-delimited JSON-RPC, read with `tokio_util`'s
-//! `LinesCodec`; the bridge edits only the bytes it must (the id, the
+//! Framing is newline-delimited JSON-RPC, read with a bounded line codec
+//! that keeps the ends of a line over the limit, so that the call it
+//! answered fails instead of waiting; the bridge edits only the bytes it must (the id, the
 //! progress token) and passes every other byte as the child wrote it.
 //! Both client generations are served: 2026-07-28 requests without a
 //! session (`server/discover` answered from what the child declared), and
@@ -54,6 +55,7 @@ mod calls;
 mod child;
 mod input;
 mod life;
+mod lines;
 mod message;
 mod relay;
 mod relayed;
@@ -93,6 +95,8 @@ pub(crate) struct Settings {
     pub max_line_bytes: usize,
     /// Calls in flight to the child at once; more wait for a place.
     pub max_in_flight: usize,
+    /// How long a call waits for a place before it fails (`503`).
+    pub place_timeout: Duration,
     /// How long the child has to answer `initialize`.
     pub start_timeout: Duration,
 }
@@ -140,9 +144,18 @@ impl StdioBuilder {
     }
 
     /// How many calls may wait on the child at once (default 64); more
-    /// wait for a place.
+    /// wait for a place, up to [`Self::place_timeout`].
     pub fn max_in_flight(mut self, max: usize) -> Self {
         self.settings.max_in_flight = max.max(1);
+        self
+    }
+
+    /// How long a call waits for a place among the calls in flight
+    /// before it fails with `503` (default 30 s): a server that stopped
+    /// answering, or answers slower than calls come, turns them away
+    /// instead of holding them.
+    pub fn place_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.place_timeout = timeout;
         self
     }
 
@@ -218,6 +231,7 @@ impl StdioUpstream {
             settings: Settings {
                 max_line_bytes: 4 * 1024 * 1024,
                 max_in_flight: 64,
+                place_timeout: Duration::from_secs(30),
                 start_timeout: Duration::from_secs(30),
             },
             instances: 1,

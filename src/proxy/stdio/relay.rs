@@ -37,8 +37,20 @@ pub(super) async fn call(
         return failed(&client_id, &why);
     }
     // The place first: a retry takes its round only once it can go on.
-    let Ok(slot) = bridge.slots.clone().acquire_owned().await else {
-        return failed(&client_id, "The stdio server is closed");
+    let wait = bridge.settings.place_timeout;
+    let slot = match tokio::time::timeout(wait, bridge.slots.clone().acquire_owned()).await {
+        Ok(Ok(slot)) => slot,
+        Ok(Err(_)) => return failed(&client_id, "The stdio server is closed"),
+        Err(_) => {
+            let why = format!(
+                "The stdio server has {} calls in flight and none ended within {wait:?}; try again later",
+                bridge.settings.max_in_flight
+            );
+            return json(
+                StatusCode::SERVICE_UNAVAILABLE,
+                error_response(&client_id, -32603, &why),
+            );
+        }
     };
     let (notes, noted) = mpsc::channel(NOTES);
     let (answer, answered) = oneshot::channel();

@@ -151,8 +151,10 @@ where
                 None => declared(&message),
             };
             // A session's client that can answer the child's questions
-            // gets a stream to be asked on; others get one for progress.
-            let stream = takes_sse && (message.progress_token().is_some() || !declared.is_empty());
+            // gets a stream to be asked on (a 2026-07-28 client is asked
+            // in the result); others get one for progress.
+            let asked_on_stream = known.is_some() && !declared.is_empty();
+            let stream = takes_sse && (message.progress_token().is_some() || asked_on_stream);
             relay::call(bridge, &body, &message, session, declared, stream).await
         }
         (Kind::Notification, "notifications/initialized") => status(StatusCode::ACCEPTED),
