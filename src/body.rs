@@ -3,14 +3,17 @@
 //! Both are enums so that the pass-through path costs no boxing: a forwarded
 //! response keeps the inner server's body, polled directly.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::Full;
 use http_body_util::combinators::UnsyncBoxBody;
 use pin_project_lite::pin_project;
+use tokio::time::Sleep;
 
 /// The error type of boxed bodies and of [`ResponseBody`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -109,6 +112,47 @@ pin_project! {
         Full { #[pin] body: Full<Bytes> },
         Boxed { body: BoxBody },
         Resumed { first: Option<Bytes>, body: Pin<Box<B>> },
+        Beating { #[pin] body: B, beat: Beat },
+    }
+}
+
+/// The keep-alive of an SSE body the layer passes through: after `every`
+/// without a frame, at an event boundary, a comment frame.
+struct Beat {
+    every: Duration,
+    sleep: Pin<Box<Sleep>>,
+    /// The last bytes given, to tell an event boundary (nothing given yet
+    /// counts as one).
+    tail: [u8; 4],
+}
+
+/// The comment a quiet SSE stream gets.
+const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
+
+impl Beat {
+    fn new(every: Duration) -> Self {
+        Self {
+            every,
+            sleep: Box::pin(tokio::time::sleep(every)),
+            tail: *b"\n\n\n\n",
+        }
+    }
+
+    fn saw(&mut self, data: &[u8]) {
+        let keep = 4 - data.len().min(4);
+        self.tail.copy_within(4 - keep.., 0);
+        self.tail[keep..].copy_from_slice(&data[data.len() - (4 - keep)..]);
+        self.restart();
+    }
+
+    fn restart(&mut self) {
+        let next = tokio::time::Instant::now() + self.every;
+        self.sleep.as_mut().reset(next);
+    }
+
+    /// Whether the bytes given so far end an event (a blank line).
+    fn at_boundary(&self) -> bool {
+        self.tail.ends_with(b"\n\n") || self.tail.ends_with(b"\r\r") || self.tail == *b"\r\n\r\n"
     }
 }
 
@@ -133,6 +177,17 @@ impl<B> ResponseBody<B> {
     pub fn boxed(body: BoxBody) -> Self {
         Self {
             kind: ResponseKind::Boxed { body },
+        }
+    }
+
+    /// The inner server's SSE body, with a comment after `every` without
+    /// a frame (at an event boundary), for proxies that cut idle streams.
+    pub(crate) fn beating(body: B, every: Duration) -> Self {
+        Self {
+            kind: ResponseKind::Beating {
+                body,
+                beat: Beat::new(every),
+            },
         }
     }
 
@@ -173,6 +228,23 @@ where
                 Some(first) => Poll::Ready(Some(Ok(Frame::data(first)))),
                 None => boxed_error(body.as_mut().poll_frame(cx)),
             },
+            ResponseKindProj::Beating { body, beat } => match body.poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => {
+                    match frame.data_ref() {
+                        Some(data) => beat.saw(data),
+                        None => beat.restart(),
+                    }
+                    Poll::Ready(Some(Ok(frame)))
+                }
+                Poll::Ready(other) => boxed_error(Poll::Ready(other)),
+                Poll::Pending => {
+                    if beat.at_boundary() && beat.sleep.as_mut().poll(cx).is_ready() {
+                        beat.restart();
+                        return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(KEEP_ALIVE)))));
+                    }
+                    Poll::Pending
+                }
+            },
         }
     }
 
@@ -182,6 +254,7 @@ where
             ResponseKind::Full { body } => body.is_end_stream(),
             ResponseKind::Boxed { body } => body.is_end_stream(),
             ResponseKind::Resumed { first, body } => first.is_none() && body.is_end_stream(),
+            ResponseKind::Beating { body, .. } => body.is_end_stream(),
         }
     }
 
@@ -190,6 +263,8 @@ where
             ResponseKind::Inner { body } => body.size_hint(),
             ResponseKind::Full { body } => body.size_hint(),
             ResponseKind::Boxed { body } => body.size_hint(),
+            // Comments may come on top of what the inner body holds.
+            ResponseKind::Beating { .. } => SizeHint::new(),
             ResponseKind::Resumed { first, body } => {
                 let (hint, first) = (body.size_hint(), first.as_ref().map_or(0, Bytes::len));
                 let first = first as u64;
@@ -209,6 +284,19 @@ pub(crate) fn boxed_error<E: Into<BoxError>>(
     polled: Poll<Option<Result<Frame<Bytes>, E>>>,
 ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
     polled.map(|frame| frame.map(|frame| frame.map_err(Into::into)))
+}
+
+/// The inner server's response as the client gets it: an SSE stream with
+/// a comment after `keep_alive` without a frame, any other body untouched.
+pub(crate) fn passed<B>(
+    response: http::Response<B>,
+    keep_alive: Duration,
+) -> http::Response<ResponseBody<B>> {
+    if crate::wire::is_content_type(response.headers(), "text/event-stream") {
+        response.map(|body| ResponseBody::beating(body, keep_alive))
+    } else {
+        response.map(ResponseBody::inner)
+    }
 }
 
 /// A JSON response carrying `reply`, with its HTTP status.
@@ -243,5 +331,53 @@ mod tests {
         assert!(!body.is_end_stream());
         let all = body.collect().await.expect("no error").to_bytes();
         assert_eq!(&all[..], b"hello world");
+    }
+
+    /// A body fed from a channel: the test says what comes and when.
+    fn scripted() -> (
+        tokio::sync::mpsc::Sender<&'static [u8]>,
+        ResponseBody<impl Body<Data = Bytes, Error = std::convert::Infallible>>,
+    ) {
+        let (send, receive) = tokio::sync::mpsc::channel::<&'static [u8]>(4);
+        let frames = futures_util::stream::unfold(receive, |mut receive| async move {
+            let bytes = receive.recv().await?;
+            Some((
+                Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from_static(bytes))),
+                receive,
+            ))
+        });
+        let body = http_body_util::StreamBody::new(frames);
+        (send, ResponseBody::beating(body, Duration::from_secs(1)))
+    }
+
+    async fn next(body: &mut (impl Body<Data = Bytes> + Unpin)) -> Option<Bytes> {
+        let frame = body.frame().await?.ok()?;
+        frame.into_data().ok()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_quiet_sse_body_gets_a_comment_between_events_and_never_inside_one() {
+        let (send, body) = scripted();
+        let mut body = Box::pin(body);
+        // Quiet from the start: a comment after the interval.
+        assert_eq!(next(&mut body).await.as_deref(), Some(KEEP_ALIVE));
+        send.send(b"event: message\ndata: {\"a\"").await.unwrap();
+        assert_eq!(
+            next(&mut body).await.as_deref(),
+            Some(&b"event: message\ndata: {\"a\""[..])
+        );
+        // Inside an event: however long the wait, no comment.
+        let waited = tokio::time::timeout(Duration::from_secs(5), next(&mut body)).await;
+        assert!(waited.is_err(), "a comment inside an event: {waited:?}");
+        send.send(b":1}\n").await.unwrap();
+        send.send(b"\n").await.unwrap();
+        assert_eq!(next(&mut body).await.as_deref(), Some(&b":1}\n"[..]));
+        assert_eq!(next(&mut body).await.as_deref(), Some(&b"\n"[..]));
+        // The event ended (across two frames): quiet again, a comment.
+        let started = tokio::time::Instant::now();
+        assert_eq!(next(&mut body).await.as_deref(), Some(KEEP_ALIVE));
+        assert_eq!(started.elapsed(), Duration::from_secs(1));
+        drop(send);
+        assert_eq!(next(&mut body).await, None);
     }
 }

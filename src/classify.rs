@@ -50,9 +50,10 @@ use crate::wire::{MODERN_VERSION, value_starts_with};
 pub(crate) enum Route {
     /// The inner server, untouched.
     Forward,
-    /// The inner server, once the member whose value is at this range (the
-    /// related task ids of a `tools/call`) is cut out.
-    ForwardWithout(Range<usize>),
+    /// A `tools/call` the layer does not take (a client without tasks), for
+    /// the inner server, without the related task ids at the range if any;
+    /// a long one may get an SSE head of the layer's (`early`).
+    ForwardCall(Option<Range<usize>>),
     /// The inner server; the layer adds the tasks extension to its answer.
     Discover,
     /// A `tools/call` from a client that declared the extension.
@@ -261,6 +262,7 @@ pub(crate) fn classify(
             sessions,
         );
         return match decision {
+            Decision::Forward if method == Some("tools/call") => Route::ForwardCall(None),
             Decision::Forward => Route::Forward,
             Decision::Reply(reply) => Route::Reply(reply),
             Decision::Take(route) => Route::Legacy(route),
@@ -344,10 +346,7 @@ pub(crate) fn classify(
                 .and_then(|raw| span(body, raw.get()));
             match (tasks.declared && version == MODERN_VERSION, policy) {
                 (false, ToolPolicy::Threshold | ToolPolicy::Always | ToolPolicy::Never) => {
-                    match related {
-                        Some(related) => Route::ForwardWithout(related),
-                        None => Route::Forward,
-                    }
+                    Route::ForwardCall(related)
                 }
                 (true, policy) => match (
                     span(body, id.get()),

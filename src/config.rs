@@ -35,7 +35,7 @@ pub(crate) struct SubscriptionLimits {
 /// | `list_page_size`   | 100       | `tasks/list` pages: one store read each, small enough to answer in a millisecond |
 /// | `max_sessions`     | 10 000    | bounds what the layer keeps of 2025-11-25 sessions (about 100 B each)     |
 /// | `session_idle`     | 1 hour    | a 2025-11-25 session with no request for this long is forgotten            |
-/// | `keep_alive`       | 15 s      | a waiting `tasks/result` sends an SSE comment this often, well under the 30–60 s idle timeouts of common proxies |
+/// | `keep_alive`       | 15 s      | a quiet SSE stream (a waiting `tasks/result`, a listen, a relayed SSE answer, a long call of a client without tasks, which gets an SSE head of the layer's after this long) gets a comment this often, well under the 30–60 s idle timeouts of common proxies |
 ///
 /// Limits, each on by default, so that one client cannot make the server
 /// hold or run unbounded work (see the README's "Limits"):

@@ -70,6 +70,7 @@ mod classify;
 mod config;
 mod deadline;
 mod drain;
+mod early;
 mod flight;
 mod gather;
 mod layer;

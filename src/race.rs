@@ -42,7 +42,7 @@ use tokio::time::{Instant, timeout_at};
 
 use tracing::Instrument;
 
-use crate::body::{BoxBody, BoxError, RequestBody, ResponseBody, reply_response};
+use crate::body::{BoxBody, BoxError, RequestBody, ResponseBody, passed, reply_response};
 use crate::bound::{Inner, Payload};
 use crate::classify::ToolCall;
 use crate::flight::caller::{CallInner, Caller};
@@ -95,7 +95,8 @@ where
         // Not raced: nothing is kept for parking.
         let future = inner.call(Request::from_parts(parts, RequestBody::buffered(forwarded)));
         let future = Box::pin(future);
-        return Either::Left(async move { Ok(future.await?.map(ResponseBody::inner)) });
+        let keep_alive = runtime.config.keep_alive;
+        return Either::Left(async move { Ok(passed(future.await?, keep_alive)) });
     }
     // What a parked call needs later and only the request has: its owner,
     // and the credentials and extensions for re-issuing (only the listed
@@ -135,7 +136,7 @@ where
             return Ok(park(parking, caller(), future).await);
         }
         let Some(deadline) = deadline else {
-            return Ok(future.await?.map(ResponseBody::inner));
+            return Ok(passed(future.await?, parking.runtime.config.keep_alive));
         };
         match in_time(future.as_mut(), deadline).await {
             // Nothing of the race lives across an await from here: each

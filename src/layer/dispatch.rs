@@ -19,6 +19,7 @@ use super::state::{OwnedFuture, State};
 use crate::body::{RequestBody, ResponseBody, reply_response};
 use crate::bound::{Inner, Payload};
 use crate::classify::{Route, Seen, TaskCall, TaskMethod, classify};
+use crate::early;
 use crate::flight::caller::Caller;
 use crate::legacy::route::{LegacyMethod, LegacyRoute};
 use crate::legacy::sessions::{Known, Sessions};
@@ -53,6 +54,7 @@ where
     let Some(session) = live_get_stream(&shared.sessions, &request) else {
         return State::Inner {
             future: inner.call(request.map(RequestBody::streaming)),
+            keep_alive: shared.runtime.config.keep_alive,
         };
     };
     // The owner resolver reads the parts.
@@ -108,14 +110,30 @@ where
     match route {
         Route::Forward => State::Inner {
             future: inner.call(Request::from_parts(parts, RequestBody::buffered(bytes))),
+            keep_alive: runtime.config.keep_alive,
         },
-        Route::ForwardWithout(related) => {
-            let body = rewrite::without_related(&bytes, related);
+        Route::ForwardCall(related) => {
             let mut parts = parts;
-            parts.headers.remove(http::header::CONTENT_LENGTH);
-            State::Inner {
-                future: inner.call(Request::from_parts(parts, RequestBody::buffered(body))),
+            let body = match related {
+                Some(related) => {
+                    parts.headers.remove(http::header::CONTENT_LENGTH);
+                    rewrite::without_related(&bytes, related)
+                }
+                None => bytes,
+            };
+            let keep_alive = runtime.config.keep_alive;
+            if !early::accepts_sse(&parts.headers) {
+                return State::Inner {
+                    future: inner.call(Request::from_parts(parts, RequestBody::buffered(body))),
+                    keep_alive,
+                };
             }
+            // A long call of a client without tasks: an SSE head of the
+            // layer's if the inner server sends none in time.
+            let max = runtime.config.max_result_bytes;
+            let request = Request::from_parts(parts, RequestBody::buffered(body.clone()));
+            let future = inner.call(request);
+            owned(Box::pin(early::answer(future, keep_alive, body, max)))
         }
         Route::Reply(reply) => State::reply(reply),
         Route::Discover => {

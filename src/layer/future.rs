@@ -19,7 +19,7 @@ use tower_service::Service;
 
 use super::dispatch;
 use super::state::{State, StateProj};
-use crate::body::{BoxError, RequestBody, ResponseBody};
+use crate::body::{BoxError, RequestBody, ResponseBody, passed};
 use crate::gather::Unread;
 use crate::observe;
 use crate::wire::jsonrpc::Reply;
@@ -83,9 +83,9 @@ where
                         _ => State::reply(Reply::internal(None, "request state lost")),
                     }
                 }
-                StateProj::Inner { future } => {
+                StateProj::Inner { future, keep_alive } => {
                     let response = ready!(future.poll(cx))?;
-                    return Poll::Ready(Ok(response.map(ResponseBody::inner)));
+                    return Poll::Ready(Ok(passed(response, *keep_alive)));
                 }
                 StateProj::Owned { future } => return future.as_mut().poll(cx),
             };

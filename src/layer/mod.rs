@@ -210,8 +210,12 @@ impl TasksLayer {
         self.resized()
     }
 
-    /// How often a waiting 2025-11-25 `tasks/result` stream sends an SSE
-    /// comment, so that idle proxies keep it open.
+    /// How often a quiet SSE stream gets a comment, so that proxies that
+    /// cut idle connections keep it open (default 15 s): a waiting
+    /// 2025-11-25 `tasks/result`, a listen, an SSE answer the layer relays,
+    /// and a `tools/call` of a client without tasks whose inner server has
+    /// sent no response head after this long: the layer then sends an SSE
+    /// head itself, and the answer comes on that stream.
     pub fn keep_alive(mut self, interval: Duration) -> Self {
         self.config.keep_alive = interval.max(Duration::from_millis(10));
         self

@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::Response;
 use http::request::Parts;
@@ -36,7 +37,7 @@ pin_project! {
             inner: Option<S>,
             shared: Arc<Shared>,
         },
-        Inner { #[pin] future: F },
+        Inner { #[pin] future: F, keep_alive: Duration },
         Owned { future: OwnedFuture<RB, E> },
     }
 }

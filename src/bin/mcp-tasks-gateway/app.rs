@@ -247,6 +247,10 @@ async fn layer(args: &Args) -> Result<TasksLayer, String> {
     if let Some(max) = args.max_body_bytes {
         layer = layer.max_body_bytes(max).max_result_bytes(max);
     }
+    if let Some(Human(interval)) = args.keep_alive {
+        let interval = interval.ok_or("--keep-alive cannot be none")?;
+        layer = layer.keep_alive(interval);
+    }
     for rule in &args.policy {
         layer = layer.tool_policy(rule.tool.clone(), rule.policy);
     }

@@ -154,6 +154,12 @@ pub struct Args {
     /// written as bytes: 4194304].
     #[arg(long, env = "MCP_TASKS_MAX_BODY_BYTES", value_name = "BYTES")]
     pub max_body_bytes: Option<usize>,
+    /// How often a quiet SSE stream gets a comment; a call of a client
+    /// without tasks whose server sent nothing this long gets an SSE head
+    /// of the gateway's, so proxies that cut idle connections keep it
+    /// [default: 15s].
+    #[arg(long, env = "MCP_TASKS_KEEP_ALIVE", value_name = "DURATION")]
+    pub keep_alive: Option<Human>,
     /// Client connections served at once [default: 512].
     #[arg(long, env = "MCP_TASKS_MAX_CONNECTIONS", value_name = "N")]
     pub max_connections: Option<usize>,
@@ -407,7 +413,7 @@ impl Args {
         pick!(
             upstream, cwd, start_timeout, instances, max_in_flight, place_timeout, max_body_bytes, listen, path, threshold, ttl, max_ttl, poll_interval, redis, sqlite, retry_hints,
             max_tasks, max_tasks_per_principal, max_running, max_runtime,
-            header_timeout, body_timeout, max_connections,
+            header_timeout, body_timeout, keep_alive, max_connections,
             upstream_connect_timeout, upstream_header_timeout, upstream_idle_timeout,
             shutdown_grace, metrics, otlp,
             forward_authorization, oauth_issuer, oauth_audience, oauth_jwks,
