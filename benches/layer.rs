@@ -41,6 +41,18 @@ fn fast_call() -> http::Request<http_body_util::Full<bytes::Bytes>> {
     )
 }
 
+/// The fast call of a client without tasks: forwarded as it is, raced
+/// only against the keep-alive interval (an early SSE head).
+fn undeclared_call() -> http::Request<http_body_util::Full<bytes::Bytes>> {
+    request(
+        3,
+        "tools/call",
+        r#""name":"job","arguments":{}"#,
+        Some("job"),
+        false,
+    )
+}
+
 fn passthrough_and_fast_calls(c: &mut Criterion) {
     let rt = runtime();
     let bare = Inner {
@@ -61,6 +73,16 @@ fn passthrough_and_fast_calls(c: &mut Criterion) {
             b.to_async(&rt)
                 .iter(|| roundtrip(layered.clone(), tools_list()))
         })
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("undeclared_tools_call");
+    group.bench_function("without_layer", |b| {
+        b.to_async(&rt).iter(|| roundtrip(bare, undeclared_call()))
+    });
+    group.bench_function("with_layer", |b| {
+        b.to_async(&rt)
+            .iter(|| roundtrip(layered.clone(), undeclared_call()))
     });
     group.finish();
 
