@@ -128,20 +128,30 @@ impl App {
 /// The server to front: `--upstream URL` through the reverse proxy, or the
 /// command after `--`, started (and initialized) now, before the gateway
 /// listens.
-async fn upstream(args: &Args, max_runtime: Option<Duration>) -> Result<Upstream, String> {
-    match (&args.upstream, args.command.split_first()) {
-        (Some(_), Some(_)) => Err("give --upstream URL or a command after --, not both".into()),
-        (Some(_), None)
+/// What the command line must say whatever else it says: one upstream,
+/// and stdio settings only for a stdio server.
+pub fn check(args: &Args) -> Result<(), String> {
+    match (&args.upstream, args.command.is_empty()) {
+        (Some(_), false) => Err("give --upstream URL or a command after --, not both".into()),
+        (None, true) => Err(
+            "an upstream is required: --upstream URL (or MCP_TASKS_UPSTREAM, or upstream in --config), or a stdio server's command after --"
+                .into(),
+        ),
+        (Some(_), true)
             if args.instances.is_some()
                 || args.max_in_flight.is_some()
                 || args.place_timeout.is_some() =>
         {
             Err("--instances, --max-in-flight and --place-timeout are for a stdio server (a command after --)".into())
         }
-        (None, None) => Err(
-            "an upstream is required: --upstream URL (or MCP_TASKS_UPSTREAM, or upstream in --config), or a stdio server's command after --"
-                .into(),
-        ),
+        _ => Ok(()),
+    }
+}
+
+async fn upstream(args: &Args, max_runtime: Option<Duration>) -> Result<Upstream, String> {
+    check(args)?;
+    match (&args.upstream, args.command.split_first()) {
+        (Some(_), Some(_)) | (None, None) => Err("one upstream, checked above".into()),
         (None, Some((program, rest))) => {
             let mut builder = StdioUpstream::builder(program).args(rest);
             for var in &args.env {

@@ -43,19 +43,29 @@ async fn main() -> ExitCode {
 async fn run() -> Result<(), String> {
     let args = settings::Args::load()?;
     let flush = logging::init(args.otlp.as_deref())?;
-    let listen = args.listen();
-    let metrics = args.metrics;
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    // What the command line lacks is said before any port is taken.
+    app::check(&args)?;
+    if args.check {
+        println!("the settings hold together");
+        return Ok(());
+    }
+    let listener = args.bind().await?;
+    let metrics = match args.metrics {
+        Some(addr) => Some(metrics::bind(addr).await?),
+        None => None,
+    };
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let app = app::App::build(args, local).await?;
+    let metrics = match metrics {
+        Some(bound) => Some(metrics::serve(bound, app.limits, app.admin.clone())?),
+        None => None,
+    };
     // Taken before the announcement: a SIGTERM right after it is a drain,
     // not the default death.
     let stopped = serving::stop_signal_now();
+    // Said once every listener is bound.
     println!("listening on http://{local}{}", app.path);
-    if let Some(addr) = metrics {
-        let at = metrics::serve(addr, app.limits, app.admin.clone()).await?;
+    if let Some(at) = metrics {
         println!("metrics on http://{at}/metrics");
     }
     let _ = std::io::stdout().flush();

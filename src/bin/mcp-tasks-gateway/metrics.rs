@@ -43,15 +43,28 @@ impl Live {
     }
 }
 
-/// Installs the Prometheus recorder and serves it on `addr`, counting live
-/// tasks through `admin`; returns the address it listens on.
-pub async fn serve(addr: SocketAddr, limits: Limits, admin: Admin) -> Result<SocketAddr, String> {
+/// The metrics endpoint, bound but not yet served.
+pub struct Bound {
+    listener: tokio::net::TcpListener,
+    handle: PrometheusHandle,
+}
+
+/// Installs the Prometheus recorder and binds `addr`: done before the
+/// gateway says it listens, so that a busy port fails the start.
+pub async fn bind(addr: SocketAddr) -> Result<Bound, String> {
     let handle = PrometheusBuilder::new()
         .install_recorder()
         .map_err(|e| format!("--metrics: {e}"))?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("--metrics: cannot listen on {addr}: {e}"))?;
+    Ok(Bound { listener, handle })
+}
+
+/// Serves the bound endpoint, counting live tasks through `admin`; returns
+/// the address it listens on.
+pub fn serve(bound: Bound, limits: Limits, admin: Admin) -> Result<SocketAddr, String> {
+    let Bound { listener, handle } = bound;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let upkeep = handle.clone();
     tokio::spawn(async move {

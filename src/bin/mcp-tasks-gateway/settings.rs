@@ -27,6 +27,12 @@ pub struct Args {
     #[arg(long, env = "MCP_TASKS_CONFIG", value_name = "FILE")]
     #[serde(skip)]
     pub config: Option<PathBuf>,
+    /// Check the settings (command line, environment and --config file)
+    /// and exit: 0 when they hold together, 2 with the reason otherwise.
+    /// Nothing is started or connected.
+    #[arg(long)]
+    #[serde(skip)]
+    pub check: bool,
 
     /// The MCP server to put tasks in front of: http://HOST:PORT/PATH
     /// (this, or a command after `--`).
@@ -61,7 +67,7 @@ pub struct Args {
     pub place_timeout: Option<Human>,
     /// Where to listen [default: 127.0.0.1:8080]; port 0 picks a free port.
     #[arg(long, env = "MCP_TASKS_LISTEN", value_name = "ADDR")]
-    pub listen: Option<SocketAddr>,
+    pub listen: Option<String>,
     /// The path clients use [default: /mcp].
     #[arg(long, env = "MCP_TASKS_PATH")]
     pub path: Option<String>,
@@ -377,10 +383,21 @@ impl<'de> Deserialize<'de> for PolicyRule {
 }
 
 impl Args {
-    /// Where to listen.
-    pub fn listen(&self) -> SocketAddr {
-        self.listen
-            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)))
+    /// Binds where to listen: `HOST:PORT` (a name is looked up; its
+    /// addresses are tried in turn) [default: 127.0.0.1:8080].
+    pub async fn bind(&self) -> Result<tokio::net::TcpListener, String> {
+        let listen = self.listen.as_deref().unwrap_or("127.0.0.1:8080");
+        let addresses = tokio::net::lookup_host(listen)
+            .await
+            .map_err(|e| format!("--listen {listen}: {e} (give HOST:PORT)"))?;
+        let mut last = None;
+        for address in addresses {
+            match tokio::net::TcpListener::bind(address).await {
+                Ok(listener) => return Ok(listener),
+                Err(error) => last = Some(format!("cannot listen on {address}: {error}")),
+            }
+        }
+        Err(last.unwrap_or_else(|| format!("--listen {listen}: no address")))
     }
 
     /// The command line and environment, with the `--config` file under
@@ -405,6 +422,7 @@ impl Args {
             ($($field:ident),* ; $($list:ident),*) => {
                 Args {
                     config: self.config,
+                    check: self.check,
                     $($field: self.$field.or(file.$field),)*
                     $($list: if self.$list.is_empty() { file.$list } else { self.$list },)*
                 }

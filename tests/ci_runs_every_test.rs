@@ -1,0 +1,42 @@
+//! `.ci/run` runs every test binary: `cargo test` leaves out the ones that
+//! need a feature, so each of those must be named in `.ci/run` (a new one
+//! left out would never run in CI and no one would see it).
+
+/// The `[[test]]` entries of `Cargo.toml` that need a feature: their names.
+fn gated_tests(manifest: &str) -> Vec<String> {
+    let mut gated = Vec::new();
+    for block in manifest.split("[[test]]").skip(1) {
+        let block = block.split("\n[").next().unwrap_or_default();
+        let value = |key: &str| {
+            block.lines().find_map(|line| {
+                let (name, value) = line.split_once('=')?;
+                (name.trim() == key).then(|| value.trim().trim_matches('"').to_owned())
+            })
+        };
+        if let (Some(name), Some(_)) = (value("name"), value("required-features")) {
+            gated.push(name);
+        }
+    }
+    gated
+}
+
+#[test]
+fn every_test_that_needs_a_feature_is_run_by_ci() {
+    let manifest = std::fs::read_to_string("Cargo.toml").expect("Cargo.toml");
+    let ci = std::fs::read_to_string(".ci/run").expect(".ci/run");
+    let gated = gated_tests(&manifest);
+    assert!(gated.len() >= 10, "the manifest was read: {gated:?}");
+    let missing: Vec<&String> = gated
+        .iter()
+        .filter(|name| {
+            !ci.contains(&format!("--test {name} ")) && !ci.contains(&format!("--test {name}\n"))
+        })
+        .collect();
+    assert!(missing.is_empty(), ".ci/run does not run {missing:?}");
+}
+
+#[test]
+fn the_reader_finds_a_gated_test_and_skips_an_ungated_one() {
+    let manifest = "[[test]]\nname = \"a\"\nrequired-features = [\"x\"]\n\n[[test]]\nname = \"b\"\n\n[[bench]]\nname = \"c\"\nrequired-features = [\"x\"]\n";
+    assert_eq!(gated_tests(manifest), ["a"]);
+}
