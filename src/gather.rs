@@ -65,6 +65,14 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
+        // A body that announces more than the limit is refused before any
+        // of it is read (or waited for).
+        if this.first.is_empty()
+            && this.joined.is_empty()
+            && this.body.size_hint().lower() > *this.limit as u64
+        {
+            return Poll::Ready(Err(Unread::TooLarge));
+        }
         loop {
             let frame = match ready!(this.body.as_mut().poll_frame(cx)) {
                 Some(Ok(frame)) => frame,

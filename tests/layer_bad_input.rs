@@ -6,6 +6,8 @@
 
 mod support;
 
+use std::time::Duration;
+
 use mcp_tasks::ToolPolicy;
 use serde_json::{Value, json};
 use support::client::McpClient;
@@ -204,6 +206,39 @@ async fn a_body_over_the_limit_answers_413_and_one_under_it_is_served() {
         "the large call reached the tool"
     );
     assert_still_serving(&client).await;
+}
+
+#[tokio::test]
+async fn a_body_that_announces_more_than_the_limit_is_refused_before_it_is_sent() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let layered = Layered::start(|layer| layer.max_body_bytes(1024)).await;
+    let address = layered
+        .served
+        .url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .expect("host:port")
+        .to_owned();
+    let mut socket = tokio::net::TcpStream::connect(&address)
+        .await
+        .expect("connected");
+    // Only the head: the 99 GB it announces never come.
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: tools/call\r\nMcp-Name: greet\r\nContent-Length: 99999999999\r\n\r\n"
+    );
+    socket.write_all(head.as_bytes()).await.expect("sent");
+    let mut answer = vec![0; 4096];
+    // Well before any body read timeout of the server.
+    let read = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut answer))
+        .await
+        .expect("answered without waiting for the body")
+        .expect("read");
+    let answer = String::from_utf8_lossy(&answer[..read]);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert_eq!(layered.probe.started("greet"), 0);
 }
 
 #[tokio::test]
