@@ -475,7 +475,9 @@ impl Parking {
             Err(NotStarted { why, first }) => {
                 let message = why.message(&runtime);
                 if why.is_limit() {
-                    tracing::info!(reason = message, "not parked: the call stays synchronous");
+                    // The refusal itself is logged once, at INFO, by the
+                    // lifecycle event of the limit.
+                    tracing::debug!(reason = message, "not parked: the call stays synchronous");
                 } else {
                     tracing::warn!(reason = message, "not parked: the call stays synchronous");
                 }
