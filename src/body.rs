@@ -126,8 +126,8 @@ struct Beat {
     tail: [u8; 4],
 }
 
-/// The comment a quiet SSE stream gets.
-const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
+/// The comment a quiet SSE stream gets, wherever the layer sends one.
+pub(crate) const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
 
 impl Beat {
     fn new(every: Duration) -> Self {

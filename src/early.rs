@@ -29,13 +29,10 @@ use http_body_util::{BodyExt, Limited, StreamBody};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::body::{BoxBody, BoxError, ResponseBody, passed};
+use crate::body::{BoxBody, BoxError, KEEP_ALIVE, ResponseBody, passed};
 use crate::flight::live::sse_event;
 use crate::wire::is_content_type;
 use crate::wire::jsonrpc::Reply;
-
-/// The comment a quiet stream gets.
-const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
 
 /// Whether a client that sent `headers` takes an SSE answer.
 pub(crate) fn accepts_sse(headers: &http::HeaderMap) -> bool {

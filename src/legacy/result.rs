@@ -215,7 +215,7 @@ async fn wait(
         }
         if last_sent.elapsed() >= keep_alive {
             if tx
-                .send(Bytes::from_static(b": keep-alive\n\n"))
+                .send(Bytes::from_static(crate::body::KEEP_ALIVE))
                 .await
                 .is_err()
             {

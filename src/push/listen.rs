@@ -312,7 +312,7 @@ impl Feeder {
                 _ = self.watch.mailbox.wake.notified() => {}
                 _ = tick(&mut resync) => all = true,
                 _ = beat.tick() => {
-                    self.send(Bytes::from_static(b": keep-alive\n\n"))?;
+                    self.send(Bytes::from_static(crate::body::KEEP_ALIVE))?;
                     continue;
                 }
                 _ = sleep_until(due) => {}

@@ -73,11 +73,7 @@ where
         .headers()
         .get("mcp-protocol-version")
         .is_some_and(|version| version == MODERN_VERSION);
-    let takes_sse = request
-        .headers()
-        .get(http::header::ACCEPT)
-        .and_then(|accept| accept.to_str().ok())
-        .is_some_and(|accept| accept.contains("text/event-stream"));
+    let takes_sse = crate::early::accepts_sse(request.headers());
     let limit = children[0].settings.max_line_bytes;
     let body = match Limited::new(request.into_body(), limit).collect().await {
         Ok(body) => body.to_bytes(),
