@@ -52,6 +52,7 @@
 
 mod bridge;
 mod calls;
+mod capped;
 mod child;
 mod input;
 mod life;

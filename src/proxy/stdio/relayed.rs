@@ -9,8 +9,9 @@
 //! | the call ends, or the child exits | its requests still unanswered are forgotten (a late answer is dropped) |
 //! | a response to an id the bridge did not give this session | dropped: a client cannot answer another session's question |
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
+
+use super::capped::Capped;
 
 /// The most requests kept waiting for their clients; the oldest is
 /// forgotten first.
@@ -26,17 +27,25 @@ struct Asked {
     call: u64,
 }
 
-#[derive(Default)]
 struct Table {
     next: u64,
-    waiting: HashMap<u64, Asked>,
-    order: VecDeque<u64>,
+    waiting: Capped<u64, Asked>,
 }
 
 /// The requests relayed to sessions' clients, by the id the bridge gave.
-#[derive(Default)]
 pub(super) struct Relayed {
     table: Mutex<Table>,
+}
+
+impl Default for Relayed {
+    fn default() -> Self {
+        Self {
+            table: Mutex::new(Table {
+                next: 0,
+                waiting: Capped::new(MAX),
+            }),
+        }
+    }
 }
 
 impl Relayed {
@@ -52,11 +61,6 @@ impl Relayed {
         let mut table = self.lock();
         table.next += 1;
         let id = table.next;
-        if table.order.len() >= MAX
-            && let Some(oldest) = table.order.pop_front()
-        {
-            table.waiting.remove(&oldest);
-        }
         table.waiting.insert(
             id,
             Asked {
@@ -65,7 +69,6 @@ impl Relayed {
                 call,
             },
         );
-        table.order.push_back(id);
         id
     }
 
@@ -76,26 +79,17 @@ impl Relayed {
         if table.waiting.get(&id)?.session != session {
             return None;
         }
-        table.order.retain(|kept| *kept != id);
         table.waiting.remove(&id).map(|asked| asked.request)
     }
 
     /// Forgets what was asked during `call`: it ended.
     pub(super) fn ended(&self, call: u64) {
-        let mut table = self.lock();
-        if table.waiting.is_empty() {
-            return;
-        }
-        let Table { waiting, order, .. } = &mut *table;
-        waiting.retain(|_, asked| asked.call != call);
-        order.retain(|id| waiting.contains_key(id));
+        self.lock().waiting.retain(|asked| asked.call != call);
     }
 
     /// Forgets everything: the child exited.
     pub(super) fn clear(&self) {
-        let mut table = self.lock();
-        table.waiting.clear();
-        table.order.clear();
+        self.lock().waiting.clear();
     }
 }
 

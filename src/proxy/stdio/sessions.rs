@@ -4,8 +4,9 @@
 //! `--instances`, a session stays on one) and which of the child's
 //! requests its client can answer.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::capped::Capped;
 
 /// The most sessions kept.
 const MAX: usize = 10_000;
@@ -20,16 +21,20 @@ pub(super) struct Session {
     pub declared: Vec<String>,
 }
 
-/// The sessions by id, and their ids oldest first.
-type Open = (HashMap<String, Arc<Session>>, VecDeque<String>);
-
-#[derive(Default)]
 pub(super) struct Sessions {
-    open: Mutex<Open>,
+    open: Mutex<Capped<String, Arc<Session>>>,
+}
+
+impl Default for Sessions {
+    fn default() -> Self {
+        Self {
+            open: Mutex::new(Capped::new(MAX)),
+        }
+    }
 }
 
 impl Sessions {
-    fn lock(&self) -> MutexGuard<'_, Open> {
+    fn lock(&self) -> MutexGuard<'_, Capped<String, Arc<Session>>> {
         self.open
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -38,30 +43,18 @@ impl Sessions {
     /// A new session's id (`None` when the OS has no random bytes).
     pub(super) fn open(&self, session: Session) -> Option<String> {
         let id = crate::task::TaskId::generate().ok()?.to_string();
-        let mut open = self.lock();
-        if open.1.len() >= MAX
-            && let Some(oldest) = open.1.pop_front()
-        {
-            open.0.remove(&oldest);
-        }
-        open.0.insert(id.clone(), Arc::new(session));
-        open.1.push_back(id.clone());
+        self.lock().insert(id.clone(), Arc::new(session));
         Some(id)
     }
 
     /// The session `id`, if it is open.
     pub(super) fn get(&self, id: &str) -> Option<Arc<Session>> {
-        self.lock().0.get(id).cloned()
+        self.lock().get(id).cloned()
     }
 
     /// Ends `id`; whether it was open.
     pub(super) fn end(&self, id: &str) -> bool {
-        let mut open = self.lock();
-        let was = open.0.remove(id).is_some();
-        if was {
-            open.1.retain(|kept| kept != id);
-        }
-        was
+        self.lock().remove(id).is_some()
     }
 }
 
