@@ -31,6 +31,8 @@ use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
 use crate::config::TasksConfig;
+use crate::fallback::answer::AddedCall;
+use crate::fallback::{FallbackCall, Handle};
 use crate::legacy::route::Decision;
 use crate::legacy::{self, sessions::Sessions};
 use crate::policy::ToolPolicy;
@@ -39,7 +41,7 @@ use crate::rewrite::Strip;
 use crate::task::TaskId;
 use crate::wire::envelope::{
     Capabilities, Envelope, Json, Loose, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, Params,
-    as_str, decode_name, header,
+    Spanned, as_str, decode_name, header,
 };
 use crate::wire::jsonrpc::Reply;
 use crate::wire::raw::span;
@@ -56,8 +58,14 @@ pub(crate) enum Route {
     ForwardCall(Option<Range<usize>>),
     /// The inner server; the layer adds the tasks extension to its answer.
     Discover,
-    /// A `tools/call` from a client that declared the extension.
+    /// A `tools/call` the layer races and may park: a declaring client's,
+    /// or one that falls back (`fallback`).
     ToolCall(ToolCall),
+    /// A `tools/call` of a tool the fallback adds: the layer answers it.
+    Added(AddedCall),
+    /// A first-page `tools/list` with the fallback on: the inner server's
+    /// answer gains the fallback's tools.
+    ToolsList,
     /// `tasks/get`, `tasks/update` or `tasks/cancel`.
     Task(TaskCall),
     /// The layer answers at once, usually with an error.
@@ -68,9 +76,11 @@ pub(crate) enum Route {
     Listen(crate::push::ListenCall),
 }
 
-/// A declaring client's `tools/call`.
+/// A `tools/call` the layer races and may park.
 #[derive(Debug)]
 pub(crate) struct ToolCall {
+    /// What a parked call answers.
+    pub handle: Handle,
     /// Where the request's `id` (the JSON value) is in the body: a copy is
     /// made only if the call is parked or fails.
     pub id: Range<usize>,
@@ -142,7 +152,9 @@ pub(crate) struct TaskCall {
 /// carries no JSON-RPC message: never read.
 /// `None` when it need not; otherwise what it read of the headers, which
 /// [`classify`] then takes instead of reading them again.
-pub(crate) fn needs_body(headers: &HeaderMap) -> Option<Seen> {
+/// With the fallback on, `tools/list` is read too: its answer gains the
+/// fallback's tools.
+pub(crate) fn needs_body(headers: &HeaderMap, fallback: bool) -> Option<Seen> {
     let routing = Routing::read(headers);
     if !routing.json {
         return None;
@@ -152,7 +164,9 @@ pub(crate) fn needs_body(headers: &HeaderMap) -> Option<Seen> {
     }
     let method = as_text(routing.method);
     let needed = method.is_none_or(|method| {
-        is_owned(method) || matches!(method, "server/discover" | "subscriptions/listen")
+        is_owned(method)
+            || matches!(method, "server/discover" | "subscriptions/listen")
+            || (fallback && method == "tools/list")
     });
     needed.then_some(Seen {
         modern: true,
@@ -252,6 +266,16 @@ pub(crate) fn classify(
     if meta_version.is_none() && !modern_header {
         // An older, session-based protocol generation.
         let method = envelope.method.as_deref();
+        if method == Some("tools/call")
+            && let Some(id) = envelope.id
+            && let Some(tool) = as_str(params.name).and_then(|name| config.fallback.added(&name))
+        {
+            return Route::Added(AddedCall {
+                id: id.raw().to_owned(),
+                tool,
+                modern: false,
+            });
+        }
         let decision = legacy::route::classify(
             headers,
             envelope.id,
@@ -262,7 +286,29 @@ pub(crate) fn classify(
             sessions,
         );
         return match decision {
-            Decision::Forward if method == Some("tools/call") => Route::ForwardCall(None),
+            Decision::Forward if method == Some("tools/call") => {
+                let after = as_str(params.name).and_then(|name| config.fallback_after(&name));
+                match (after, envelope.id) {
+                    (Some(after), Some(id)) => {
+                        // Without the header, the version the specification
+                        // has a server assume.
+                        let older = headers
+                            .get(&MCP_PROTOCOL_VERSION)
+                            .cloned()
+                            .unwrap_or(HeaderValue::from_static("2025-03-26"));
+                        fallback_call(id, &spanned, body, after, Some(older), None)
+                    }
+                    _ => Route::ForwardCall(None),
+                }
+            }
+            Decision::Forward
+                if method == Some("tools/list")
+                    && envelope.id.is_some()
+                    && config.fallback.on()
+                    && params.cursor.is_none() =>
+            {
+                Route::ToolsList
+            }
             Decision::Forward => Route::Forward,
             Decision::Reply(reply) => Route::Reply(reply),
             Decision::Take(route) => Route::Legacy(route),
@@ -338,25 +384,38 @@ pub(crate) fn classify(
                 Err(reply) => Route::Reply(reply),
             },
         },
+        "tools/list" if config.fallback.on() && params.cursor.is_none() => Route::ToolsList,
         "tools/call" => {
-            let policy = config.policy_for(named.as_deref().unwrap_or_default());
+            let tool = named.as_deref().unwrap_or_default();
+            if let Some(added) = config.fallback.added(tool) {
+                return Route::Added(AddedCall {
+                    id: id.raw().to_owned(),
+                    tool: added,
+                    modern: version == MODERN_VERSION,
+                });
+            }
+            let policy = config.policy_for(tool);
             let tasks = tasks_of();
             let related = meta
                 .and_then(|m| m.related)
                 .and_then(|raw| span(body, raw.get()));
             match (tasks.declared && version == MODERN_VERSION, policy) {
                 (false, ToolPolicy::Threshold | ToolPolicy::Always | ToolPolicy::Never) => {
-                    Route::ForwardCall(related)
+                    match config.fallback_after(tool) {
+                        Some(after) => fallback_call(id, &spanned, body, after, None, related),
+                        None => Route::ForwardCall(related),
+                    }
                 }
                 (true, policy) => match (
                     span(body, id.get()),
                     extensions.and_then(|raw| span(body, raw.get())),
                 ) {
                     (Some(id), Some(extensions)) => Route::ToolCall(ToolCall {
+                        handle: Handle::Task,
                         id,
                         policy,
                         strip: Strip {
-                            extensions,
+                            extensions: Some(extensions),
                             tasks: tasks.value.and_then(|value| span(body, value.get())),
                             related,
                         },
@@ -378,6 +437,42 @@ pub(crate) fn classify(
         }
         _ => Route::Forward,
     }
+}
+
+/// The `tools/call` of a client without tasks that falls back after
+/// `after`: raced like a declaring client's, its related task ids
+/// (`related`) cut out. `older`: the version of a session-based client.
+fn fallback_call(
+    id: Json<'_>,
+    spanned: &Spanned<'_>,
+    body: &[u8],
+    after: std::time::Duration,
+    older: Option<HeaderValue>,
+    related: Option<Range<usize>>,
+) -> Route {
+    let Some(at) = span(body, id.get()) else {
+        return Route::Reply(Reply::internal(
+            Some(id.raw()),
+            "request parse lost its place",
+        ));
+    };
+    let name = spanned.name_span(body);
+    Route::ToolCall(ToolCall {
+        handle: Handle::Fallback(Box::new(FallbackCall {
+            after,
+            older,
+            name: name.clone(),
+        })),
+        id: at,
+        policy: ToolPolicy::Threshold,
+        strip: Strip {
+            extensions: None,
+            tasks: None,
+            related,
+        },
+        name,
+        params: spanned.span(body),
+    })
 }
 
 fn is_owned(method: &str) -> bool {

@@ -71,6 +71,7 @@ mod config;
 mod deadline;
 mod drain;
 mod early;
+mod fallback;
 mod flight;
 mod gather;
 mod layer;

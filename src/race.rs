@@ -1,5 +1,7 @@
 //! A declaring client's `tools/call`: forward it, race the threshold, and
-//! park it if it runs long.
+//! park it if it runs long. A call of a client without tasks that falls
+//! back (`fallback`) races its own, longer, time the same way, and parked
+//! it answers a tool result that names its task instead of the handle.
 //!
 //! | The call…                                  | The client gets                                  |
 //! |--------------------------------------------|--------------------------------------------------|
@@ -45,6 +47,8 @@ use tracing::Instrument;
 use crate::body::{BoxBody, BoxError, RequestBody, ResponseBody, passed, reply_response};
 use crate::bound::{Inner, Payload};
 use crate::classify::ToolCall;
+use crate::fallback;
+use crate::fallback::{FallbackCall, Handle};
 use crate::flight::caller::{CallInner, Caller};
 use crate::flight::direct::{Direct, failing};
 use crate::flight::event::starts_with_the_response;
@@ -117,6 +121,7 @@ where
         strip: call.strip,
         params: call.params,
         template,
+        handle: call.handle,
         runtime,
     };
     // Boxed as the caller of a parked call only when the call is parked: a
@@ -126,7 +131,10 @@ where
     // otherwise the call races the threshold and an answer in time goes
     // back unchanged. A threshold too large to reach (`Duration::MAX`)
     // never parks.
-    let threshold = parking.runtime.config.threshold;
+    let threshold = match &parking.handle {
+        Handle::Task => parking.runtime.config.threshold,
+        Handle::Fallback(fallback) => fallback.after,
+    };
     let park_now = call.policy == ToolPolicy::Always || threshold.is_zero();
     let deadline = parking.arrived.checked_add(threshold);
     // The captures are used in place, not re-bound: each binding of a
@@ -385,6 +393,30 @@ struct Parking {
     /// Where `params` is in `body`.
     params: Option<Range<usize>>,
     template: Template,
+    /// What the call answers when parked.
+    handle: Handle,
+}
+
+/// Whether the tool of a call that falls back declares an `outputSchema`
+/// in the inner server's `tools/list` (read through `caller`, cached).
+async fn has_output_schema(
+    runtime: &Runtime,
+    caller: &mut dyn CallInner,
+    template: &Template,
+    body: &[u8],
+    fallback: &FallbackCall,
+) -> bool {
+    let Some(name) = fallback
+        .name
+        .clone()
+        .and_then(|at| body.get(at))
+        .and_then(|raw| serde_json::from_slice::<String>(raw).ok())
+    else {
+        return false;
+    };
+    let limit = runtime.config.max_result_bytes;
+    let asked = (template, fallback.older.as_ref());
+    runtime.hints.structured(caller, asked, limit, &name).await
 }
 
 /// How a park ended.
@@ -449,14 +481,30 @@ impl Parking {
             strip,
             params: params_at,
             template,
+            handle,
         } = self;
         // The params as forwarded, cut from the body as sent along the
-        // spans the one parse found.
+        // spans the one parse found. A session-based client's call is never
+        // sent again (no params): its session would not outlive a restart.
+        let resendable = match &handle {
+            Handle::Task => true,
+            Handle::Fallback(fallback) => fallback.modern(),
+        };
         let params = params_at
+            .filter(|_| resendable)
             .and_then(|at| rewrite::forwarded_params(&body, at, &strip))
             .and_then(|params| String::from_utf8(Vec::from(params)).ok())
             .and_then(|params| RawValue::from_string(params).ok())
             .unwrap_or_else(crate::wire::raw::empty_object);
+        let mut caller = caller;
+        if let Handle::Fallback(fallback) = &handle
+            && has_output_schema(&runtime, &mut *caller, &template, &body, fallback).await
+        {
+            // The client would reject a result that does not match the
+            // tool's schema: the call answers as without the fallback.
+            tracing::debug!("not parked: the tool declares an outputSchema");
+            return Parked::Refused(flight);
+        }
         let start = Start {
             owner,
             ttl: runtime.config.ttl,
@@ -470,7 +518,14 @@ impl Parking {
         match runtime.start(start, First::Running(flight)).await {
             Ok(snapshot) => {
                 span.record("mcp.task.id", tracing::field::display(&snapshot.id));
-                Parked::Task(Reply::result(&id, render(&snapshot, TaskView::Created)))
+                Parked::Task(match handle {
+                    Handle::Task => Reply::result(&id, render(&snapshot, TaskView::Created)),
+                    Handle::Fallback(fallback) => {
+                        let names = &runtime.config.fallback.names;
+                        let modern = fallback.modern();
+                        Reply::result(&id, fallback::answer::parked(&snapshot, names, modern))
+                    }
+                })
             }
             Err(NotStarted { why, first }) => {
                 let message = why.message(&runtime);

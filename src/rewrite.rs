@@ -32,9 +32,10 @@ use crate::wire::{RELATED_TASK_IDS, TASKS_EXTENSION, content_type};
 /// otherwise the object is read and written again without it.
 fn tasks_edit(
     body: &[u8],
-    extensions: Range<usize>,
+    extensions: Option<Range<usize>>,
     tasks: Option<Range<usize>>,
 ) -> Option<Edit<'static>> {
+    let extensions = extensions?;
     if let Some(cut) = tasks.and_then(|value| member_cut(body, value, TASKS_EXTENSION)) {
         return Some(Edit::cut(cut));
     }
@@ -60,7 +61,8 @@ fn related_edit(body: &[u8], value: Range<usize>) -> Edit<'static> {
 /// remove it), and the related task ids' value.
 #[derive(Debug, Clone)]
 pub(crate) struct Strip {
-    pub extensions: Range<usize>,
+    /// `None` for a client that declared nothing (a fallback call).
+    pub extensions: Option<Range<usize>>,
     pub tasks: Option<Range<usize>>,
     pub related: Option<Range<usize>>,
 }
@@ -224,7 +226,7 @@ mod tests {
         extensions: Range<usize>,
         tasks: Option<Range<usize>>,
     ) -> Option<Bytes> {
-        tasks_edit(body, extensions, tasks).and_then(|edit| splice(body, &mut [edit]))
+        tasks_edit(body, Some(extensions), tasks).and_then(|edit| splice(body, &mut [edit]))
     }
 
     /// Strips at the `extensions` object, found as a test would, and as
@@ -415,7 +417,7 @@ mod tests {
         let meta = params.fields.meta.as_ref().unwrap();
         let capabilities = meta.capabilities.as_ref().unwrap();
         let strip = Strip {
-            extensions: span(bytes, capabilities.extensions.unwrap().get()).unwrap(),
+            extensions: span(bytes, capabilities.extensions.unwrap().get()),
             tasks: (capabilities.tasks_member().value).and_then(|v| span(bytes, v.get())),
             related: meta.related.and_then(|v| span(bytes, v.get())),
         };
@@ -452,7 +454,7 @@ mod tests {
                 format!("{{\"{TASKS_EXTENSION}\":{{}}}}")
             );
             let strip = Strip {
-                extensions,
+                extensions: Some(extensions),
                 tasks: None,
                 related: Some(related_of(&body)),
             };

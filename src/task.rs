@@ -224,6 +224,23 @@ impl TaskSnapshot {
 }
 
 #[cfg(test)]
+impl TaskSnapshot {
+    /// A fixed snapshot for unit tests: id `0xabc`, no message, 60 s TTL,
+    /// 500 ms polling.
+    pub(crate) fn example(state: TaskState) -> Self {
+        Self {
+            id: TaskId::from_u128(0xabc),
+            state,
+            status_message: None,
+            created_at: Timestamp::from_millis(1_764_400_225_000),
+            last_updated_at: Timestamp::from_millis(1_764_400_226_500),
+            ttl: Some(Duration::from_secs(60)),
+            poll_interval: Some(Duration::from_millis(500)),
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -20,6 +20,7 @@ use crate::body::{RequestBody, ResponseBody, reply_response};
 use crate::bound::{Inner, Payload};
 use crate::classify::{Route, Seen, TaskCall, TaskMethod, classify};
 use crate::early;
+use crate::fallback;
 use crate::flight::caller::Caller;
 use crate::legacy::route::{LegacyMethod, LegacyRoute};
 use crate::legacy::sessions::{Known, Sessions};
@@ -136,6 +137,32 @@ where
             owned(Box::pin(early::answer(future, keep_alive, body, max)))
         }
         Route::Reply(reply) => State::reply(reply),
+        Route::Added(call) => {
+            let span = observe::request_span("tools/call");
+            if !span.is_disabled() {
+                let names = &runtime.config.fallback.names;
+                let name = match call.tool {
+                    fallback::Added::Result => &names.result,
+                    fallback::Added::Cancel => &names.cancel,
+                };
+                span.record("gen_ai.tool.name", name.as_str());
+            }
+            let owner = in_span(&span, || runtime.owner(&parts).key);
+            let runtime = runtime.clone();
+            owned(traced(span, async move {
+                let reply =
+                    fallback::answer::answer(&runtime, owner.as_deref(), &bytes, call).await;
+                Ok(reply_response(reply))
+            }))
+        }
+        Route::ToolsList => {
+            let span = observe::request_span("tools/list");
+            let future = inner.call(Request::from_parts(parts, RequestBody::buffered(bytes)));
+            let edit = fallback::tools::append(runtime.config.fallback.names.clone());
+            owned(traced(span, async move {
+                Ok(rewrite::edit_response(future.await?, edit).await)
+            }))
+        }
         Route::Discover => {
             let span = observe::request_span("server/discover");
             let future = inner.call(Request::from_parts(parts, RequestBody::buffered(bytes)));
@@ -299,13 +326,22 @@ where
             let edit = advertise::initialize(session, shared.sessions.clone(), list);
             Ok(rewrite::edit_response(response, edit).await)
         }
-        LegacyRoute::ToolsList { session } => {
+        LegacyRoute::ToolsList {
+            session,
+            first_page,
+        } => {
             let request = Request::from_parts(parts, RequestBody::buffered(bytes));
             let response = inner.call(request).await?;
             if response.status() == http::StatusCode::NOT_FOUND {
                 shared.sessions.end(&session);
             }
-            let edit = advertise::tools_list(runtime.config.clone());
+            let config = &runtime.config;
+            let edit = advertise::tools_list(config.clone());
+            if first_page && config.fallback.on() {
+                let added = fallback::tools::append(config.fallback.names.clone());
+                let edit = fallback::tools::both(added, edit);
+                return Ok(rewrite::edit_response(response, edit).await);
+            }
             Ok(rewrite::edit_response(response, edit).await)
         }
         LegacyRoute::Call(call) => {

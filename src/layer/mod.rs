@@ -360,6 +360,59 @@ impl TasksLayer {
         self
     }
 
+    /// Turns on the fallback for clients that know no tasks, for every tool
+    /// (off by default: it changes what a tool answers). Such a client's
+    /// `tools/call` still running after `after` is answered with an
+    /// ordinary tool result that names the task its work goes on as, and
+    /// the layer adds two tools to `tools/list` (`get_task_result` and
+    /// `cancel_task`, see [`fallback_tool_names`](Self::fallback_tool_names))
+    /// with which the client, or the model driving it, reads the outcome or
+    /// the progress so far, and cancels. The task is like any other:
+    /// owned, limited, kept until its TTL. Tools with the `Never` or
+    /// `Required` policy never fall back. Pick `after` longer than the
+    /// threshold and shorter than your clients' timeouts.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_tasks::{MemoryTaskStore, TasksLayer};
+    ///
+    /// let layer = TasksLayer::new(MemoryTaskStore::new())
+    ///     .fallback_after(Duration::from_secs(20))
+    ///     .tool_fallback("render", Some(Duration::from_secs(5)))
+    ///     .tool_fallback("send_email", None);
+    /// let config = layer.config();
+    /// assert_eq!(config.fallback_after("search"), Some(Duration::from_secs(20)));
+    /// assert_eq!(config.fallback_after("render"), Some(Duration::from_secs(5)));
+    /// assert_eq!(config.fallback_after("send_email"), None);
+    /// ```
+    pub fn fallback_after(mut self, after: Duration) -> Self {
+        self.config.fallback.every = Some(after);
+        self
+    }
+
+    /// The fallback for one tool: its own time, or `None` for never (see
+    /// [`fallback_after`](Self::fallback_after)). Naming a time turns the
+    /// fallback on for that tool alone when no global one is set.
+    pub fn tool_fallback(mut self, tool: impl Into<String>, after: Option<Duration>) -> Self {
+        self.config.fallback.tools.insert(tool.into(), after);
+        self
+    }
+
+    /// The names of the two tools the fallback adds (default
+    /// `get_task_result` and `cancel_task`): rename them when the inner
+    /// server has tools of those names, which the layer would shadow.
+    pub fn fallback_tool_names(
+        mut self,
+        result: impl Into<String>,
+        cancel: impl Into<String>,
+    ) -> Self {
+        self.config.fallback.names = crate::config::fallback::Names {
+            result: result.into(),
+            cancel: cancel.into(),
+        };
+        self
+    }
+
     /// The name of the inner server this layer wraps. Tasks made under one
     /// scope are unknown under every other, byte for byte, even in one
     /// store: give each route its own scope when clones of one layer wrap

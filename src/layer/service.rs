@@ -113,7 +113,7 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         self.recover_once(&request);
         let seen = (request.method() == Method::POST)
-            .then(|| needs_body(request.headers()))
+            .then(|| needs_body(request.headers(), self.shared.runtime.config.fallback.on()))
             .flatten();
         let state = match seen {
             Some(seen) => {

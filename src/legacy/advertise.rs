@@ -7,6 +7,7 @@
 //! | `initialize` of any other version, or without a session | none                                |
 //! | `tools/list`, a tool without `execution.taskSupport` | `taskSupport` from its policy: `threshold`/`always` → `optional`, `required` → `required`, `never` → `forbidden` |
 //! | `tools/list`, a tool that has one     | none: the inner server's word stands                         |
+//! | `tools/list`, the fallback on, first page | the fallback's two tools appended, `forbidden` (`fallback`) |
 //!
 //! Every edit splices JSON text; bytes outside the edited object are kept.
 //! An inner server that declares `capabilities.tasks` itself has it replaced:
@@ -95,7 +96,11 @@ pub(crate) fn tools_list(config: TasksConfig) -> impl Fn(&str) -> Option<String>
 fn with_task_support(tool: &str, config: &TasksConfig) -> Option<String> {
     let members = Members::parse(tool).ok()?;
     let name: String = serde_json::from_str(members.get("name")?.get()).ok()?;
-    let support = task_support(config.policy_for(&name));
+    // The fallback's own tools answer at once: never a task.
+    let support = match config.fallback.added(&name) {
+        Some(_) => task_support(ToolPolicy::Never),
+        None => task_support(config.policy_for(&name)),
+    };
     let existing = match members.get("execution") {
         Some(execution) if execution.get() != "null" => execution.get(),
         _ => "{}",

@@ -46,8 +46,9 @@ pub(crate) const RELAY_PREFIX: &str = "mcp-tasks:";
 pub(crate) enum LegacyRoute {
     /// `initialize`: forward, then advertise tasks if 2025-11-25 was negotiated.
     Initialize,
-    /// `tools/list`: forward, then add `execution.taskSupport`.
-    ToolsList { session: Box<str> },
+    /// `tools/list`: forward, then add `execution.taskSupport` (and, on
+    /// the first page, the fallback's tools when it is on).
+    ToolsList { session: Box<str>, first_page: bool },
     /// A task-augmented `tools/call`.
     Call(LegacyCall),
     /// A task method.
@@ -196,6 +197,7 @@ fn request(
     let route = match method {
         "tools/list" => LegacyRoute::ToolsList {
             session: session.into(),
+            first_page: params.cursor.is_none(),
         },
         "tools/call" => return tool_call(id, session, spanned, body, config),
         "tasks/get" | "tasks/result" | "tasks/cancel" => {

@@ -1,12 +1,14 @@
-//! Which tools the inner server marks safe to run twice
-//! (`annotations.idempotentHint: true` in its `tools/list`), for re-runs.
+//! What the inner server's `tools/list` says of its tools that the layer
+//! needs: which are marked safe to run twice
+//! (`annotations.idempotentHint: true`), for re-runs, and which declare an
+//! `outputSchema`, which the fallback's answer could not match.
 //!
 //! | Rule                                                         | Why                                                          |
 //! |--------------------------------------------------------------|--------------------------------------------------------------|
-//! | asked only when a call of a tool without an explicit `tool_retry` is parked over a store that keeps re-runs | the fast path and every other store pay nothing |
+//! | asked only when a call of a tool without an explicit `tool_retry` is parked over a store that keeps re-runs, or a call falls back | the fast path and every other store pay nothing |
 //! | one `tools/list` walk (at most [`PAGES`] pages, [`WALK_TIMEOUT`] in all), kept for [`FRESH`] | a parked call waits for it once, and not long |
 //! | a failed or unreadable answer counts as "no tool is marked", kept as long | an inner server that cannot list is not asked on every park |
-//! | sent with the parked call's credentials and the 2026-07-28 request `_meta` | what the inner server needs to answer it as a client's own |
+//! | sent with the parked call's credentials and the 2026-07-28 request `_meta`, or, for a call of an older session, in that session as its version | what the inner server needs to answer it as a client's own |
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -30,10 +32,17 @@ const PAGES: usize = 10;
 /// marked until the next walk.
 const WALK_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// The tools the inner server marked idempotent, as last read.
+/// What the inner server's tools say, as last read.
 #[derive(Default)]
 pub(crate) struct Hints {
-    read: Mutex<Option<(Instant, HashSet<String>)>>,
+    read: Mutex<Option<(Instant, Marked)>>,
+}
+
+/// The names of the tools with each mark.
+#[derive(Default)]
+struct Marked {
+    idempotent: HashSet<String>,
+    structured: HashSet<String>,
 }
 
 #[derive(Deserialize)]
@@ -49,6 +58,8 @@ struct Listed {
     name: String,
     #[serde(default)]
     annotations: Option<Annotations>,
+    #[serde(rename = "outputSchema", default)]
+    output_schema: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -67,45 +78,72 @@ impl Hints {
         limit: usize,
         tool: &str,
     ) -> bool {
+        self.with_marks(caller, (template, None), limit, |marked| {
+            marked.idempotent.contains(tool)
+        })
+        .await
+    }
+
+    /// Whether `tool` declares an `outputSchema`, read as
+    /// [`idempotent`](Self::idempotent) is; `older`: the
+    /// `MCP-Protocol-Version` of a session-based client, asked as its own.
+    pub(crate) async fn structured(
+        &self,
+        caller: &mut dyn CallInner,
+        (template, older): (&Template, Option<&HeaderValue>),
+        limit: usize,
+        tool: &str,
+    ) -> bool {
+        self.with_marks(caller, (template, older), limit, |marked| {
+            marked.structured.contains(tool)
+        })
+        .await
+    }
+
+    async fn with_marks(
+        &self,
+        caller: &mut dyn CallInner,
+        (template, older): (&Template, Option<&HeaderValue>),
+        limit: usize,
+        ask: impl FnOnce(&Marked) -> bool,
+    ) -> bool {
         let mut read = self.read.lock().await;
         let stale = read.as_ref().is_none_or(|(at, _)| at.elapsed() >= FRESH);
         if stale {
-            let walked = tokio::time::timeout(WALK_TIMEOUT, walk(caller, template, limit)).await;
+            let walk = walk(caller, template, limit, older);
+            let walked = tokio::time::timeout(WALK_TIMEOUT, walk).await;
             let marked = walked
                 .unwrap_or_else(|_| Err("tools/list took too long".to_owned()))
                 .unwrap_or_else(|reason| {
-                    tracing::info!(
-                        reason,
-                        "the inner server's tools/list could not be read for re-run hints"
-                    );
-                    HashSet::new()
+                    tracing::info!(reason, "the inner server's tools/list could not be read");
+                    Marked::default()
                 });
             *read = Some((Instant::now(), marked));
         }
-        read.as_ref()
-            .is_some_and(|(_, marked)| marked.contains(tool))
+        read.as_ref().is_some_and(|(_, marked)| ask(marked))
     }
 }
 
-/// Reads every page of `tools/list`; the names marked idempotent.
+/// Reads every page of `tools/list`; the names of the marked tools.
 async fn walk(
     caller: &mut dyn CallInner,
     template: &Template,
     limit: usize,
-) -> Result<HashSet<String>, String> {
-    let mut marked = HashSet::new();
+    older: Option<&HeaderValue>,
+) -> Result<Marked, String> {
+    let mut marked = Marked::default();
     let mut cursor: Option<String> = None;
     for page in 0..PAGES {
-        let text = list(caller, template, limit, page, &cursor).await?;
+        let text = list(caller, template, limit, page, &cursor, older).await?;
         let page: Page = serde_json::from_str(text.get()).map_err(|e| e.to_string())?;
-        marked.extend(
-            page.tools
-                .into_iter()
-                .filter(|tool| {
-                    tool.annotations.as_ref().and_then(|a| a.idempotent_hint) == Some(true)
-                })
-                .map(|tool| tool.name),
-        );
+        for tool in page.tools {
+            if tool.output_schema.is_some() {
+                marked.structured.insert(tool.name.clone());
+            }
+            if tool.annotations.and_then(|a| a.idempotent_hint) == Some(true) {
+                marked.idempotent.insert(tool.name);
+            }
+        }
         match page.next_cursor {
             Some(next) => cursor = Some(next),
             None => return Ok(marked),
@@ -121,19 +159,34 @@ async fn list(
     limit: usize,
     page: usize,
     cursor: &Option<String>,
+    older: Option<&HeaderValue>,
 ) -> Result<Box<RawValue>, String> {
     let id = format!("\"mcp-tasks:tools-list:{page}\"");
     let cursor = cursor
         .as_ref()
         .map(|c| format!(",\"cursor\":{}", serde_json::Value::String(c.clone())))
         .unwrap_or_default();
-    let body = format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"{MODERN_VERSION}","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"mcp-tasks","version":"{}"}}}}{cursor}}}}}"#,
-        env!("CARGO_PKG_VERSION")
-    );
+    // A call of an older, session-based client asks as its version (in its
+    // session: the template keeps `Mcp-Session-Id`); a 2026-07-28 one with
+    // the request `_meta`.
+    let body = match older {
+        Some(_) => format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{{}}}}}"#,
+            cursor.trim_start_matches(',')
+        ),
+        None => format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"{MODERN_VERSION}","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"mcp-tasks","version":"{}"}}}}{cursor}}}}}"#,
+            env!("CARGO_PKG_VERSION")
+        ),
+    };
     let mut request = template
         .post(body, MODERN_VERSION)
         .map_err(|e| e.to_string())?;
+    if let Some(version) = older {
+        request
+            .headers_mut()
+            .insert("mcp-protocol-version", version.clone());
+    }
     request
         .headers_mut()
         .insert("mcp-method", HeaderValue::from_static("tools/list"));

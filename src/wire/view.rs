@@ -106,23 +106,12 @@ impl Serialize for Rendered<'_> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use serde_json::value::RawValue;
 
     use super::*;
-    use crate::task::{TaskId, Timestamp};
 
     fn snapshot(state: TaskState) -> TaskSnapshot {
-        TaskSnapshot {
-            id: TaskId::from_u128(0xabc),
-            state,
-            status_message: None,
-            created_at: Timestamp::from_millis(1_764_400_225_000),
-            last_updated_at: Timestamp::from_millis(1_764_400_226_500),
-            ttl: Some(Duration::from_secs(60)),
-            poll_interval: Some(Duration::from_millis(500)),
-        }
+        TaskSnapshot::example(state)
     }
 
     fn json(value: impl Serialize) -> String {

@@ -1,8 +1,11 @@
 //! The layer's settings and their defaults.
 
+pub(crate) mod fallback;
+
 use std::collections::HashMap;
 use std::time::Duration;
 
+use self::fallback::Fallback;
 use crate::carry::Carried;
 use crate::policy::ToolPolicy;
 use crate::store::Quota;
@@ -85,6 +88,8 @@ pub struct TasksConfig {
     /// Whether a tool the inner server marks `idempotentHint` may run again
     /// without a `tool_retry` of its own.
     pub(crate) retry_hints: bool,
+    /// The fallback for clients without tasks (off by default).
+    pub(crate) fallback: Fallback,
 }
 
 impl Default for TasksConfig {
@@ -122,6 +127,7 @@ impl Default for TasksConfig {
             carried: Carried::default(),
             retries: HashMap::new(),
             retry_hints: true,
+            fallback: Fallback::default(),
         }
     }
 }
@@ -138,6 +144,20 @@ impl TasksConfig {
     /// (default: yes).
     pub fn retry_hints(&self) -> bool {
         self.retry_hints
+    }
+
+    /// How long a call of `tool` by a client without tasks runs before it
+    /// is answered with a task to read later (`None`: never; the default).
+    pub fn fallback_after(&self, tool: &str) -> Option<Duration> {
+        match self.policy_for(tool) {
+            ToolPolicy::Never | ToolPolicy::Required => None,
+            _ => self.fallback.after(tool),
+        }
+    }
+
+    /// The names of the tools that read and cancel such a task.
+    pub fn fallback_tool_names(&self) -> (&str, &str) {
+        (&self.fallback.names.result, &self.fallback.names.cancel)
     }
 
     /// The policy of the named tool.
