@@ -270,6 +270,16 @@ async fn layer(args: &Args) -> Result<TasksLayer, String> {
     if let Some(on) = args.retry_hints {
         layer = layer.retry_hints(on);
     }
+    // `none` leaves it off, as without the option.
+    if let Some(Human(Some(after))) = args.fallback_after {
+        layer = layer.fallback_after(after);
+    }
+    for rule in &args.fallback {
+        layer = layer.tool_fallback(rule.tool.clone(), rule.after);
+    }
+    if let Some(names) = &args.fallback_tools {
+        layer = layer.fallback_tool_names(names.result.clone(), names.cancel.clone());
+    }
     Ok(layer)
 }
 

@@ -19,6 +19,7 @@ mod guard;
 mod logging;
 mod metrics;
 mod oauth;
+mod rules;
 // The examples' HTTP server, with its limits from the command line.
 #[allow(dead_code)]
 #[path = "../../../examples/support/http.rs"]

@@ -7,12 +7,11 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::str::FromStr;
-use std::time::Duration;
 
 use clap::Parser;
-use mcp_tasks::ToolPolicy;
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
+
+pub use crate::rules::{EnvVar, FallbackNames, FallbackRule, Human, PolicyRule, RetryRule};
 
 /// `mcp-tasks-gateway`: MCP Tasks for any Streamable-HTTP MCP server, by
 /// putting `TasksLayer` in front of it as a reverse proxy.
@@ -106,6 +105,24 @@ pub struct Args {
     /// like a --retry tool (3 runs) [default: true].
     #[arg(long, env = "MCP_TASKS_RETRY_HINTS", value_name = "BOOL")]
     pub retry_hints: Option<bool>,
+    /// Answer clients that know no tasks (most chat clients) when a call
+    /// still runs after DURATION: a tool result naming the task its work
+    /// goes on as, read and cancelled with two tools added to tools/list
+    /// (off unless given; it changes what tools answer).
+    #[arg(long, env = "MCP_TASKS_FALLBACK_AFTER", value_name = "DURATION")]
+    pub fallback_after: Option<Human>,
+    /// One tool's fallback time, or `off`; turns the fallback on for that
+    /// tool alone without --fallback-after; repeatable.
+    #[arg(
+        long,
+        env = "MCP_TASKS_FALLBACK",
+        value_name = "TOOL=DURATION",
+        value_delimiter = ','
+    )]
+    pub fallback: Vec<FallbackRule>,
+    /// The names of the two added tools [default: get_task_result,cancel_task].
+    #[arg(long, env = "MCP_TASKS_FALLBACK_TOOLS", value_name = "RESULT,CANCEL")]
+    pub fallback_tools: Option<FallbackNames>,
     /// Keep tasks in Redis (redis://HOST:PORT), shared by every gateway
     /// using the same server; in memory otherwise.
     #[arg(long, env = "MCP_TASKS_REDIS", value_name = "URL")]
@@ -235,153 +252,6 @@ pub struct Args {
     pub shutdown_grace: Option<Human>,
 }
 
-/// A duration as people write it (`500ms`, `1h`), or `none`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Human(pub Option<Duration>);
-
-impl FromStr for Human {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        match text.trim() {
-            "none" | "off" => Ok(Self(None)),
-            text => humantime::parse_duration(text)
-                .map(|duration| Self(Some(duration)))
-                .map_err(|e| format!("{text:?} is not a duration such as 500ms or 1h: {e}")),
-        }
-    }
-}
-
-/// `TOOL=POLICY`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PolicyRule {
-    /// The tool's name.
-    pub tool: String,
-    /// What happens to its calls.
-    pub policy: ToolPolicy,
-}
-
-impl FromStr for PolicyRule {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        let (tool, policy) = text
-            .split_once('=')
-            .ok_or_else(|| format!("{text:?}: expected TOOL=POLICY"))?;
-        let policy = match policy.trim() {
-            "threshold" => ToolPolicy::Threshold,
-            "always" => ToolPolicy::Always,
-            "never" => ToolPolicy::Never,
-            "required" => ToolPolicy::Required,
-            other => {
-                return Err(format!(
-                    "{other:?}: a policy is threshold, always, never or required"
-                ));
-            }
-        };
-        let tool = tool.trim();
-        if tool.is_empty() {
-            return Err(format!("{text:?}: the tool name is empty"));
-        }
-        Ok(Self {
-            tool: tool.to_owned(),
-            policy,
-        })
-    }
-}
-
-/// `KEY=VALUE`: an environment variable for a stdio server.
-#[derive(Clone, Debug, PartialEq)]
-pub struct EnvVar {
-    /// The variable's name.
-    pub key: String,
-    /// Its value.
-    pub value: String,
-}
-
-impl FromStr for EnvVar {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        match text.split_once('=') {
-            Some((key, value)) if !key.is_empty() && !key.contains('\0') => Ok(Self {
-                key: key.to_owned(),
-                value: value.to_owned(),
-            }),
-            _ => Err(format!("{text:?}: expected KEY=VALUE")),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for EnvVar {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        from_text(deserializer)
-    }
-}
-
-/// `TOOL[=ATTEMPTS]`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RetryRule {
-    /// The tool's name.
-    pub tool: String,
-    /// How many runs its calls may have in all.
-    pub attempts: u32,
-}
-
-/// The runs a `--retry` tool has when its rule names no number.
-const DEFAULT_ATTEMPTS: u32 = 3;
-
-impl FromStr for RetryRule {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        let (tool, attempts) = match text.split_once('=') {
-            Some((tool, attempts)) => {
-                let attempts = attempts.trim().parse::<u32>().ok().filter(|n| *n >= 1);
-                let attempts = attempts
-                    .ok_or_else(|| format!("{text:?}: ATTEMPTS is a whole number of at least 1"))?;
-                (tool, attempts)
-            }
-            None => (text, DEFAULT_ATTEMPTS),
-        };
-        let tool = tool.trim();
-        if tool.is_empty() {
-            return Err(format!("{text:?}: the tool name is empty"));
-        }
-        Ok(Self {
-            tool: tool.to_owned(),
-            attempts,
-        })
-    }
-}
-
-impl<'de> Deserialize<'de> for RetryRule {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        from_text(deserializer)
-    }
-}
-
-/// Reads a value written as a string in TOML with its `FromStr`.
-fn from_text<'de, D: Deserializer<'de>, T: FromStr<Err = String>>(
-    deserializer: D,
-) -> Result<T, D::Error> {
-    String::deserialize(deserializer)?
-        .parse()
-        .map_err(serde::de::Error::custom)
-}
-
-impl<'de> Deserialize<'de> for Human {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        from_text(deserializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for PolicyRule {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        from_text(deserializer)
-    }
-}
-
 impl Args {
     /// Binds where to listen: `HOST:PORT` (a name is looked up; its
     /// addresses are tried in turn) [default: 127.0.0.1:8080].
@@ -429,49 +299,23 @@ impl Args {
             };
         }
         pick!(
-            upstream, cwd, start_timeout, instances, max_in_flight, place_timeout, max_body_bytes, listen, path, threshold, ttl, max_ttl, poll_interval, redis, sqlite, retry_hints,
+            upstream, cwd, start_timeout, instances, max_in_flight, place_timeout, max_body_bytes, listen, path, threshold, ttl, max_ttl, poll_interval, redis, sqlite, retry_hints, fallback_after, fallback_tools,
             max_tasks, max_tasks_per_principal, max_running, max_runtime,
             header_timeout, body_timeout, keep_alive, max_connections,
             upstream_connect_timeout, upstream_header_timeout, upstream_idle_timeout,
             shutdown_grace, metrics, otlp,
             forward_authorization, oauth_issuer, oauth_audience, oauth_jwks,
             oauth_hs256_secret_file, oauth_authorization_server;
-            policy, retry, allowed_host, allowed_origin, oauth_scopes, command, env
+            policy, retry, fallback, allowed_host, allowed_origin, oauth_scopes, command, env
         )
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
-
-    #[test]
-    fn durations_read_as_people_write_them() {
-        assert_eq!("500ms".parse(), Ok(Human(Some(Duration::from_millis(500)))));
-        assert_eq!("1h".parse(), Ok(Human(Some(Duration::from_secs(3600)))));
-        assert_eq!("none".parse(), Ok(Human(None)));
-        assert!("soon".parse::<Human>().is_err());
-    }
-
-    #[test]
-    fn retries_read_tool_and_attempts_with_three_by_default() {
-        let rule: RetryRule = "reindex".parse().unwrap();
-        assert_eq!((rule.tool.as_str(), rule.attempts), ("reindex", 3));
-        let rule: RetryRule = "reindex=5".parse().unwrap();
-        assert_eq!(rule.attempts, 5);
-        assert!("reindex=0".parse::<RetryRule>().is_err());
-        assert!("=2".parse::<RetryRule>().is_err());
-    }
-
-    #[test]
-    fn policies_read_tool_equals_mode() {
-        let rule: PolicyRule = "slow = always".parse().unwrap();
-        assert_eq!(rule.tool, "slow");
-        assert_eq!(rule.policy, ToolPolicy::Always);
-        assert!("slow".parse::<PolicyRule>().is_err());
-        assert!("slow=sometimes".parse::<PolicyRule>().is_err());
-        assert!("=always".parse::<PolicyRule>().is_err());
-    }
 
     #[test]
     fn the_command_line_wins_over_the_file_and_fills_from_it() {
