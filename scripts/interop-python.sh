@@ -35,12 +35,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/start-server.sh"
 help_if_asked "${1:-}"
 
-if [[ ! -x "$VENV/bin/python" ]]; then
-  command -v python3 >/dev/null || die "python3 not found"
-  log "installing mcp==$SDK_VERSION into $VENV"
-  python3 -m venv "$VENV" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
-  "$VENV/bin/pip" install --quiet "mcp==$SDK_VERSION" || die "pip install mcp==$SDK_VERSION failed"
-fi
+python_venv "$VENV" "$CACHE/python-mcp.lock" "mcp==$SDK_VERSION"
 
 use_work_dir interop-python
 cd "$REPO"

@@ -38,24 +38,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 help_if_asked "${1:-}"
 (($# == 1)) || die "usage: $(basename "$0") HOST:PORT | --stdio (see --help)"
 
+command -v python3 >/dev/null || die "python3 not found"
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+  || die "fastmcp $FASTMCP_VERSION needs Python 3.11 or newer; python3 is $(python3 --version 2>&1)"
 # One install at a time: tests start several upstreams at once.
-mkdir -p "$CACHE"
-exec 9>"$CACHE/python-upstream.lock"
-flock 9
-
-# The marker is written last, so an install that broke off is redone.
-if [[ ! -f "$VENV/.installed" ]]; then
-  command -v python3 >/dev/null || die "python3 not found"
-  python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
-    || die "fastmcp $FASTMCP_VERSION needs Python 3.11 or newer; python3 is $(python3 --version 2>&1)"
-  log "installing fastmcp==$FASTMCP_VERSION into $VENV"
-  rm -rf "$VENV"
-  python3 -m venv "$VENV" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check \
-    -c "$FIXTURE_DIR/constraints.txt" "fastmcp==$FASTMCP_VERSION" ||
-    die "pip install fastmcp==$FASTMCP_VERSION failed"
-  touch "$VENV/.installed"
-fi
-
-exec 9>&-
+python_venv "$VENV" "$CACHE/python-upstream.lock" \
+  -c "$FIXTURE_DIR/constraints.txt" "fastmcp==$FASTMCP_VERSION"
 exec "$VENV/bin/python" "$FIXTURE_DIR/fixture.py" "$1"

@@ -17,3 +17,25 @@ help_if_asked() {
     exit 0
   fi
 }
+
+# python_venv VENV LOCK PIP_ARGS...: makes the Python venv VENV with
+# `pip install PIP_ARGS` once, holding the lock file LOCK so tests that
+# start several scripts at once install one at a time. The marker file is
+# written last, so an install that broke off is redone.
+python_venv() {
+  local venv="$1" lock="$2"
+  shift 2
+  mkdir -p "$(dirname "$lock")"
+  exec 9>"$lock"
+  flock 9
+  if [[ ! -f "$venv/.installed" ]]; then
+    command -v python3 >/dev/null || die "python3 not found"
+    log "installing $* into $venv"
+    rm -rf "$venv"
+    python3 -m venv "$venv" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "$@" ||
+      die "pip install $* failed"
+    touch "$venv/.installed"
+  fi
+  exec 9>&-
+}
