@@ -61,6 +61,7 @@ use crate::runtime::Plain;
 use crate::runtime::{First, NotStarted, Runtime, Start};
 use crate::wire::is_content_type;
 use crate::wire::jsonrpc::Reply;
+use crate::wire::progress::Token;
 use crate::wire::view::{TaskView, render};
 
 /// Forwards, races and parks a declaring client's `tools/call`.
@@ -93,9 +94,14 @@ where
     // parked call cuts its params for re-issuing from the body as sent,
     // along the same spans: the forwarded body goes to the inner server
     // whole, never shared (sharing a fresh buffer costs an allocation).
-    let forwarded = rewrite::forwarded_call(&bytes, &call.strip).unwrap_or_else(|| bytes.clone());
+    // A call that may be parked asks the inner server for progress, for
+    // the task's status message, unless its client asked (`wire::progress`).
+    let raced = call.policy != ToolPolicy::Never;
+    let token = call.strip.progress.filter(|_| raced).map(|_| Token::next());
+    let forwarded = rewrite::forwarded_call(&bytes, &call.strip, token.as_ref())
+        .unwrap_or_else(|| bytes.clone());
     parts.headers.remove(CONTENT_LENGTH);
-    if call.policy == ToolPolicy::Never {
+    if !raced {
         // Not raced: nothing is kept for parking.
         let future = inner.call(Request::from_parts(parts, RequestBody::buffered(forwarded)));
         let future = Box::pin(future);
@@ -122,6 +128,7 @@ where
         params: call.params,
         template,
         handle: call.handle,
+        progress: token,
         runtime,
     };
     // Boxed as the caller of a parked call only when the call is parked: a
@@ -356,7 +363,8 @@ where
     RB: Body<Data = Bytes> + Send + 'static,
     RB::Error: Into<BoxError>,
 {
-    let (mut flight, relay) = Flight::live(parking.id(), unsent, body, parking.limit());
+    let token = parking.progress.clone();
+    let (mut flight, relay) = Flight::live(parking.id(), (unsent, body), parking.limit(), token);
     let racing = Box::pin(async move {
         let mut progress = None;
         match timeout_at(deadline, until_answer(&mut flight, &mut progress)).await {
@@ -395,6 +403,8 @@ struct Parking {
     template: Template,
     /// What the call answers when parked.
     handle: Handle,
+    /// The layer's progress token in the call, if it wrote one.
+    progress: Option<Token>,
 }
 
 /// Whether the tool of a call that falls back declares an `outputSchema`
@@ -446,7 +456,7 @@ impl Parking {
 
     /// A flight over the call's response `future`.
     fn flight(&self, future: InnerFuture) -> Flight {
-        Flight::new(self.id(), future, self.limit())
+        Flight::new(self.id(), future, self.limit()).with_progress(self.progress.clone())
     }
 
     /// Asks the runtime for a task that drives `flight`; `progress` is the
@@ -482,6 +492,7 @@ impl Parking {
             params: params_at,
             template,
             handle,
+            progress: token,
         } = self;
         // The params as forwarded, cut from the body as sent along the
         // spans the one parse found. A session-based client's call is never
@@ -492,7 +503,7 @@ impl Parking {
         };
         let params = params_at
             .filter(|_| resendable)
-            .and_then(|at| rewrite::forwarded_params(&body, at, &strip))
+            .and_then(|at| rewrite::forwarded_params(&body, at, &strip, token.as_ref()))
             .and_then(|params| String::from_utf8(Vec::from(params)).ok())
             .and_then(|params| RawValue::from_string(params).ok())
             .unwrap_or_else(crate::wire::raw::empty_object);

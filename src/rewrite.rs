@@ -1,9 +1,10 @@
-//! The two edits the layer makes to messages it forwards.
+//! The edits the layer makes to messages it forwards.
 //!
 //! | Message                         | Edit                                                        | Why                                              |
 //! |---------------------------------|-------------------------------------------------------------|--------------------------------------------------|
 //! | a declaring client's `tools/call` | remove the tasks extension from `clientCapabilities`      | the inner server must never make tasks of its own |
 //! | any `tools/call`                | remove `_meta["io.modelcontextprotocol/relatedTaskIds"]`     | task ids are bearer secrets: none reaches the inner server |
+//! | a `tools/call` the layer may park, without `_meta.progressToken` | add a progress token of the layer's (`wire::progress`) | the task's `statusMessage` comes from the progress the server reports |
 //! | the `server/discover` result (JSON or SSE) | add `capabilities.extensions["io.modelcontextprotocol/tasks"] = {}` | the layer serves the extension |
 
 use std::ops::Range;
@@ -19,6 +20,7 @@ use sse_stream::SseStream;
 
 use crate::body::{BoxError, ResponseBody};
 use crate::flight::tap::BodyError;
+use crate::wire::progress::{self, Place, Token};
 use crate::wire::raw::{Members, edit_members, edit_object, span};
 use crate::wire::splice::{Edit, member_cut, splice};
 use crate::wire::{RELATED_TASK_IDS, TASKS_EXTENSION, content_type};
@@ -58,53 +60,81 @@ fn related_edit(body: &[u8], value: Range<usize>) -> Edit<'static> {
 
 /// Where a `tools/call` body holds what the inner server must not get: the
 /// `extensions` object (and its tasks member's value, when a cut can
-/// remove it), and the related task ids' value.
+/// remove it), and the related task ids' value; and where a progress token
+/// of the layer's may go.
 #[derive(Debug, Clone)]
 pub(crate) struct Strip {
     /// `None` for a client that declared nothing (a fallback call).
     pub extensions: Option<Range<usize>>,
     pub tasks: Option<Range<usize>>,
     pub related: Option<Range<usize>>,
+    /// `None` when the client sent a token of its own, or the layer found
+    /// no place for one.
+    pub progress: Option<Place>,
 }
 
 impl Strip {
-    /// The edits that remove them from `body`, when there is anything to
-    /// remove.
-    fn edits(&self, body: &[u8]) -> [Option<Edit<'static>>; 2] {
-        [
-            tasks_edit(body, self.extensions.clone(), self.tasks.clone()),
-            self.related.clone().map(|value| related_edit(body, value)),
-        ]
+    /// The edits that remove them from `body`, and write `token`, when
+    /// there is anything to do.
+    fn edits(&self, body: &[u8], token: Option<&Token>) -> [Option<Edit<'static>>; 3] {
+        let tasks = tasks_edit(body, self.extensions.clone(), self.tasks.clone());
+        let token = token.zip(self.progress);
+        let related = self.related.clone();
+        match (related, token) {
+            // The token takes the related ids' place: a `_meta` left with
+            // no other member stays an object of one.
+            (Some(value), Some((token, Place::Meta(_))))
+                if let Some(cut) = member_cut(body, value.clone(), RELATED_TASK_IDS) =>
+            {
+                [tasks, Some(progress::in_place_of(body, cut, token)), None]
+            }
+            (related, token) => [
+                tasks,
+                related.map(|value| related_edit(body, value)),
+                token.and_then(|(token, place)| progress::insert(body, place, token)),
+            ],
+        }
     }
 }
 
 /// `body` with the present `edits` made; `None` when there are none (or
 /// they do not fit the body).
-fn splice_present(body: &[u8], edits: [Option<Edit<'_>>; 2]) -> Option<Bytes> {
+fn splice_present(body: &[u8], edits: [Option<Edit<'_>>; 3]) -> Option<Bytes> {
     match edits {
-        [Some(a), Some(b)] => splice(body, &mut [a, b]),
-        [Some(edit), None] | [None, Some(edit)] => splice(body, &mut [edit]),
-        [None, None] => None,
+        [None, None, None] => None,
+        [Some(a), None, None] | [None, Some(a), None] | [None, None, Some(a)] => {
+            splice(body, &mut [a])
+        }
+        [Some(a), Some(b), None] | [Some(a), None, Some(b)] | [None, Some(a), Some(b)] => {
+            splice(body, &mut [a, b])
+        }
+        [Some(a), Some(b), Some(c)] => splice(body, &mut [a, b, c]),
     }
 }
 
 /// What a `tools/call` is forwarded as: `body` without the tasks extension
-/// and the related task ids. `None` when neither is there to remove.
-pub(crate) fn forwarded_call(body: &[u8], strip: &Strip) -> Option<Bytes> {
-    splice_present(body, strip.edits(body))
+/// and the related task ids, with `token` if given. `None` when there is
+/// nothing to change.
+pub(crate) fn forwarded_call(body: &[u8], strip: &Strip, token: Option<&Token>) -> Option<Bytes> {
+    splice_present(body, strip.edits(body, token))
 }
 
 /// The `params` object of that forwarded call, from `params`, its place in
 /// `body`: what a parked call is re-issued with. Read from the spans the
 /// one parse found, so nothing is parsed again.
-pub(crate) fn forwarded_params(body: &[u8], params: Range<usize>, strip: &Strip) -> Option<Bytes> {
+pub(crate) fn forwarded_params(
+    body: &[u8],
+    params: Range<usize>,
+    strip: &Strip,
+    token: Option<&Token>,
+) -> Option<Bytes> {
     let slice = body.get(params.clone())?;
-    // Both lie inside `params._meta`; one outside `params` is not there.
+    // All lie inside `params`; one outside `params` is not there.
     match strip
-        .edits(body)
+        .edits(body, token)
         .map(|edit| edit.and_then(|edit| edit.shifted(params.start)))
     {
-        [None, None] => Some(Bytes::copy_from_slice(slice)),
+        [None, None, None] => Some(Bytes::copy_from_slice(slice)),
         edits => splice_present(slice, edits),
     }
 }
@@ -420,11 +450,15 @@ mod tests {
             extensions: span(bytes, capabilities.extensions.unwrap().get()),
             tasks: (capabilities.tasks_member().value).and_then(|v| span(bytes, v.get())),
             related: meta.related.and_then(|v| span(bytes, v.get())),
+            progress: meta.open.map(Place::Meta),
         };
-        let forwarded = forwarded_call(bytes, &strip).unwrap();
+        let token = Token::next();
+        let forwarded = forwarded_call(bytes, &strip, Some(&token)).unwrap();
         let forwarded: Value = serde_json::from_slice(&forwarded).unwrap();
+        let sent = forwarded["params"]["_meta"]["progressToken"].to_string();
+        assert!(token.is(&sent), "{forwarded}");
         let at = params.span(bytes).unwrap();
-        let again = forwarded_params(bytes, at, &strip).unwrap();
+        let again = forwarded_params(bytes, at, &strip, Some(&token)).unwrap();
         let text = std::str::from_utf8(&again).unwrap();
         assert_eq!(
             serde_json::from_str::<Value>(text).unwrap(),
@@ -438,7 +472,7 @@ mod tests {
     }
 
     #[test]
-    fn both_edits_apply_whichever_comes_first_in_the_body() {
+    fn every_edit_applies_whichever_comes_first_in_the_body() {
         let caps = META_CLIENT_CAPABILITIES;
         let related_first = format!(
             r#"{{"params":{{"_meta":{{"{RELATED_TASK_IDS}":["x"],"{caps}":{{"extensions":{{"{TASKS_EXTENSION}":{{}}}}}}}}}}}}"#
@@ -457,13 +491,16 @@ mod tests {
                 extensions: Some(extensions),
                 tasks: None,
                 related: Some(related_of(&body)),
+                progress: Some(Place::Meta(body.find("\"_meta\":{").unwrap() + 8)),
             };
-            let forwarded = forwarded_call(body.as_bytes(), &strip).expect("edited");
+            let token = Token::named("t");
+            let forwarded = forwarded_call(body.as_bytes(), &strip, Some(&token)).expect("edited");
             let text = std::str::from_utf8(&forwarded).unwrap();
             let value: Value = serde_json::from_str(text).expect("still JSON");
             let meta = &value["params"]["_meta"];
             assert!(meta.get(RELATED_TASK_IDS).is_none(), "{text}");
             assert_eq!(meta[caps]["extensions"], serde_json::json!({}), "{text}");
+            assert_eq!(meta["progressToken"], "mcp-tasks/t", "{text}");
         }
     }
 }

@@ -23,7 +23,9 @@
 //! | a body that is not MCP, or ends without answer | relayed unchanged          | `failed`, `-32603`                    |
 //!
 //! ¹ On an SSE stream, each event once the flight has read it whole; after a
-//! request of the inner server, held back with it until the answer.
+//! request of the inner server, held back with it until the answer. Never
+//! one for the layer's own progress token (`wire::progress`): the client
+//! did not ask for it.
 //!
 //! While an SSE answer can still reach its client as it came, an event that
 //! names no method and holds a result or an error is taken for the response
@@ -49,6 +51,7 @@ use serde_json::value::RawValue;
 
 use crate::body::{BoxBody, BoxError, ResponseBody};
 use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR, Reply};
+use crate::wire::progress::Token;
 use crate::wire::{
     InnerMessage, Outcome, content_type, plainly_a_response, read_inner_message, read_outcome,
 };
@@ -140,6 +143,9 @@ pub(crate) struct Flight {
     relay: bool,
     /// The most bytes of one answer (a JSON body, an SSE event) read.
     limit: usize,
+    /// The layer's progress token in the call (`wire::progress`), for the
+    /// tap of its stream, which keeps those notifications from the client.
+    progress: Option<Token>,
 }
 
 impl Flight {
@@ -151,6 +157,15 @@ impl Flight {
             stage: Stage::Head(future),
             relay: true,
             limit,
+            progress: None,
+        }
+    }
+
+    /// The same flight, for a call sent with the layer's progress `token`.
+    pub(crate) fn with_progress(self, token: Option<Token>) -> Self {
+        Self {
+            progress: token,
+            ..self
         }
     }
 
@@ -166,21 +181,23 @@ impl Flight {
     /// any stream the call has yet to open.
     pub(crate) fn parked(&mut self) {
         self.relay = false;
-        if let Stage::Sse(_, tap) = &self.stage {
+        self.progress = None;
+        if let Stage::Sse(_, tap) = &mut self.stage {
             tap.stop_recording();
         }
     }
 
     /// A flight over an SSE stream whose head went to the client already,
     /// `unsent` (bytes read from it and not yet relayed) and then `body`:
-    /// the flight, and what it releases for the client as it reads.
+    /// the flight, and what it releases for the client as it reads. The
+    /// call was sent with the layer's progress token `progress`, if any.
     pub(crate) fn live(
         id: Box<RawValue>,
-        unsent: Bytes,
-        body: BoxBody,
+        (unsent, body): (Bytes, BoxBody),
         limit: usize,
+        progress: Option<Token>,
     ) -> (Self, tap::Relay) {
-        let tap = Box::new(Tap::new(unsent, body, true, limit));
+        let tap = Box::new(Tap::new(unsent, body, true, limit, progress));
         let relay = tap.relay();
         // A parked call never needs the head; the client has it.
         let head = Box::new(Response::new(()).into_parts().0);
@@ -189,6 +206,7 @@ impl Flight {
             stage: Stage::Sse(head, tap),
             relay: true,
             limit,
+            progress: None,
         };
         (flight, relay)
     }
@@ -230,9 +248,18 @@ impl Flight {
                         if self.relay && plainly_a_response(data.as_bytes()) {
                             return self.finish_sse(data);
                         }
-                        match read_inner_message(&data, &self.id) {
+                        match read_inner_message(&data, &self.id, tap.progress()) {
                             Ok(InnerMessage::Response) => return self.finish_sse(data),
-                            Ok(InnerMessage::Progress(Some(line))) => return Event::Progress(line),
+                            Ok(InnerMessage::Progress { line, ours }) => {
+                                if ours {
+                                    // Asked for by the layer, not the client.
+                                    tap.forget_event();
+                                }
+                                match line {
+                                    Some(line) => return Event::Progress(line),
+                                    None => continue,
+                                }
+                            }
                             Ok(InnerMessage::Request(message)) => {
                                 // Relayed only with an answer in time.
                                 tap.hold();
@@ -301,7 +328,14 @@ impl Flight {
             format!("the inner server answered HTTP {}", response.status())
         } else if kind.starts_with("text/event-stream") {
             let (head, body) = response.into_parts();
-            let tap = Box::new(Tap::new(Bytes::new(), body, self.relay, self.limit));
+            let progress = self.progress.clone();
+            let tap = Box::new(Tap::new(
+                Bytes::new(),
+                body,
+                self.relay,
+                self.limit,
+                progress,
+            ));
             return Ok(Stage::Sse(Box::new(head), tap));
         } else if kind.starts_with("application/json") {
             let (head, body) = response.into_parts();
@@ -340,7 +374,7 @@ impl Flight {
         };
         let read = std::str::from_utf8(&bytes)
             .map_err(|e| e.to_string())
-            .and_then(|text| read_inner_message(text, &self.id).map_err(|e| e.to_string()));
+            .and_then(|text| read_inner_message(text, &self.id, None).map_err(|e| e.to_string()));
         match read {
             Ok(InnerMessage::Response) => Answer::Json { head, bytes },
             Ok(_) => Answer::Unusable {

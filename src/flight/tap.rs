@@ -10,7 +10,10 @@
 //! cut at event ends (`segment`), and once the flight has looked at an event
 //! its bytes are *released*, so a [`Relay`] may send them on at once. A request
 //! of the inner server holds back its event and all that follows it until the
-//! call answers in time; a parked call's held bytes are dropped.
+//! call answers in time; a parked call's held bytes are dropped. A progress
+//! notification for the layer's own token (`wire::progress`) is forgotten
+//! once read: its bytes never reach the client, and [`Replay`] then lets
+//! an event out only once it is whole and known not to be one.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -22,8 +25,12 @@ use futures_util::{Stream, StreamExt};
 use http_body::{Body, Frame};
 use sse_stream::{Sse, SseStream};
 
+use serde_json::value::RawValue;
+
 use super::segment::Segmenter;
 use crate::body::{BoxBody, BoxError};
+use crate::wire::progress::Token;
+use crate::wire::{InnerMessage, read_inner_message};
 
 /// A body error that is a `std::error::Error`, as `sse-stream` wants.
 #[derive(Debug)]
@@ -42,6 +49,10 @@ struct Recording {
     frames: VecDeque<Bytes>,
     /// How many frames at the front of `frames` may go to the client now.
     released: usize,
+    /// How many frames at the front of `frames` make whole events.
+    complete: usize,
+    /// Where the event being read starts in `frames`.
+    start: usize,
     /// Nothing more is released: the flight saw a request of the inner server.
     held: bool,
     on: bool,
@@ -79,17 +90,35 @@ fn lock(shared: &Shared) -> MutexGuard<'_, Recording> {
 }
 
 impl Recording {
-    /// Releases every frame recorded so far, unless held.
+    /// Releases every whole event recorded so far, unless held.
     fn release(&mut self) {
         if !self.held {
-            self.released = self.frames.len();
+            self.released = self.complete;
         }
     }
 
     /// The next frame, released or not (the call answered in time).
     fn pop(&mut self) -> Option<Bytes> {
         self.released = self.released.saturating_sub(1);
+        self.complete = self.complete.saturating_sub(1);
+        self.start = self.start.saturating_sub(1);
         self.frames.pop_front()
+    }
+
+    /// The next frame of a whole event.
+    fn pop_complete(&mut self) -> Option<Bytes> {
+        if self.complete == 0 {
+            return None;
+        }
+        self.pop()
+    }
+
+    /// Drops the frames of the event being read.
+    fn forget_event(&mut self) {
+        let start = self.start;
+        self.frames.truncate(start);
+        self.complete = self.complete.min(start);
+        self.released = self.released.min(start);
     }
 
     /// The next released frame.
@@ -133,6 +162,9 @@ impl Tee {
         }
         if recording.on {
             recording.frames.push_back(piece.clone());
+            if ends {
+                recording.complete = recording.frames.len();
+            }
         }
         Poll::Ready(Some(Ok(Frame::data(piece))))
     }
@@ -168,13 +200,22 @@ impl Body for Tee {
 pub(crate) struct Tap {
     events: SseStream<Tee>,
     recording: Shared,
+    /// The layer's progress token in the call: its notifications never
+    /// reach the client (`wire::progress`).
+    progress: Option<Token>,
 }
 
 impl Tap {
     /// Starts reading `first` and then `body`, recording the bytes if
     /// `record`; an event (with the bytes read since the previous one) may
     /// take `limit` bytes. `first` starts at an event's start.
-    pub(crate) fn new(first: Bytes, body: BoxBody, record: bool, limit: usize) -> Self {
+    pub(crate) fn new(
+        first: Bytes,
+        body: BoxBody,
+        record: bool,
+        limit: usize,
+        progress: Option<Token>,
+    ) -> Self {
         let recording = Arc::new(Mutex::new(Recording {
             on: record,
             limit,
@@ -189,7 +230,13 @@ impl Tap {
         Self {
             events: SseStream::new(tee),
             recording,
+            progress,
         }
+    }
+
+    /// The layer's progress token in the call, if it wrote one.
+    pub(crate) fn progress(&self) -> Option<&Token> {
+        self.progress.as_ref()
     }
 
     /// The next event; cancel-safe. `None` at the end of the stream.
@@ -197,8 +244,18 @@ impl Tap {
     /// The events read before (which the caller has looked at) are released
     /// first, unless [held](Self::hold).
     pub(crate) async fn next(&mut self) -> Option<Result<Sse, sse_stream::Error>> {
-        lock(&self.recording).release();
+        {
+            let mut recording = lock(&self.recording);
+            recording.release();
+            recording.start = recording.complete;
+        }
         self.events.next().await
+    }
+
+    /// Drops the bytes of the event just read: they never reach the client
+    /// (a progress notification for the layer's own token).
+    pub(crate) fn forget_event(&self) {
+        lock(&self.recording).forget_event();
     }
 
     /// Releases nothing more: the last event read, and all after it, reach
@@ -214,7 +271,9 @@ impl Tap {
 
     /// Stops recording and forgets what was recorded and not released: those
     /// bytes will never be relayed (the call was parked).
-    pub(crate) fn stop_recording(&self) {
+    pub(crate) fn stop_recording(&mut self) {
+        // No bytes of the call reach its client any more.
+        self.progress = None;
         let mut recording = lock(&self.recording);
         recording.on = false;
         let released = recording.released;
@@ -223,6 +282,11 @@ impl Tap {
 
     /// A body that relays the recorded bytes and then the rest of the stream.
     pub(crate) fn replay(self) -> Replay {
+        {
+            let mut recording = lock(&self.recording);
+            // Frames of an event not yet whole belong to the next event.
+            recording.start = recording.complete;
+        }
         Replay {
             tap: self,
             done: false,
@@ -244,8 +308,19 @@ impl Body for Replay {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        // With the layer's token in the call, an event goes out only once
+        // whole and known not to be one of its notifications.
+        let filter = self.tap.progress.is_some();
         loop {
-            if let Some(bytes) = lock(&self.tap.recording).pop() {
+            let frame = {
+                let mut recording = lock(&self.tap.recording);
+                if filter && !self.done {
+                    recording.pop_complete()
+                } else {
+                    recording.pop()
+                }
+            };
+            if let Some(bytes) = frame {
                 return Poll::Ready(Some(Ok(Frame::data(bytes))));
             }
             if self.done {
@@ -253,21 +328,47 @@ impl Body for Replay {
             }
             // Reading one more event pulls more frames into the recording.
             match Pin::new(&mut self.tap.events).poll_next(cx) {
-                Poll::Ready(Some(Ok(_))) => continue,
+                Poll::Ready(Some(Ok(event))) => {
+                    let mut recording = lock(&self.tap.recording);
+                    if self
+                        .tap
+                        .progress
+                        .as_ref()
+                        .is_some_and(|token| ours(&event, token))
+                    {
+                        recording.forget_event();
+                    }
+                    recording.start = recording.complete;
+                }
                 Poll::Ready(Some(Err(error))) => {
                     self.done = true;
                     return Poll::Ready(Some(Err(error.to_string().into())));
                 }
                 Poll::Ready(None) => self.done = true,
                 Poll::Pending => {
-                    // Frames read without completing an event are relayed now.
-                    if lock(&self.tap.recording).frames.is_empty() {
+                    // Frames read without completing an event are relayed
+                    // now, unless they may be the layer's notification.
+                    if filter || lock(&self.tap.recording).frames.is_empty() {
                         return Poll::Pending;
                     }
                 }
             }
         }
     }
+}
+
+/// Whether `event` is a progress notification for the layer's `token`.
+fn ours(event: &Sse, token: &Token) -> bool {
+    let Some(data) = event.data.as_deref() else {
+        return false;
+    };
+    // Most events do not name the token: those are not parsed.
+    let named = token.json().trim_matches('"');
+    data.contains(named)
+        && matches!(
+            read_inner_message(data, RawValue::NULL, Some(token)),
+            Ok(InnerMessage::Progress { ours: true, .. })
+        )
 }
 
 /// The released frames of a [`Tap`], shared with whoever reads the tap.

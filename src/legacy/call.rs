@@ -27,6 +27,7 @@ use crate::mrtr::Template;
 use crate::runtime::{First, NotStarted, Runtime, Start};
 use crate::task::TaskId;
 use crate::wire::jsonrpc::{LIMIT_REACHED, Reply};
+use crate::wire::progress::{self, Token};
 use crate::wire::raw::{edit_object, empty_object};
 use crate::wire::splice::{Edit, member_cut, splice};
 use crate::wire::view::{Rendered, TaskView, render};
@@ -62,7 +63,16 @@ fn forwarded_body(body: &[u8], call: &LegacyCall, inner_id: &str) -> Option<Byte
         }
     };
     let id = Edit::put(call.id_at.clone(), inner_id.as_bytes());
-    splice(body, &mut [id, task])
+    // The task's status message comes from the progress the inner server
+    // reports; no client reads this call's stream.
+    let token = Token::next();
+    match call
+        .progress
+        .and_then(|place| progress::insert(body, place, &token))
+    {
+        Some(progress) => splice(body, &mut [id, task, progress]),
+        None => splice(body, &mut [id, task]),
+    }
 }
 
 /// Creates the task, answers it, and starts the call in the background.
@@ -134,6 +144,7 @@ pub(crate) async fn call(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::progress::Place;
     use crate::wire::raw::{Members, span};
 
     #[test]
@@ -151,11 +162,20 @@ mod tests {
             params: span(body, params.get()).unwrap(),
             task: span(body, task.get()).unwrap(),
             name: None,
+            progress: Some(Place::Params(span(body, params.get()).unwrap().start)),
         };
         let forwarded = forwarded_body(body, &call, r#""mcp-tasks:t""#).unwrap();
+        let text = std::str::from_utf8(&forwarded).unwrap();
+        let (head, tail) = text
+            .split_once(r#""progressToken":"mcp-tasks/"#)
+            .expect(text);
         assert_eq!(
-            std::str::from_utf8(&forwarded).unwrap(),
-            r#"{"jsonrpc":"2.0","id":"mcp-tasks:t","method":"tools/call","params":{"name":"x","arguments":{"n":123456789012345678901234567890}}}"#
+            head,
+            r#"{"jsonrpc":"2.0","id":"mcp-tasks:t","method":"tools/call","params":{"_meta":{"#
+        );
+        assert!(
+            tail.ends_with(r#""},"name":"x","arguments":{"n":123456789012345678901234567890}}}"#),
+            "{text}"
         );
     }
 }

@@ -33,6 +33,7 @@ use crate::policy::ToolPolicy;
 use crate::task::TaskId;
 use crate::wire::envelope::{Json, MCP_PROTOCOL_VERSION, Spanned, as_str, header};
 use crate::wire::jsonrpc::{ErrorObject, INVALID_PARAMS, METHOD_NOT_FOUND, Reply};
+use crate::wire::progress::Place;
 use crate::wire::raw::span;
 
 /// The protocol version whose experimental tasks the layer serves.
@@ -74,6 +75,9 @@ pub(crate) struct LegacyCall {
     pub task: Range<usize>,
     /// Where `params.name` (the JSON string) is in the body, for the span.
     pub name: Option<Range<usize>>,
+    /// Where the layer's progress token goes (`None`: the client sent its
+    /// own, or no place is certain).
+    pub progress: Option<Place>,
 }
 
 impl LegacyRoute {
@@ -297,6 +301,7 @@ fn tool_call(
             params,
             task,
             name: spanned.name_span(body),
+            progress: spanned.progress_place(body),
         })),
         _ => Decision::Reply(error(id, INVALID_PARAMS, "params must be an object")),
     }

@@ -12,6 +12,7 @@ use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
 use super::TASKS_EXTENSION;
+use super::progress::Place;
 use super::raw::span;
 
 /// The request, parsed in one pass over the buffer: every later step reads
@@ -70,6 +71,24 @@ impl Spanned<'_> {
     /// Where `params` is in `body`, the buffer it was read from.
     pub(crate) fn span(&self, body: &[u8]) -> Option<Range<usize>> {
         span(body, self.raw?.get())
+    }
+
+    /// Where a progress token of the layer's goes (`wire::progress`):
+    /// `None` when the client sent one, or when no place is certain (a
+    /// `_meta` that is `null`, or one serde read, or `params` that may
+    /// write the key with escapes).
+    pub(crate) fn progress_place(&self, body: &[u8]) -> Option<Place> {
+        match &self.fields.meta {
+            Some(meta) if meta.progress.is_some() => None,
+            Some(meta) => meta.open.map(Place::Meta),
+            None => {
+                let params = self.span(body)?;
+                let text = body.get(params.clone())?;
+                let unsure = memchr::memmem::find(text, b"\"_meta\"").is_some()
+                    || memchr::memmem::find(text, b"\\u").is_some();
+                (!unsure).then_some(Place::Params(params.start))
+            }
+        }
     }
 }
 
@@ -170,6 +189,14 @@ pub(crate) struct Meta<'a> {
     /// server, to which task ids mean nothing and must not leak.
     #[serde(borrow, rename = "io.modelcontextprotocol/relatedTaskIds")]
     pub related: Option<Json<'a>>,
+    /// The client's own progress token.
+    #[serde(borrow, rename = "progressToken")]
+    pub progress: Option<Json<'a>>,
+    /// Where the object's `{` is in the body, when the one-pass reader
+    /// read it (`None` from serde): where a progress token of the layer's
+    /// goes (`wire::progress`).
+    #[serde(skip)]
+    pub open: Option<usize>,
 }
 
 #[derive(Deserialize)]

@@ -4,6 +4,7 @@
 pub(crate) mod envelope;
 pub mod jsonrpc;
 mod pass;
+pub(crate) mod progress;
 pub(crate) mod raw;
 pub(crate) mod read;
 mod scan;
@@ -72,8 +73,9 @@ pub(crate) enum InnerMessage {
     /// The response to the request the flight sent (its outcome is read
     /// with [`read_outcome`]).
     Response,
-    /// A `notifications/progress`, with a human-readable line if one can be made.
-    Progress(Option<String>),
+    /// A `notifications/progress`, with a human-readable line if one can be
+    /// made; `ours` when it names the layer's own token (`progress`).
+    Progress { line: Option<String>, ours: bool },
     /// A request of the inner server to the client (2025-11-25 sessions),
     /// the whole message verbatim.
     Request(Box<RawValue>),
@@ -113,6 +115,8 @@ struct ResultHead<'a> {
 
 #[derive(Deserialize)]
 struct ProgressParams<'a> {
+    #[serde(borrow, rename = "progressToken")]
+    token: Option<&'a RawValue>,
     #[serde(borrow)]
     message: Option<Cow<'a, str>>,
     progress: Option<f64>,
@@ -170,17 +174,25 @@ pub(crate) fn answers(bytes: &[u8]) -> bool {
     result.find(bytes).is_some() || error.find(bytes).is_some()
 }
 
-/// Reads one JSON-RPC message of the inner server for the request `id`.
+/// Reads one JSON-RPC message of the inner server for the request `id`,
+/// sent with the layer's progress token `token`, if any.
 pub(crate) fn read_inner_message(
     text: &str,
     id: &RawValue,
+    token: Option<&progress::Token>,
 ) -> Result<InnerMessage, serde_json::Error> {
     let message: Kind<'_> = serde_json::from_str(text)?;
     if let Some(method) = message.method {
         if method == "notifications/progress" {
-            return Ok(InnerMessage::Progress(
-                message.params.and_then(progress_line),
-            ));
+            let params = message
+                .params
+                .and_then(|raw| serde_json::from_str::<ProgressParams<'_>>(raw.get()).ok());
+            let ours = token.is_some_and(|token| {
+                let named = params.as_ref().and_then(|params| params.token);
+                named.is_some_and(|raw| token.is(raw.get()))
+            });
+            let line = params.and_then(progress_line);
+            return Ok(InnerMessage::Progress { line, ours });
         }
         if message.id.is_some() {
             return Ok(InnerMessage::Request(RawValue::from_string(
@@ -227,8 +239,7 @@ fn is_input_required(result: &RawValue) -> Result<bool, serde_json::Error> {
     Ok(head.result_type.as_deref() == Some("input_required"))
 }
 
-fn progress_line(params: &RawValue) -> Option<String> {
-    let params: ProgressParams<'_> = serde_json::from_str(params.get()).ok()?;
+fn progress_line(params: ProgressParams<'_>) -> Option<String> {
     if let Some(message) = params.message {
         return Some(message.into_owned());
     }
@@ -280,7 +291,7 @@ mod tests {
         // Whatever it vouches for, the full read finds to be the response.
         let id = RawValue::from_string("1".to_owned()).unwrap();
         assert!(matches!(
-            read_inner_message(response, &id).unwrap(),
+            read_inner_message(response, &id, None).unwrap(),
             InnerMessage::Response
         ));
     }
@@ -289,7 +300,7 @@ mod tests {
     fn a_response_for_another_id_is_not_ours() {
         let message = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#;
         assert!(matches!(
-            read_inner_message(message, &id("1")).unwrap(),
+            read_inner_message(message, &id("1"), None).unwrap(),
             InnerMessage::Other
         ));
     }
@@ -297,7 +308,7 @@ mod tests {
     #[test]
     fn an_input_required_result_is_never_read_as_a_plain_result() {
         let message = r#"{"jsonrpc":"2.0","id":"a","result":{"resultType":"input_required","inputRequests":{}}}"#;
-        let read = read_inner_message(message, &id(r#""a""#)).unwrap();
+        let read = read_inner_message(message, &id(r#""a""#), None).unwrap();
         assert!(matches!(read, InnerMessage::Response));
         assert!(matches!(
             read_outcome(message).unwrap(),
@@ -307,7 +318,7 @@ mod tests {
 
     #[test]
     fn responses_to_this_call_carry_a_result_or_an_error() {
-        let read = |message: &str| read_inner_message(message, &id("1")).unwrap();
+        let read = |message: &str| read_inner_message(message, &id("1"), None).unwrap();
         let error = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"x"}}"#;
         assert!(matches!(read(error), InnerMessage::Response));
         assert!(matches!(read_outcome(error).unwrap(), Outcome::Error(_)));
@@ -350,7 +361,27 @@ mod tests {
     #[test]
     fn progress_notifications_become_status_lines() {
         let message = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":3,"total":10}}"#;
-        let read = read_inner_message(message, &id("1")).unwrap();
-        assert!(matches!(read, InnerMessage::Progress(Some(line)) if line == "progress 3/10"));
+        let read = read_inner_message(message, &id("1"), None).unwrap();
+        assert!(matches!(
+            read,
+            InnerMessage::Progress { line: Some(line), ours: false } if line == "progress 3/10"
+        ));
+    }
+
+    #[test]
+    fn only_the_layers_own_token_makes_a_progress_notification_ours() {
+        let token = progress::Token::named("t");
+        let read = |token_json: &str| {
+            let message = format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{token_json},"progress":1,"message":"m"}}}}"#
+            );
+            match read_inner_message(&message, &id("1"), Some(&token)).unwrap() {
+                InnerMessage::Progress { line, ours } => (line, ours),
+                _ => panic!("not progress"),
+            }
+        };
+        assert_eq!(read(r#""mcp-tasks/t""#), (Some("m".to_owned()), true));
+        assert_eq!(read(r#""mcp-tasks/u""#), (Some("m".to_owned()), false));
+        assert_eq!(read("7"), (Some("m".to_owned()), false));
     }
 }

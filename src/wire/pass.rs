@@ -321,13 +321,19 @@ impl<'a> Pass<'a> {
             "io.modelcontextprotocol/protocolVersion",
             "io.modelcontextprotocol/clientCapabilities",
             RELATED_TASK_IDS,
+            "progressToken",
         ];
-        let mut meta = Meta::default();
+        // At the object's `{`, as in `spanned`.
+        let mut meta = Meta {
+            open: Some(self.scan.at()),
+            ..Meta::default()
+        };
         self.members(names, |pass, index| {
             match index {
                 0 => meta.version = pass.text()?,
                 1 => meta.capabilities = pass.nested(Self::capabilities)?,
-                _ => meta.related = pass.json()?,
+                2 => meta.related = pass.json()?,
+                _ => meta.progress = pass.json()?,
             }
             Some(())
         })?;
@@ -385,9 +391,10 @@ mod tests {
             );
             if let Some(meta) = &fields.meta {
                 out += &format!(
-                    " version {} related {}",
+                    " version {} related {} progress {}",
                     text(&meta.version),
-                    at(body, meta.related)
+                    at(body, meta.related),
+                    at(body, meta.progress)
                 );
                 if let Some(capabilities) = &meta.capabilities {
                     out += &format!(" extensions {}", at(body, capabilities.extensions));
@@ -425,6 +432,8 @@ mod tests {
         r#"{"params":{"name":1e400,"x":-0.5e-3,"y":[true,false,null]}}"#,
         r#"{"params":{"_meta":{"io.modelcontextprotocol/relatedTaskIds":["a"],"io.modelcontextprotocol/protocolVersion":"v"}}}"#,
         r#"{"params":{"_meta":{"io.modelcontextprotocol/relatedTaskIds":null}}}"#,
+        r#"{"params":{"name":"x","_meta":{"progressToken":"p-1","io.modelcontextprotocol/relatedTaskIds":[]}}}"#,
+        r#"{"params":{"_meta":{"progressToken":7}}}"#,
         r#"{"unknown":{"deep":[[[{"a":"\u00e9"}]]]},"id":2}"#,
     ];
 

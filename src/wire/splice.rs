@@ -48,7 +48,9 @@ impl<'w> Edit<'w> {
 /// `body` with `edits` made, in one copy. `None` when an edit reaches past
 /// the body or two overlap.
 pub(crate) fn splice(body: &[u8], edits: &mut [Edit<'_>]) -> Option<Bytes> {
-    edits.sort_unstable_by_key(|edit| edit.range.start);
+    // An insertion (an empty range) goes before a change that starts
+    // where it does.
+    edits.sort_unstable_by_key(|edit| (edit.range.start, edit.range.end));
     let mut len = body.len();
     let mut at = 0;
     for edit in edits.iter() {
