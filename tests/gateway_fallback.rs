@@ -60,5 +60,9 @@ async fn a_python_sdk_1_client_reads_a_long_tools_outcome_through_the_added_tool
     assert!((2.0..10.0).contains(&answered), "{summary}");
     let finished = summary["outcomeAfterS"].as_f64().unwrap_or_default();
     assert!(finished >= seconds as f64, "{summary}");
+    // The client sent no progress token: the progress it read is the
+    // layer's own (issue #34, item 2).
+    let progress = summary["progressMessagesSeen"].as_u64().unwrap_or_default();
+    assert!(progress >= 2, "{summary}");
     println!("{stdout}");
 }

@@ -378,3 +378,29 @@ async fn ending_the_session_fails_its_running_task_and_forgets_the_session() {
     let gone = session.exchange("tasks/get", json!({"taskId": id})).await;
     assert_eq!(gone.status, 404, "{}", gone.body);
 }
+
+#[tokio::test]
+async fn a_task_whose_client_sent_no_progress_token_still_reports_progress() {
+    let layered = Layered::start_sessions(|layer| layer).await;
+    let session = Session::open(&layered, None).await;
+
+    let created = session
+        .call_as_task("slow_compute", json!({"seconds": 1.5}), json!({}))
+        .await;
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no task: {created}"))
+        .to_owned();
+    // The layer asked the inner server for progress itself.
+    let deadline = std::time::Instant::now() + ms(5000);
+    let message = loop {
+        let got = session.request("tasks/get", json!({"taskId": id})).await;
+        if let Some(message) = got["result"]["statusMessage"].as_str() {
+            break message.to_owned();
+        }
+        assert_eq!(got["result"]["status"], "working", "no progress: {got}");
+        assert!(std::time::Instant::now() < deadline, "no progress: {got}");
+        tokio::time::sleep(ms(100)).await;
+    };
+    assert!(message.starts_with("slow_compute: "), "{message}");
+}
