@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Run the official MCP reference server, `@modelcontextprotocol/server-everything`
-# (npm), over stdio: for `mcp-tasks-gateway -- bash scripts/stdio-everything.sh`.
+# (npm), over stdio (for `mcp-tasks-gateway -- bash scripts/stdio-everything.sh`)
+# or over Streamable HTTP (an upstream for `--upstream URL`).
 # The package and its dependencies are pinned by
 # tests/upstreams/everything/package-lock.json and installed (npm ci) into
 # the git-ignored cache the first time.
 #
 # Usage:
-#   scripts/stdio-everything.sh        # JSON-RPC on stdin and stdout
+#   scripts/stdio-everything.sh                  # JSON-RPC on stdin and stdout
+#   scripts/stdio-everything.sh 127.0.0.1:PORT   # Streamable HTTP there (PORT 0:
+#                                                # a free one); prints
+#                                                # `listening on URL` on stdout
 #
 # Environment:
 #   MCP_TASKS_CACHE   cache folder (default: <repo>/.cache)
@@ -45,4 +49,9 @@ if [[ ! -f "$DIR/node_modules/.package-lock.json" ]] || ! cmp -s "$SRC/package-l
   trap - EXIT
 fi
 exec 9>&-
-exec "$NODE" "$DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js" stdio
+MAIN="$DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+if [[ $# -gt 0 ]]; then
+  [[ "$1" =~ ^127\.0\.0\.1:([0-9]+)$ ]] || die "usage: $(basename "$0") [127.0.0.1:PORT]"
+  PORT="${BASH_REMATCH[1]}" exec "$NODE" --require "$SRC/loopback.cjs" "$MAIN" streamableHttp
+fi
+exec "$NODE" "$MAIN" stdio

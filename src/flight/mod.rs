@@ -177,6 +177,11 @@ impl Flight {
         }
     }
 
+    /// The JSON-RPC id of the request the flight reads the answer to.
+    pub(crate) fn id(&self) -> &RawValue {
+        &self.id
+    }
+
     /// Stops keeping bytes for a relay that will never happen, now and for
     /// any stream the call has yet to open.
     pub(crate) fn parked(&mut self) {

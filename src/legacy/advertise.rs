@@ -5,8 +5,8 @@
 //! |---------------------------------------|--------------------------------------------------------------|
 //! | `initialize`, `protocolVersion` 2025-11-25, with `Mcp-Session-Id` | `capabilities.tasks` = `{cancel, requests.tools.call}` plus `list` when the caller has a principal; the session is recorded |
 //! | `initialize` of any other version, or without a session | none                                |
-//! | `tools/list`, a tool without `execution.taskSupport` | `taskSupport` from its policy: `threshold`/`always` → `optional`, `required` → `required`, `never` → `forbidden` |
-//! | `tools/list`, a tool that has one     | none: the inner server's word stands                         |
+//! | `tools/list`, a tool without `execution.taskSupport`, or with `optional` or `forbidden` | `taskSupport` from its policy: `threshold`/`always` → `optional`, `required` → `required`, `never` → `forbidden`: the layer runs the task, whatever the inner server could |
+//! | `tools/list`, a tool the inner server marks `required` | none: the layer follows the inner server's own task (`follow`) |
 //! | `tools/list`, the fallback on, first page | the fallback's two tools appended, `forbidden` (`fallback`) |
 //!
 //! Every edit splices JSON text; bytes outside the edited object are kept.
@@ -105,7 +105,8 @@ fn with_task_support(tool: &str, config: &TasksConfig) -> Option<String> {
         Some(execution) if execution.get() != "null" => execution.get(),
         _ => "{}",
     };
-    if Members::parse(existing).ok()?.get("taskSupport").is_some() {
+    let inner = Members::parse(existing).ok()?.get("taskSupport");
+    if inner.is_some_and(|said| said.get() == r#""required""# || said.get() == support) {
         return None;
     }
     let execution = edit_object(existing, &[("taskSupport", Some(support))])?;
@@ -130,8 +131,8 @@ mod tests {
     }
 
     #[test]
-    fn tools_gain_task_support_from_their_policy_unless_they_have_one() {
-        let message = r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"slow","inputSchema":{"n":123456789012345678901234567890}},{"name":"quick","execution":{}},{"name":"other"},{"name":"own","execution":{"taskSupport":"required"}}],"nextCursor":"x"}}"#;
+    fn tools_gain_task_support_from_their_policy_unless_the_inner_server_requires_tasks() {
+        let message = r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"slow","inputSchema":{"n":123456789012345678901234567890}},{"name":"quick","execution":{}},{"name":"other"},{"name":"own","execution":{"taskSupport":"required"}},{"name":"refused","execution":{"taskSupport":"forbidden"}},{"name":"quick","execution":{"taskSupport":"optional"}}],"nextCursor":"x"}}"#;
         let edited = tools_list(config())(message).unwrap();
         assert!(
             edited.contains("123456789012345678901234567890"),
@@ -150,7 +151,9 @@ mod tests {
                 json!("required"),
                 json!("forbidden"),
                 json!("optional"),
-                json!("required")
+                json!("required"),
+                json!("optional"),
+                json!("forbidden")
             ]
         );
         assert_eq!(value["result"]["nextCursor"], "x");

@@ -50,10 +50,17 @@ pub(crate) fn granted_ttl(config: &TasksConfig, requested: Option<u64>) -> Optio
 }
 
 /// The call as the inner server gets it: the layer's `inner_id` for the
-/// client's id, and no `params.task`. Spliced along the spans the one parse
-/// found; every other byte as the client sent it.
-fn forwarded_body(body: &[u8], call: &LegacyCall, inner_id: &str) -> Option<Bytes> {
+/// client's id, and no `params.task` unless `keep_task` (a tool the inner
+/// server runs only as a task: `follow`). Spliced along the spans the one
+/// parse found; every other byte as the client sent it.
+fn forwarded_body(
+    body: &[u8],
+    call: &LegacyCall,
+    inner_id: &str,
+    keep_task: bool,
+) -> Option<Bytes> {
     let task = match member_cut(body, call.task.clone(), "task") {
+        _ if keep_task => Edit::put(call.task.start..call.task.start, &b""[..]),
         Some(cut) => Edit::cut(cut),
         // An escaped key: the params object written again without it.
         None => {
@@ -75,6 +82,32 @@ fn forwarded_body(body: &[u8], call: &LegacyCall, inner_id: &str) -> Option<Byte
     }
 }
 
+/// Whether the inner server runs the called tool only as a task of its own
+/// (`follow`), as its `tools/list` in the client's session says.
+async fn runs_as_task(
+    runtime: &Runtime,
+    caller: &mut dyn CallInner,
+    template: &Template,
+    body: &[u8],
+    call: &LegacyCall,
+) -> bool {
+    let Some(tool) = call
+        .name
+        .clone()
+        .and_then(|at| body.get(at))
+        .and_then(|raw| serde_json::from_slice::<String>(raw).ok())
+    else {
+        return false;
+    };
+    let version = http::HeaderValue::from_static(LEGACY_VERSION);
+    let limit = runtime.config.max_result_bytes;
+    let asked = (template, &version);
+    runtime
+        .hints
+        .task_required(caller, asked, limit, &tool)
+        .await
+}
+
 /// Creates the task, answers it, and starts the call in the background.
 pub(crate) async fn call(
     runtime: Arc<Runtime>,
@@ -93,10 +126,12 @@ pub(crate) async fn call(
         }
     };
     let inner_id = serde_json::to_string(&format!("mcp-tasks:{id}")).unwrap_or_default();
-    let Some(body) = forwarded_body(&bytes, &call, &inner_id) else {
+    let template = Template::from_parts(&parts);
+    let mut caller = caller;
+    let follows = runs_as_task(&runtime, &mut *caller, &template, &bytes, &call).await;
+    let Some(body) = forwarded_body(&bytes, &call, &inner_id, follows) else {
         return Reply::internal(Some(&call.id), "request parse lost its place");
     };
-    let template = Template::from_parts(&parts);
     let Ok(request) = template.post(body, LEGACY_VERSION) else {
         return Reply::internal(Some(&call.id), "the call could not be forwarded");
     };
@@ -111,9 +146,7 @@ pub(crate) async fn call(
         caller,
         template,
         params: empty_object(),
-        dialect: Box::new(Relay {
-            inner_id: inner_id.clone(),
-        }),
+        dialect: Box::new(Relay::new(inner_id.clone(), follows)),
     };
     let first = First::Send {
         id: inner_id,
@@ -164,7 +197,10 @@ mod tests {
             name: None,
             progress: Some(Place::Params(span(body, params.get()).unwrap().start)),
         };
-        let forwarded = forwarded_body(body, &call, r#""mcp-tasks:t""#).unwrap();
+        let kept = forwarded_body(body, &call, r#""mcp-tasks:t""#, true).unwrap();
+        let kept: serde_json::Value = serde_json::from_slice(&kept).unwrap();
+        assert_eq!(kept["params"]["task"]["ttl"], 60000, "{kept}");
+        let forwarded = forwarded_body(body, &call, r#""mcp-tasks:t""#, false).unwrap();
         let text = std::str::from_utf8(&forwarded).unwrap();
         let (head, tail) = text
             .split_once(r#""progressToken":"mcp-tasks/"#)

@@ -24,7 +24,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use super::follow;
 use super::route::{LEGACY_VERSION, relay_id};
+use crate::flight::Flight;
 use crate::runtime::{Dialect, Step, Work};
 use crate::store::{InputRound, StoreError};
 use crate::task::TaskId;
@@ -39,6 +41,22 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) struct Relay {
     /// The JSON-RPC id the layer gave the call it forwarded.
     pub inner_id: Box<RawValue>,
+    /// Whether the call asked the inner server for a task of its own
+    /// (`follow`), and that task's id once it answered.
+    pub follows: bool,
+    pub inner_task: Option<String>,
+}
+
+impl Relay {
+    /// The dialect of the call forwarded as `inner_id`; `follows` when it
+    /// asked the inner server for a task.
+    pub(crate) fn new(inner_id: Box<RawValue>, follows: bool) -> Self {
+        Self {
+            inner_id,
+            follows,
+            inner_task: None,
+        }
+    }
 }
 
 impl Dialect for Relay {
@@ -49,8 +67,27 @@ impl Dialect for Relay {
     fn abandon<'a>(&'a mut self, work: &'a mut Work) -> Step<'a> {
         Box::pin(async move {
             cancel_inner(work, &self.inner_id).await;
+            if let Some(inner) = &self.inner_task {
+                let body = follow::cancel_body(work, inner);
+                send(work, body).await;
+                tracing::debug!(task = %work.id, "tasks/cancel sent for the inner server's own task");
+            }
             Ok(())
         })
+    }
+
+    fn follow(&mut self, work: &mut Work, result: &RawValue) -> Option<Result<Flight, String>> {
+        if !self.follows || self.inner_task.is_some() {
+            return None;
+        }
+        let inner = follow::created_task(result)?;
+        tracing::debug!(task = %work.id, "following the inner server's own task");
+        let flight = follow::result_flight(work, &inner);
+        if let Ok(flight) = &flight {
+            self.inner_id = flight.id().to_owned();
+        }
+        self.inner_task = Some(inner);
+        Some(flight)
     }
 }
 

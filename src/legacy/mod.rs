@@ -24,6 +24,7 @@
 pub(crate) mod advertise;
 pub(crate) mod answer;
 pub(crate) mod call;
+pub(crate) mod follow;
 pub(crate) mod input;
 pub(crate) mod methods;
 pub(crate) mod result;

@@ -6,6 +6,7 @@ use std::pin::Pin;
 use serde_json::value::RawValue;
 
 use super::work::Work;
+use crate::flight::Flight;
 
 /// A boxed future borrowing the work, as [`Dialect`] methods return.
 pub(crate) type Step<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
@@ -24,6 +25,15 @@ pub(crate) trait Dialect: Send {
     /// The call was given up (cancelled, expired, over a limit, drained, or
     /// its stream broke) while the tool may still be running.
     fn abandon<'a>(&'a mut self, work: &'a mut Work) -> Step<'a>;
+
+    /// The call answered `result`: the flight that reads the call's outcome
+    /// when `result` is not it yet (the inner server made a task of its
+    /// own), or an `Err` that fails the task. `None`: `result` is the
+    /// outcome.
+    fn follow(&mut self, work: &mut Work, result: &RawValue) -> Option<Result<Flight, String>> {
+        let _ = (work, result);
+        None
+    }
 }
 
 /// The 2026-07-28 dialect: nothing to add.

@@ -236,7 +236,11 @@ async fn handle(work: &mut Work, dialect: &mut dyn Dialect, answer: Answer) -> H
     let result = match outcome {
         Outcome::InputRequired(result) => result,
         Outcome::Result(result) => {
-            settle(work, Write::Complete(result)).await;
+            match dialect.follow(work, &result) {
+                None => settle(work, Write::Complete(result)).await,
+                Some(Ok(next)) => return Handled::Next(next),
+                Some(Err(message)) => settle(work, internal(message)).await,
+            }
             return settled;
         }
         Outcome::Error(error) => {

@@ -1,12 +1,14 @@
 //! What the inner server's `tools/list` says of its tools that the layer
 //! needs: which are marked safe to run twice
-//! (`annotations.idempotentHint: true`), for re-runs, and which declare an
-//! `outputSchema`, which the fallback's answer could not match.
+//! (`annotations.idempotentHint: true`), for re-runs, which declare an
+//! `outputSchema`, which the fallback's answer could not match, and which
+//! the server runs only as tasks of its own (`execution.taskSupport:
+//! "required"`, 2025-11-25), whose tasks the layer follows (`legacy::call`).
 //!
 //! | Rule                                                         | Why                                                          |
 //! |--------------------------------------------------------------|--------------------------------------------------------------|
 //! | asked only when a call of a tool without an explicit `tool_retry` is parked over a store that keeps re-runs, or a call falls back | the fast path and every other store pay nothing |
-//! | one `tools/list` walk (at most [`PAGES`] pages, [`WALK_TIMEOUT`] in all), kept for [`FRESH`] | a parked call waits for it once, and not long |
+//! | one `tools/list` walk (at most [`PAGES`] pages, [`WALK_TIMEOUT`] in all) per protocol generation, kept for [`FRESH`] | a parked call waits for it once, and not long; a server may list its tools differently to each generation |
 //! | a failed or unreadable answer counts as "no tool is marked", kept as long | an inner server that cannot list is not asked on every park |
 //! | sent with the parked call's credentials and the 2026-07-28 request `_meta`, or, for a call of an older session, in that session as its version | what the inner server needs to answer it as a client's own |
 
@@ -35,7 +37,8 @@ const WALK_TIMEOUT: Duration = Duration::from_secs(3);
 /// What the inner server's tools say, as last read.
 #[derive(Default)]
 pub(crate) struct Hints {
-    read: Mutex<Option<(Instant, Marked)>>,
+    /// As a 2026-07-28 client, and as an older session, asked.
+    read: Mutex<[Option<(Instant, Marked)>; 2]>,
 }
 
 /// The names of the tools with each mark.
@@ -43,6 +46,7 @@ pub(crate) struct Hints {
 struct Marked {
     idempotent: HashSet<String>,
     structured: HashSet<String>,
+    task_required: HashSet<String>,
 }
 
 #[derive(Deserialize)]
@@ -60,6 +64,14 @@ struct Listed {
     annotations: Option<Annotations>,
     #[serde(rename = "outputSchema", default)]
     output_schema: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    execution: Option<Execution>,
+}
+
+#[derive(Deserialize)]
+struct Execution {
+    #[serde(rename = "taskSupport")]
+    task_support: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -100,6 +112,22 @@ impl Hints {
         .await
     }
 
+    /// Whether the inner server runs `tool` only as a task of its own
+    /// (2025-11-25 `execution.taskSupport: "required"`), asked in the
+    /// session of `template` as version `older`.
+    pub(crate) async fn task_required(
+        &self,
+        caller: &mut dyn CallInner,
+        (template, older): (&Template, &HeaderValue),
+        limit: usize,
+        tool: &str,
+    ) -> bool {
+        self.with_marks(caller, (template, Some(older)), limit, |marked| {
+            marked.task_required.contains(tool)
+        })
+        .await
+    }
+
     async fn with_marks(
         &self,
         caller: &mut dyn CallInner,
@@ -107,7 +135,8 @@ impl Hints {
         limit: usize,
         ask: impl FnOnce(&Marked) -> bool,
     ) -> bool {
-        let mut read = self.read.lock().await;
+        let mut slots = self.read.lock().await;
+        let read = &mut slots[usize::from(older.is_some())];
         let stale = read.as_ref().is_none_or(|(at, _)| at.elapsed() >= FRESH);
         if stale {
             let walk = walk(caller, template, limit, older);
@@ -139,6 +168,10 @@ async fn walk(
         for tool in page.tools {
             if tool.output_schema.is_some() {
                 marked.structured.insert(tool.name.clone());
+            }
+            let support = tool.execution.and_then(|e| e.task_support);
+            if support.as_deref() == Some("required") {
+                marked.task_required.insert(tool.name.clone());
             }
             if tool.annotations.and_then(|a| a.idempotent_hint) == Some(true) {
                 marked.idempotent.insert(tool.name);
