@@ -62,6 +62,7 @@ use crate::runtime::{First, NotStarted, Runtime, Start};
 use crate::wire::is_content_type;
 use crate::wire::jsonrpc::Reply;
 use crate::wire::progress::Token;
+use crate::wire::raw::string_at;
 use crate::wire::view::{TaskView, render};
 
 /// Forwards, races and parks a declaring client's `tools/call`.
@@ -416,12 +417,7 @@ async fn has_output_schema(
     body: &[u8],
     fallback: &FallbackCall,
 ) -> bool {
-    let Some(name) = fallback
-        .name
-        .clone()
-        .and_then(|at| body.get(at))
-        .and_then(|raw| serde_json::from_slice::<String>(raw).ok())
-    else {
+    let Some(name) = string_at(body, fallback.name.clone()) else {
         return false;
     };
     let limit = runtime.config.max_result_bytes;

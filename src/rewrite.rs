@@ -22,7 +22,7 @@ use crate::body::{BoxError, ResponseBody};
 use crate::flight::tap::BodyError;
 use crate::wire::progress::{self, Place, Token};
 use crate::wire::raw::{Members, edit_members, edit_object, span};
-use crate::wire::splice::{Edit, member_cut, splice};
+use crate::wire::splice::{Edit, member_cut, splice, splice_present};
 use crate::wire::{RELATED_TASK_IDS, TASKS_EXTENSION, content_type};
 
 /// The edit that removes the tasks extension from the `extensions` object
@@ -94,21 +94,6 @@ impl Strip {
                 token.and_then(|(token, place)| progress::insert(body, place, token)),
             ],
         }
-    }
-}
-
-/// `body` with the present `edits` made; `None` when there are none (or
-/// they do not fit the body).
-fn splice_present(body: &[u8], edits: [Option<Edit<'_>>; 3]) -> Option<Bytes> {
-    match edits {
-        [None, None, None] => None,
-        [Some(a), None, None] | [None, Some(a), None] | [None, None, Some(a)] => {
-            splice(body, &mut [a])
-        }
-        [Some(a), Some(b), None] | [Some(a), None, Some(b)] | [None, Some(a), Some(b)] => {
-            splice(body, &mut [a, b])
-        }
-        [Some(a), Some(b), Some(c)] => splice(body, &mut [a, b, c]),
     }
 }
 

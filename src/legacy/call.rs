@@ -28,8 +28,8 @@ use crate::runtime::{First, NotStarted, Runtime, Start};
 use crate::task::TaskId;
 use crate::wire::jsonrpc::{LIMIT_REACHED, Reply};
 use crate::wire::progress::{self, Token};
-use crate::wire::raw::{edit_object, empty_object};
-use crate::wire::splice::{Edit, member_cut, splice};
+use crate::wire::raw::{edit_object, empty_object, string_at};
+use crate::wire::splice::{Edit, member_cut, splice_present};
 use crate::wire::view::{Rendered, TaskView, render};
 
 /// The nested 2025-11-25 `CreateTaskResult`.
@@ -60,26 +60,23 @@ fn forwarded_body(
     keep_task: bool,
 ) -> Option<Bytes> {
     let task = match member_cut(body, call.task.clone(), "task") {
-        _ if keep_task => Edit::put(call.task.start..call.task.start, &b""[..]),
-        Some(cut) => Edit::cut(cut),
+        _ if keep_task => None,
+        Some(cut) => Some(Edit::cut(cut)),
         // An escaped key: the params object written again without it.
         None => {
             let params = std::str::from_utf8(body.get(call.params.clone())?).ok()?;
             let edited = edit_object(params, &[("task", None)])?;
-            Edit::put(call.params.clone(), edited.into_bytes())
+            Some(Edit::put(call.params.clone(), edited.into_bytes()))
         }
     };
     let id = Edit::put(call.id_at.clone(), inner_id.as_bytes());
     // The task's status message comes from the progress the inner server
     // reports; no client reads this call's stream.
     let token = Token::next();
-    match call
+    let progress = call
         .progress
-        .and_then(|place| progress::insert(body, place, &token))
-    {
-        Some(progress) => splice(body, &mut [id, task, progress]),
-        None => splice(body, &mut [id, task]),
-    }
+        .and_then(|place| progress::insert(body, place, &token));
+    splice_present(body, [Some(id), task, progress])
 }
 
 /// Whether the inner server runs the called tool only as a task of its own
@@ -91,12 +88,7 @@ async fn runs_as_task(
     body: &[u8],
     call: &LegacyCall,
 ) -> bool {
-    let Some(tool) = call
-        .name
-        .clone()
-        .and_then(|at| body.get(at))
-        .and_then(|raw| serde_json::from_slice::<String>(raw).ok())
-    else {
+    let Some(tool) = string_at(body, call.name.clone()) else {
         return false;
     };
     let version = http::HeaderValue::from_static(LEGACY_VERSION);

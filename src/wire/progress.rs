@@ -72,9 +72,14 @@ impl Token {
         raw == &*self.0
     }
 
-    /// The member, as written into `_meta`.
-    fn member(&self) -> String {
-        format!("\"progressToken\":{}", self.0)
+    /// The member, as written into `_meta`, between `before` and `after`.
+    fn member(&self, before: &str, after: &str) -> Vec<u8> {
+        const KEY: &str = "\"progressToken\":";
+        let mut out = Vec::with_capacity(before.len() + KEY.len() + self.0.len() + after.len());
+        for part in [before, KEY, &self.0, after] {
+            out.extend_from_slice(part.as_bytes());
+        }
+        out
     }
 }
 
@@ -89,20 +94,19 @@ fn next_solid(body: &[u8], open: usize) -> Option<u8> {
 /// The edit that writes `token` at `place` in `body`. `None` when `place`
 /// is not the `{` of a JSON object there.
 pub(crate) fn insert(body: &[u8], place: Place, token: &Token) -> Option<Edit<'static>> {
-    let (open, text) = match place {
-        Place::Meta(open) => (open, token.member()),
-        Place::Params(open) => (open, format!("\"_meta\":{{{}}}", token.member())),
-    };
+    let (Place::Meta(open) | Place::Params(open)) = place;
     if body.get(open) != Some(&b'{') {
         return None;
     }
-    let comma = if next_solid(body, open)? == b'}' {
-        ""
-    } else {
-        ","
+    let empty = next_solid(body, open)? == b'}';
+    let text = match (place, empty) {
+        (Place::Meta(_), true) => token.member("", ""),
+        (Place::Meta(_), false) => token.member("", ","),
+        (Place::Params(_), true) => token.member("\"_meta\":{", "}"),
+        (Place::Params(_), false) => token.member("\"_meta\":{", "},"),
     };
     let at = open + 1;
-    Some(Edit::put(at..at, format!("{text}{comma}").into_bytes()))
+    Some(Edit::put(at..at, text))
 }
 
 /// The edit that puts `token` where the member cut `cut` (of `_meta`, with
@@ -126,15 +130,14 @@ pub(crate) fn in_place_of(body: &[u8], cut: Range<usize>, token: &Token) -> Edit
             }
         }
     };
-    let member = token.member();
     let with = if solid(text.iter(), false) == Some(b',') {
-        format!(",{member}")
+        token.member(",", "")
     } else if solid(text.iter(), true) == Some(b',') {
-        format!("{member},")
+        token.member("", ",")
     } else {
-        member
+        token.member("", "")
     };
-    Edit::put(cut, with.into_bytes())
+    Edit::put(cut, with)
 }
 
 #[cfg(test)]

@@ -97,6 +97,12 @@ pub(crate) fn empty_object() -> Box<RawValue> {
     RawValue::from_string("{}".to_owned()).expect("`{}` is valid JSON")
 }
 
+/// The JSON string at `at` in `body` (a tool's name, found by the one
+/// parse), decoded; `None` when there is none or it is not a string.
+pub(crate) fn string_at(body: &[u8], at: Option<std::ops::Range<usize>>) -> Option<String> {
+    serde_json::from_slice(body.get(at?)?).ok()
+}
+
 /// The byte range `inner` occupies in `outer`, when it is a slice of it.
 pub(crate) fn span(outer: &[u8], inner: &str) -> Option<std::ops::Range<usize>> {
     let start = (inner.as_ptr() as usize).checked_sub(outer.as_ptr() as usize)?;

@@ -72,6 +72,21 @@ pub(crate) fn splice(body: &[u8], edits: &mut [Edit<'_>]) -> Option<Bytes> {
     Some(Bytes::from(out))
 }
 
+/// `body` with the present `edits` made; `None` when there are none (or
+/// they do not fit the body).
+pub(crate) fn splice_present(body: &[u8], edits: [Option<Edit<'_>>; 3]) -> Option<Bytes> {
+    match edits {
+        [None, None, None] => None,
+        [Some(a), None, None] | [None, Some(a), None] | [None, None, Some(a)] => {
+            splice(body, &mut [a])
+        }
+        [Some(a), Some(b), None] | [Some(a), None, Some(b)] | [None, Some(a), Some(b)] => {
+            splice(body, &mut [a, b])
+        }
+        [Some(a), Some(b), Some(c)] => splice(body, &mut [a, b, c]),
+    }
+}
+
 /// The bytes to cut from `body` to remove the member `name` whose value is
 /// at `value`: its plainly written key, the colon, the value, and the comma
 /// before it (or, for the first member, the one after it). `None` when the
