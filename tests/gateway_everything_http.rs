@@ -12,7 +12,7 @@ mod gateway;
 mod support;
 
 use serde_json::{Value, json};
-use support::client::McpClient;
+use support::client::{LegacyClient, McpClient};
 use support::session::Session;
 
 const SCRIPT: &str = "stdio-everything.sh";
@@ -219,4 +219,21 @@ async fn the_servers_question_inside_its_own_task_reaches_the_client_through_the
         "{result}\n{}",
         gateway.log()
     );
+}
+
+#[tokio::test]
+async fn rmcps_2025_11_25_client_gets_the_research_report_through_the_gateway() {
+    // A client that is not the project's: rmcp 2.2, as a 2025-11-25 session.
+    let upstream = gateway::upstream_script(SCRIPT).await;
+    let gateway = gateway::start(&upstream.url, &[]).await;
+    let client = LegacyClient::connect(&gateway.url).await;
+    let result = gateway::legacy_task_result(
+        &client,
+        "simulate-research-query",
+        json!({"topic": "reefs"}),
+    )
+    .await;
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("Research Report: reefs"), "{result}");
+    client.close().await;
 }
