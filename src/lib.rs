@@ -79,6 +79,7 @@ mod legacy;
 mod methods;
 mod mrtr;
 pub mod observe;
+mod own_tasks;
 pub mod owner;
 mod policy;
 #[cfg(feature = "gateway")]

@@ -51,6 +51,10 @@ pub(crate) struct Resume {
     /// arguments and so go with every re-issued call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub param_headers: Vec<(String, String)>,
+    /// The inner server's own task that asked (`runtime::follow`): the
+    /// answers go to its `tasks/update` rather than into a re-issued call.
+    #[serde(rename = "innerTask", default, skip_serializing_if = "Option::is_none")]
+    pub inner_task: Option<String>,
 }
 
 /// The parts of an `InputRequiredResult` the layer reads.
@@ -70,13 +74,15 @@ pub(crate) enum Next {
     Retry(Option<String>),
 }
 
-/// Reads an `input_required` result of round `round` of a call with `params`.
+/// Reads an `input_required` result of round `round` of a call with
+/// `params`; `inner_task`: the inner server's own task that asked, if any.
 pub(crate) fn on_input_required(
     result: &RawValue,
     round: u32,
     params: &RawValue,
     (expires, deadline): (Option<Timestamp>, Option<Deadline>),
     template: &Template,
+    inner_task: Option<&str>,
 ) -> Result<Next, String> {
     let asked: InputRequired = serde_json::from_str(result.get())
         .map_err(|error| format!("the input_required result is malformed: {error}"))?;
@@ -103,6 +109,7 @@ pub(crate) fn on_input_required(
         expires: expires.map(Timestamp::as_millis),
         deadline,
         param_headers: template.param_headers(),
+        inner_task: inner_task.map(str::to_owned),
     };
     let resume = serde_json::value::to_raw_value(&resume).map_err(|e| e.to_string())?;
     Ok(Next::Ask(InputRound { requests, resume }))
@@ -401,7 +408,7 @@ mod tests {
         let result =
             raw(r#"{"resultType":"input_required","inputRequests":{"k":{"method":"roots/list"}}}"#);
         let Ok(Next::Ask(round)) =
-            on_input_required(&result, 1, &raw("{}"), (None, None), &template())
+            on_input_required(&result, 1, &raw("{}"), (None, None), &template(), None)
         else {
             panic!("expected a round")
         };
@@ -430,7 +437,7 @@ mod tests {
         );
         let params = raw(r#"{"name":"two_rounds"}"#);
         let Ok(Next::Ask(round)) =
-            on_input_required(&result, 2, &params, (None, None), &template())
+            on_input_required(&result, 2, &params, (None, None), &template(), None)
         else {
             panic!("expected a round")
         };
@@ -446,7 +453,8 @@ mod tests {
     #[test]
     fn only_a_request_state_means_retry_at_once() {
         let result = raw(r#"{"resultType":"input_required","requestState":"later"}"#);
-        let next = on_input_required(&result, 1, &raw("{}"), (None, None), &template()).unwrap();
+        let next =
+            on_input_required(&result, 1, &raw("{}"), (None, None), &template(), None).unwrap();
         assert!(matches!(next, Next::Retry(Some(state)) if state == "later"));
     }
 

@@ -519,7 +519,7 @@ impl Parking {
             caller,
             template,
             params,
-            dialect: Box::new(Plain),
+            dialect: Box::<Plain>::default(),
             waited: arrived.elapsed(),
         };
         match runtime.start(start, First::Running(flight)).await {

@@ -74,6 +74,13 @@ pub(crate) struct Strip {
 }
 
 impl Strip {
+    /// Leaves the client's tasks extension in the call: the inner server
+    /// has tasks of its own (`own_tasks`).
+    pub(crate) fn keep_extension(&mut self) {
+        self.extensions = None;
+        self.tasks = None;
+    }
+
     /// The edits that remove them from `body`, and write `token`, when
     /// there is anything to do.
     fn edits(&self, body: &[u8], token: Option<&Token>) -> [Option<Edit<'static>>; 3] {
@@ -127,15 +134,6 @@ pub(crate) fn forwarded_params(
 /// `body` without the related task ids whose value is at `value`.
 pub(crate) fn without_related(body: &Bytes, value: Range<usize>) -> Bytes {
     splice(body, &mut [related_edit(body, value)]).unwrap_or_else(|| body.clone())
-}
-
-/// Adds the tasks extension to a `server/discover` response.
-pub(crate) async fn advertise<B>(response: Response<B>) -> Response<ResponseBody<B>>
-where
-    B: Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<BoxError>,
-{
-    edit_response(response, with_extension).await
 }
 
 /// Applies `edit` to the JSON-RPC message of a JSON response, or to every
@@ -203,7 +201,7 @@ pub(crate) fn replace(message: &str, target: &str, replacement: &str) -> Option<
 /// `message` (a `server/discover` response) with the tasks extension in
 /// `result.capabilities.extensions`; every other byte stays as it was.
 /// `None` when it is not such a response or already has the extension.
-fn with_extension(message: &str) -> Option<String> {
+pub(crate) fn with_extension(message: &str) -> Option<String> {
     let result = Members::parse(message).ok()?.get("result")?;
     let capabilities = Members::parse(result.get()).ok()?.get("capabilities")?;
     let existing = Members::parse(capabilities.get()).ok()?.get("extensions");

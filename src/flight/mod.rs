@@ -32,6 +32,7 @@
 //! by its bytes (`wire::plainly_a_response`), not parsed; a parked call's
 //! flight reads every event whole.
 
+pub(crate) mod ask;
 pub(crate) mod caller;
 mod collect;
 pub(crate) mod direct;

@@ -166,13 +166,38 @@ where
         Route::Discover => {
             let span = observe::request_span("server/discover");
             let future = inner.call(Request::from_parts(parts, RequestBody::buffered(bytes)));
+            let own = shared.own.clone();
+            let edit = move |message: &str| {
+                own.saw(message);
+                rewrite::with_extension(message)
+            };
             owned(traced(span, async move {
-                Ok(rewrite::advertise(future.await?).await)
+                Ok(rewrite::edit_response(future.await?, edit).await)
             }))
         }
-        Route::ToolCall(call) => {
+        Route::ToolCall(mut call) => {
             let span = observe::request_span("tools/call");
             observe::record_tool(&span, call.name.clone().and_then(|name| bytes.get(name)));
+            let declaring = matches!(call.handle, fallback::Handle::Task);
+            match shared.own.known() {
+                Some(true) if declaring => call.strip.keep_extension(),
+                None if declaring => {
+                    // Whether the inner server has tasks of its own, asked
+                    // once, before the first such call goes out.
+                    let (own, runtime) = (shared.own.clone(), runtime.clone());
+                    return owned(traced(span, async move {
+                        let mut caller = Caller::<S, B>::boxed(inner.clone());
+                        let template = crate::mrtr::Template::from_parts(&parts);
+                        let limit = runtime.config.max_result_bytes;
+                        if own.learn(&mut *caller, &template, limit).await {
+                            call.strip.keep_extension();
+                        }
+                        let owner = runtime.owner(&parts).key;
+                        race::tool_call(runtime, inner, parts, bytes, call, owner).await
+                    }));
+                }
+                _ => {}
+            }
             // The owner is resolved and the call sent now, inside the
             // request's span, as the owned future would: the inner
             // service's own spans and the resolver's events belong to this
@@ -182,6 +207,24 @@ where
                 race::tool_call(runtime.clone(), inner, parts, bytes, call, owner)
             });
             owned(traced(span, call))
+        }
+        Route::Task(call) if call.task.is_none() && shared.own.known() != Some(false) => {
+            // Not an id of the layer's: the inner server's own task, if it
+            // has tasks (`own_tasks`).
+            let span = task_method_span(&call);
+            let (own, runtime) = (shared.own.clone(), runtime.clone());
+            owned(traced(span, async move {
+                let mut caller = Caller::<S, B>::boxed(inner.clone());
+                let template = crate::mrtr::Template::from_parts(&parts);
+                let limit = runtime.config.max_result_bytes;
+                if own.learn(&mut *caller, &template, limit).await {
+                    let request = Request::from_parts(parts, RequestBody::buffered(bytes));
+                    return Ok(inner.call(request).await?.map(ResponseBody::inner));
+                }
+                let owner = runtime.owner(&parts);
+                let answered = methods::answer(&runtime, owner.key(), call).await;
+                Ok(reply_response(answered.reply))
+            }))
         }
         Route::Task(call) => {
             let span = task_method_span(&call);

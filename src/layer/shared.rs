@@ -10,6 +10,7 @@ use crate::config::TasksConfig;
 use crate::legacy::sessions::{SessionLimits, Sessions};
 use crate::legacy::waiters::Waiters;
 use crate::observe::Waiting;
+use crate::own_tasks::OwnTasks;
 use crate::push::Hub;
 use crate::runtime::{Hints, Runtime};
 
@@ -28,6 +29,8 @@ pub(crate) struct Core {
     pub waiters: Arc<Waiters>,
     /// The task status subscriptions and the changes they watch.
     pub hub: Arc<Hub>,
+    /// Whether the inner server has tasks of its own.
+    pub own: Arc<OwnTasks>,
 }
 
 impl Core {
@@ -43,6 +46,7 @@ impl Core {
             })),
             waiters: Arc::new(Waiters::new(config.waiters)),
             hub: Arc::new(Hub::new(config.subscriptions, background.clone())),
+            own: Arc::default(),
             background,
         }
     }
@@ -59,6 +63,8 @@ pub(crate) struct Shared {
     pub waiters: Arc<Waiters>,
     /// The task status subscriptions and the changes they watch.
     pub hub: Arc<Hub>,
+    /// Whether the inner server has tasks of its own (2026-07-28).
+    pub own: Arc<OwnTasks>,
     /// Set once the store's tasks to run again were asked for (with the
     /// first request, which brings the inner service to run them on).
     pub recovering: AtomicBool,
@@ -72,6 +78,7 @@ impl Shared {
             sessions: core.sessions.clone(),
             waiters: core.waiters.clone(),
             hub: core.hub.clone(),
+            own: core.own.clone(),
             recovering: AtomicBool::new(false),
         }
     }

@@ -26,8 +26,7 @@ use serde_json::value::RawValue;
 
 use super::follow;
 use super::route::{LEGACY_VERSION, relay_id};
-use crate::flight::Flight;
-use crate::runtime::{Dialect, Step, Work};
+use crate::runtime::{Dialect, Followed, Step, Work};
 use crate::store::{InputRound, StoreError};
 use crate::task::TaskId;
 use crate::wire::raw::{Members, edit_object};
@@ -76,18 +75,23 @@ impl Dialect for Relay {
         })
     }
 
-    fn follow(&mut self, work: &mut Work, result: &RawValue) -> Option<Result<Flight, String>> {
+    fn follow(&mut self, work: &mut Work, result: &RawValue) -> Followed {
         if !self.follows || self.inner_task.is_some() {
-            return None;
+            return Followed::Outcome;
         }
-        let inner = follow::created_task(result)?;
+        let Some(inner) = follow::created_task(result) else {
+            return Followed::Outcome;
+        };
         tracing::debug!(task = %work.id, "following the inner server's own task");
         let flight = follow::result_flight(work, &inner);
-        if let Ok(flight) = &flight {
-            self.inner_id = flight.id().to_owned();
-        }
         self.inner_task = Some(inner);
-        Some(flight)
+        match flight {
+            Ok(flight) => {
+                self.inner_id = flight.id().to_owned();
+                Followed::Next(flight)
+            }
+            Err(message) => Followed::Error(message),
+        }
     }
 }
 

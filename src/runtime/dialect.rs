@@ -5,16 +5,15 @@ use std::pin::Pin;
 
 use serde_json::value::RawValue;
 
+use super::follow::{self, Followed};
 use super::work::Work;
-use crate::flight::Flight;
 
 /// A boxed future borrowing the work, as [`Dialect`] methods return.
 pub(crate) type Step<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
 
 /// What a protocol generation adds to driving a task.
 ///
-/// The 2026-07-28 extension adds nothing ([`Plain`]): a parked call cannot
-/// ask its client anything, and dropping its stream cancels it. A 2025-11-25
+/// The 2026-07-28 extension adds little ([`Plain`]). A 2025-11-25
 /// call relays the inner server's requests and must be told when it is
 /// abandoned (`legacy::input`).
 pub(crate) trait Dialect: Send {
@@ -26,25 +25,68 @@ pub(crate) trait Dialect: Send {
     /// its stream broke) while the tool may still be running.
     fn abandon<'a>(&'a mut self, work: &'a mut Work) -> Step<'a>;
 
-    /// The call answered `result`: the flight that reads the call's outcome
-    /// when `result` is not it yet (the inner server made a task of its
-    /// own), or an `Err` that fails the task. `None`: `result` is the
-    /// outcome.
-    fn follow(&mut self, work: &mut Work, result: &RawValue) -> Option<Result<Flight, String>> {
+    /// The call answered `result`: whether that is the call's outcome, or
+    /// only the handle of a task the inner server made of its own, whose
+    /// outcome is read next (see [`Followed`]).
+    fn follow(&mut self, work: &mut Work, result: &RawValue) -> Followed {
         let _ = (work, result);
+        Followed::Outcome
+    }
+
+    /// The inner server's own task the call follows, whose input requests
+    /// are answered with its `tasks/update`.
+    fn inner_task(&self) -> Option<&str> {
         None
     }
 }
 
-/// The 2026-07-28 dialect: nothing to add.
-pub(crate) struct Plain;
+/// The 2026-07-28 dialect: a parked call cannot ask its client anything,
+/// and dropping its stream cancels it. What it adds is the task the inner
+/// server may answer with when it has tasks of its own (`follow`).
+#[derive(Default)]
+pub(crate) struct Plain {
+    /// The inner server's task, once the call answered its handle.
+    inner: Option<String>,
+    /// Whether the next answer is the inner server's acknowledgement of
+    /// the client's input (`tasks/update`), not the outcome.
+    updating: bool,
+}
+
+impl Plain {
+    /// The dialect of a task whose input went to the inner server's task
+    /// `inner` (`tasks/update`).
+    pub(crate) fn updating(inner: String) -> Self {
+        Self {
+            inner: Some(inner),
+            updating: true,
+        }
+    }
+}
 
 impl Dialect for Plain {
     fn request<'a>(&'a mut self, _: &'a mut Work, _: Box<RawValue>) -> Step<'a> {
         Box::pin(async { Ok(()) })
     }
 
-    fn abandon<'a>(&'a mut self, _: &'a mut Work) -> Step<'a> {
-        Box::pin(async { Ok(()) })
+    fn abandon<'a>(&'a mut self, work: &'a mut Work) -> Step<'a> {
+        Box::pin(async move {
+            if let Some(inner) = &self.inner {
+                follow::cancel(work, inner).await;
+            }
+            Ok(())
+        })
+    }
+
+    fn follow(&mut self, work: &mut Work, result: &RawValue) -> Followed {
+        if std::mem::take(&mut self.updating)
+            && let Some(inner) = &self.inner
+        {
+            return follow::poll(work, inner, None, None);
+        }
+        follow::follow(&mut self.inner, work, result)
+    }
+
+    fn inner_task(&self) -> Option<&str> {
+        self.inner.as_deref()
     }
 }

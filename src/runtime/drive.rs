@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::dialect::Dialect;
+use super::follow::Followed;
 use super::settle::{Write, internal, settle, write_until, written};
 use super::work::{Slot, Work};
 use crate::deadline::Deadline;
@@ -237,9 +238,18 @@ async fn handle(work: &mut Work, dialect: &mut dyn Dialect, answer: Answer) -> H
         Outcome::InputRequired(result) => result,
         Outcome::Result(result) => {
             match dialect.follow(work, &result) {
-                None => settle(work, Write::Complete(result)).await,
-                Some(Ok(next)) => return Handled::Next(next),
-                Some(Err(message)) => settle(work, internal(message)).await,
+                Followed::Outcome => settle(work, Write::Complete(result)).await,
+                Followed::Next(next) => return Handled::Next(next),
+                Followed::Complete(result) => settle(work, Write::Complete(result)).await,
+                Followed::Failed(error) => settle(work, Write::Fail(error)).await,
+                Followed::Input(asked) => return Box::pin(ask(work, dialect, asked)).await,
+                Followed::Error(message) => {
+                    settle(work, internal(message)).await;
+                    // Whatever the inner server still runs for the call.
+                    if let Err(error) = dialect.abandon(work).await {
+                        tracing::debug!(task = %work.id, error, "the abandoned call could not be told");
+                    }
+                }
             }
             return settled;
         }
@@ -248,12 +258,20 @@ async fn handle(work: &mut Work, dialect: &mut dyn Dialect, answer: Answer) -> H
             return settled;
         }
     };
+    ask(work, dialect, result).await
+}
+
+/// Records an `input_required` answer: an input round for the client, or a
+/// retry of a call that shed load.
+async fn ask(work: &mut Work, dialect: &mut dyn Dialect, result: Box<RawValue>) -> Handled {
+    let settled = Handled::Ended(Ended::Settled);
     let asked = mrtr::on_input_required(
         &result,
         work.round + 1,
         &work.params,
         (work.expires, work.deadline),
         &work.template,
+        dialect.inner_task(),
     );
     match asked {
         Ok(Next::Ask(_)) if work.round >= work.max_rounds => {

@@ -20,10 +20,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::Mutex;
 
+use crate::flight::ask::{self, Declares};
 use crate::flight::caller::CallInner;
-use crate::flight::{Event, Flight};
 use crate::mrtr::Template;
-use crate::wire::{MODERN_VERSION, Outcome};
 
 /// How long a walk of `tools/list` is believed.
 const FRESH: Duration = Duration::from_secs(300);
@@ -197,43 +196,16 @@ async fn list(
     let id = format!("\"mcp-tasks:tools-list:{page}\"");
     let cursor = cursor
         .as_ref()
-        .map(|c| format!(",\"cursor\":{}", serde_json::Value::String(c.clone())))
-        .unwrap_or_default();
+        .map(|c| format!("\"cursor\":{}", serde_json::Value::String(c.clone())));
     // A call of an older, session-based client asks as its version (in its
     // session: the template keeps `Mcp-Session-Id`); a 2026-07-28 one with
     // the request `_meta`.
-    let body = match older {
-        Some(_) => format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{{}}}}}"#,
-            cursor.trim_start_matches(',')
-        ),
-        None => format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"{MODERN_VERSION}","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"mcp-tasks","version":"{}"}}}}{cursor}}}}}"#,
-            env!("CARGO_PKG_VERSION")
-        ),
-    };
-    let mut request = template
-        .post(body, MODERN_VERSION)
-        .map_err(|e| e.to_string())?;
-    if let Some(version) = older {
-        request
-            .headers_mut()
-            .insert("mcp-protocol-version", version.clone());
-    }
-    request
-        .headers_mut()
-        .insert("mcp-method", HeaderValue::from_static("tools/list"));
-    let id = RawValue::from_string(id).map_err(|e| e.to_string())?;
-    let mut flight = Flight::background(id, caller.call(request), limit);
-    loop {
-        match flight.next_event().await {
-            Event::Done(answer) => {
-                return match answer.into_outcome()? {
-                    Outcome::Result(result) => Ok(result),
-                    _ => Err("tools/list did not answer a result".to_owned()),
-                };
-            }
-            Event::Progress(_) | Event::Request(_) => {}
-        }
-    }
+    let meta = older.is_none().then(|| ask::modern_meta(Declares::Nothing));
+    let params = [meta, cursor].into_iter().flatten().collect::<Vec<_>>();
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{{}}}}}"#,
+        params.join(",")
+    );
+    let request = ask::request(template, body, "tools/list", None, older)?;
+    ask::result(caller, &id, request, limit).await
 }

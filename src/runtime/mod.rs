@@ -16,6 +16,7 @@
 
 mod dialect;
 mod drive;
+mod follow;
 mod hints;
 mod rerun;
 mod resume;
@@ -35,6 +36,7 @@ use crate::store::{StoreError, TaskStore};
 use crate::wire::jsonrpc::Reply;
 
 pub(crate) use dialect::{Dialect, Plain, Step};
+pub(crate) use follow::Followed;
 pub(crate) use hints::Hints;
 pub(crate) use start::{First, NotStarted, Start};
 pub(crate) use work::Work;

@@ -225,7 +225,8 @@ impl Runtime {
             Ok(flight) => {
                 let slot = Slot::Wait(self.background.slots());
                 let abort = self.background.abort_signal();
-                let driving = drive::drive(work, Box::new(Plain), Box::new(flight), slot, abort);
+                let driving =
+                    drive::drive(work, Box::<Plain>::default(), Box::new(flight), slot, abort);
                 self.background.spawn_in(span, driving);
                 true
             }

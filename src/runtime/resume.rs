@@ -5,6 +5,7 @@ use http::request::Parts;
 use super::Runtime;
 use super::dialect::Plain;
 use super::drive;
+use super::follow;
 use super::settle::{internal, write_until, written};
 use super::work::{Slot, Work};
 use crate::flight::caller::CallInner;
@@ -56,15 +57,27 @@ impl Runtime {
         let mut template = Template::from_parts(parts);
         template.set_param_headers(&resume.param_headers);
         let request_state = resume.request_state.take();
+        let inner_task = resume.inner_task.take();
         let call = (caller, template);
         let mut work = Work::resumed(self, task, stop, call, resume, trace);
         let span = work.trace.span.clone();
-        let reissued = span.in_scope(|| drive::reissue(&mut work, Some(answers), request_state));
+        // The answers go into the call again, or, when the inner server's
+        // own task asked, to that task (`follow`).
+        let (reissued, dialect) = span.in_scope(|| match inner_task {
+            None => {
+                let flight = drive::reissue(&mut work, Some(answers), request_state);
+                (flight, Plain::default())
+            }
+            Some(inner) => (
+                follow::update(&mut work, &inner, answers),
+                Plain::updating(inner),
+            ),
+        });
         match reissued {
             Ok(flight) => {
                 let slot = Slot::Wait(self.background.slots());
                 let abort = self.background.abort_signal();
-                let driving = drive::drive(work, Box::new(Plain), Box::new(flight), slot, abort);
+                let driving = drive::drive(work, Box::new(dialect), Box::new(flight), slot, abort);
                 self.background.spawn_in(span, driving);
             }
             Err(message) => {

@@ -84,9 +84,15 @@ fn repo() -> PathBuf {
 /// (`scripts/upstream-python.sh`, `scripts/upstream-typescript.sh`), which
 /// install their SDK into the git-ignored cache first.
 pub async fn upstream_script(script: &str) -> Process {
+    upstream_script_with(script, &[]).await
+}
+
+/// As [`upstream_script`], with `options` before the address.
+pub async fn upstream_script_with(script: &str, options: &[&str]) -> Process {
     let mut command = Command::new("bash");
     command
         .arg(repo().join("scripts").join(script))
+        .args(options)
         .arg("127.0.0.1:0")
         .current_dir(repo());
     Process::start(script, command, INSTALL_TIMEOUT).await

@@ -19,6 +19,19 @@ pub async fn read_message<B: Body>(body: B) -> Value {
     serde_json::from_slice(&bytes).unwrap_or(Value::Null)
 }
 
+/// The answer of an inner server without tasks of its own to `message`
+/// when it is the `server/discover` the layer asks once, before the first
+/// declaring call (`own_tasks`); `None` for any other message.
+pub fn discover_answer<B: From<String>>(message: &Value) -> Option<Response<B>> {
+    (message["method"] == "server/discover").then(|| {
+        json_response(
+            &serde_json::json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+            "resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}}}}),
+        )
+    })
+}
+
 /// A `200 application/json` response carrying `message`.
 pub fn json_response<B: From<String>>(message: &Value) -> Response<B> {
     Response::builder()

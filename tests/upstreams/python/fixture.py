@@ -42,7 +42,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import socket
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -50,7 +49,6 @@ from typing import Annotated, Any
 
 import anyio
 import mcp_types
-import uvicorn
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
@@ -58,6 +56,7 @@ from fastmcp.tools import ToolResult
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
+from serving import serve
 
 #: Interval between two `notifications/progress` of `slow_compute`.
 PROGRESS_INTERVAL = 0.2
@@ -288,40 +287,6 @@ async def test_tool_with_task(ctx: Context) -> AskResult:
 # --- serving -------------------------------------------------------------------
 
 
-def bind(address: str) -> tuple[socket.socket, str]:
-    """A listening socket for `HOST:PORT` (port 0: any free one) and its URL."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
-        sys.exit(f"usage: {sys.argv[0]} HOST:PORT")
-    host = host.strip("[]")
-    family, kind, proto, _, sockaddr = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)[0]
-    sock = socket.socket(family, kind, proto)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(sockaddr)
-    sock.listen(128)
-    real_port = sock.getsockname()[1]
-    shown = f"[{host}]" if family == socket.AF_INET6 else host
-    return sock, f"http://{shown}:{real_port}/mcp"
-
-
-async def serve(address: str) -> None:
-    sock, url = bind(address)
-    config = uvicorn.Config(mcp.http_app(path="/mcp"), log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-
-    async def announce() -> None:
-        # uvicorn sets `started` once the app's lifespan ran and it accepts.
-        while not server.started:
-            if server.should_exit:
-                return
-            await asyncio.sleep(0.02)
-        print(f"listening on {url}", flush=True)
-
-    announcer = asyncio.create_task(announce())
-    await server.serve(sockets=[sock])
-    announcer.cancel()
-
-
 def main() -> None:
     if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__, file=sys.stderr)
@@ -331,7 +296,7 @@ def main() -> None:
         # One session over stdin/stdout, newline-delimited JSON-RPC.
         asyncio.run(mcp.run_stdio_async(show_banner=False))
     else:
-        asyncio.run(serve(sys.argv[1]))
+        asyncio.run(serve(mcp.http_app(path="/mcp"), sys.argv[1]))
 
 
 if __name__ == "__main__":
