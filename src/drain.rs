@@ -9,8 +9,12 @@
 //! |----------|------------------------------------------------------------------------------|
 //! | close    | no task starts: calls stay synchronous, 2025-11-25 `params.task` gets `-32000`; task methods are still answered |
 //! | wait     | running tasks may finish, up to the grace                                    |
-//! | abort    | what still runs is failed ("The server shut down before the task finished") and its inner call cancelled |
+//! | abort    | what still runs is failed ("The server shut down before the task finished") and its inner call cancelled; with a store that does not outlive the process (the memory store), so is a task waiting for its client's input |
 //! | release  | the store lets go of this instance (Redis: its lease is dropped, so another instance sweeps what is left at once) |
+//! | linger   | when any task was running or waiting as the drain began: twice the poll interval the layer suggests (1 s: so 2 s; at most 10 s), so that a client polling as suggested reads the task's end before the server goes |
+//!
+//! [`Drain::shutdown`] returns after at most the grace, 10 s for the
+//! failure writes, and the linger.
 //!
 //! The release is the store's, not the layer's: drain once per store, after
 //! every layer over it has drained (with Redis, the lease belongs to the
@@ -42,10 +46,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::background::Background;
+use crate::observe::{Waiting, events};
 use crate::store::TaskStore;
+use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR};
 
-/// How long the failure writes of aborted tasks may take.
+/// How long the failure writes of the tasks a drain fails may take, in all.
 const ABORT_WAIT: Duration = Duration::from_secs(10);
+/// The longest linger, whatever the poll interval.
+const MAX_LINGER: Duration = Duration::from_secs(10);
+/// The linger when the layer suggests no poll interval.
+const DEFAULT_LINGER: Duration = Duration::from_secs(2);
 
 /// A handle that drains one layer's background work; cheap to clone.
 ///
@@ -54,6 +64,10 @@ const ABORT_WAIT: Duration = Duration::from_secs(10);
 pub struct Drain {
     background: Arc<Background>,
     store: Arc<dyn TaskStore>,
+    /// The tasks waiting for input on this instance.
+    waiting: Arc<Waiting>,
+    /// How long the drain keeps going once the tasks ended.
+    linger: Duration,
 }
 
 /// What a [`Drain::shutdown`] found.
@@ -62,7 +76,8 @@ pub struct DrainReport {
     /// Whether everything finished within the grace.
     pub finished: bool,
     /// Background jobs (drivers, re-issues, deliveries) still running when
-    /// the grace ran out, whose tasks were failed.
+    /// the grace ran out, whose tasks were failed, and tasks failed while
+    /// they waited for input (a store that does not outlive the process).
     pub aborted: usize,
     /// Whether the failure writes of those were all done in time.
     pub settled: bool,
@@ -78,8 +93,21 @@ impl std::fmt::Debug for Drain {
 }
 
 impl Drain {
-    pub(crate) fn new(background: Arc<Background>, store: Arc<dyn TaskStore>) -> Self {
-        Self { background, store }
+    /// The drain of `background` over `store`; `poll`: the poll interval
+    /// the layer suggests, which sets the linger.
+    pub(crate) fn new(
+        background: Arc<Background>,
+        store: Arc<dyn TaskStore>,
+        waiting: Arc<Waiting>,
+        poll: Option<Duration>,
+    ) -> Self {
+        let linger = poll.map_or(DEFAULT_LINGER, |poll| (poll * 2).min(MAX_LINGER));
+        Self {
+            background,
+            store,
+            waiting,
+            linger,
+        }
     }
 
     /// Stops starting tasks. Idempotent.
@@ -98,9 +126,11 @@ impl Drain {
     }
 
     /// Closes, waits up to `grace` for the running tasks, fails the rest,
-    /// and releases the store's hold of this instance.
+    /// releases the store's hold of this instance, and lingers when there
+    /// were tasks (see the module docs). Keep serving HTTP until it returns.
     pub async fn shutdown(&self, grace: Duration) -> DrainReport {
         self.close();
+        let busy = self.background.tracked() > 0 || !self.waiting.ids().is_empty();
         let finished = tokio::time::timeout(grace, self.background.idle())
             .await
             .is_ok();
@@ -109,6 +139,8 @@ impl Drain {
             aborted: 0,
             settled: true,
         };
+        // One budget for every failure write.
+        let writes = tokio::time::Instant::now() + ABORT_WAIT;
         if !finished {
             report.aborted = self.background.tracked();
             tracing::warn!(
@@ -116,13 +148,48 @@ impl Drain {
                 "drain grace over: failing the tasks still running"
             );
             self.background.abort();
-            report.settled = tokio::time::timeout(ABORT_WAIT, self.background.idle())
+            report.settled = tokio::time::timeout_at(writes, self.background.idle())
                 .await
                 .is_ok();
         }
+        let (failed, written) = tokio::time::timeout_at(writes, self.fail_waiting())
+            .await
+            .unwrap_or((0, false));
+        report.aborted += failed;
+        report.settled &= written;
         if let Err(error) = self.store.release().await {
             tracing::warn!(%error, "the task store could not release this instance");
         }
+        if busy {
+            tracing::info!(linger = ?self.linger, "drained: answering polls a little longer");
+            tokio::time::sleep(self.linger).await;
+        }
         report
+    }
+
+    /// Fails the tasks waiting for input here when the store does not
+    /// outlive the process: no answer could reach them after it. How many,
+    /// and whether every write took.
+    async fn fail_waiting(&self) -> (usize, bool) {
+        if self.store.keeps_reruns() {
+            return (0, true);
+        }
+        let message = "The server shut down while the task waited for input";
+        let error = ErrorObject::new(INTERNAL_ERROR, message).to_raw();
+        let (mut failed, mut written) = (0, true);
+        for id in self.waiting.ids() {
+            self.waiting.take(id);
+            match self.store.fail(id, error.clone()).await {
+                Ok(()) => {
+                    failed += 1;
+                    events::stopped(id, "drain", message);
+                }
+                Err(error) => {
+                    written = false;
+                    tracing::warn!(task = %id, %error, "a waiting task could not be failed");
+                }
+            }
+        }
+        (failed, written)
     }
 }

@@ -431,7 +431,14 @@ impl TasksLayer {
     /// hands them over: [`tool_retry`](Self::tool_retry)). Set the limits
     /// first (see [`max_running`](Self::max_running)).
     pub fn drain(&self) -> Drain {
-        Drain::new(self.core().background.clone(), self.store.clone())
+        let core = self.core();
+        let poll = self.config.poll_interval();
+        Drain::new(
+            core.background.clone(),
+            self.store.clone(),
+            core.waiting.clone(),
+            poll,
+        )
     }
 
     /// The operator's view of this layer's store: every owner's tasks,

@@ -144,6 +144,17 @@ impl Waiting {
 
     /// The trace of a task that resumes, if it waited here; its input
     /// watchdog is stopped.
+    /// The tasks waiting here whose time has not run out.
+    pub(crate) fn ids(&self) -> Vec<TaskId> {
+        let traces = self.traces.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Timestamp::now();
+        traces
+            .iter()
+            .filter(|(_, (_, expires))| expires.is_none_or(|at| at > now))
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
     pub(crate) fn take(&self, id: TaskId) -> Option<TaskTrace> {
         let mut traces = self.traces.lock().unwrap_or_else(|e| e.into_inner());
         let (mut trace, _) = traces.remove(&id)?;

@@ -10,9 +10,12 @@
 //! Prints `listening on http://ADDR/PATH` once it accepts connections, logs
 //! to stderr (`RUST_LOG`, default `info`). On SIGTERM or Ctrl-C it parks no
 //! new task, gives running tasks `--shutdown-grace` to finish while it keeps
-//! answering (so clients can read their results), then fails what is left,
-//! stops accepting, gives open requests up to 10 s, and exits 0. A second
-//! signal exits at once (status 130). `--help` lists every setting.
+//! answering (so clients can read their results), then fails what is left
+//! (with the memory store, also tasks waiting for input), keeps answering
+//! twice `--poll-interval` more (at most 10 s) when there were tasks, so a
+//! polling client reads their end, then stops accepting, gives open
+//! requests up to 10 s, and exits 0. A second signal exits at once (status
+//! 130). `--help` lists every setting.
 
 mod app;
 mod guard;
