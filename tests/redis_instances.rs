@@ -4,8 +4,6 @@
 //! loopback port. The client talks to whichever instance the test picks, as
 //! a load balancer without affinity would send it.
 
-#![cfg(feature = "redis")]
-
 mod support;
 
 #[path = "support/redis_server.rs"]

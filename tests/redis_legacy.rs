@@ -4,8 +4,6 @@
 //! sticky routing); its tasks are in Redis, so a session of the same
 //! principal on the other instance reads, lists and cancels them.
 
-#![cfg(feature = "redis")]
-
 mod support;
 
 #[path = "support/redis_server.rs"]

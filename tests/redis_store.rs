@@ -2,8 +2,6 @@
 //! Redis share tasks and stop signals. Each test starts its own
 //! `redis-server` (see `support/redis_server.rs`).
 
-#![cfg(feature = "redis")]
-
 mod contract;
 /// Leases: the running tasks of a lost instance are failed by another.
 #[path = "redis_store/leases.rs"]

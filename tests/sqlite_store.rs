@@ -2,8 +2,6 @@
 //! store, and the process, that created them. Every store opens a fresh
 //! file under the system's temporary directory, removed at the end.
 
-#![cfg(feature = "sqlite")]
-
 mod contract;
 
 use std::io::Write;
