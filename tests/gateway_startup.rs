@@ -116,3 +116,99 @@ fn a_configuration_with_an_unknown_key_is_refused_with_its_name() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("threshhold"), "{said}");
 }
+
+/// The command lines of `--help`'s examples, continuation lines joined.
+fn help_examples(help: &str) -> Vec<Vec<String>> {
+    let examples = help.split("Examples:").nth(1).expect("an Examples section");
+    let mut commands = Vec::new();
+    let mut current = String::new();
+    for line in examples.lines().map(str::trim) {
+        if line.starts_with("mcp-tasks-gateway") || !current.is_empty() {
+            current.push_str(line.trim_end_matches('\\'));
+            current.push(' ');
+            if !line.ends_with('\\') {
+                commands.push(current.split_whitespace().skip(1).map(Into::into).collect());
+                current.clear();
+            }
+        }
+    }
+    commands
+}
+
+#[test]
+fn the_help_is_grouped_by_topic_and_its_examples_hold_together() {
+    let out = run(&["--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let headings = [
+        "Upstream:",
+        "Serving:",
+        "Tasks:",
+        "Storage:",
+        "Limits:",
+        "OAuth:",
+        "Shutdown:",
+    ];
+    for heading in headings {
+        assert!(
+            help.lines().any(|line| line == heading),
+            "{heading}\n{help}"
+        );
+    }
+    let examples = help_examples(&help);
+    assert_eq!(examples.len(), 2, "{help}");
+    for example in examples {
+        let args: Vec<&str> = example.iter().map(String::as_str).collect();
+        // `--check` goes before `--`: after it, everything is the command.
+        let split = args
+            .iter()
+            .position(|arg| *arg == "--")
+            .unwrap_or(args.len());
+        let checked = [&args[..split], &["--check"][..], &args[split..]].concat();
+        let out = run(&checked);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{checked:?}: {said}");
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_upstream_is_said_at_start_and_refused_when_required() {
+    // A port nobody listens on any more.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let upstream = format!("http://{}/mcp", closed.local_addr().expect("its address"));
+    drop(closed);
+
+    let out = run(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        &upstream,
+        "--require-upstream",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("cannot be reached"), "{said}");
+    assert!(out.stdout.is_empty(), "it never said it listens");
+
+    let mut gateway = tokio::process::Command::new(GATEWAY)
+        .args(["--listen", "127.0.0.1:0", "--upstream", &upstream])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the gateway starts");
+    let stderr = gateway.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    let warned = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("WARN") && line.contains("cannot be reached now") {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .unwrap_or(false);
+    assert!(warned, "a warning about the upstream");
+    gateway.kill().await.expect("stopped");
+}

@@ -193,6 +193,9 @@ async fn upstream(args: &Args, max_runtime: Option<Duration>) -> Result<Upstream
                 )
                 .forward_authorization(args.forward_authorization.unwrap_or(true))
                 .build();
+            let connect = optional(args.upstream_connect_timeout, Some(Duration::from_secs(5)));
+            let required = args.require_upstream.unwrap_or(false);
+            crate::upstream::probe(url, connect, required).await?;
             Ok(Upstream::Http(Box::new(proxy)))
         }
     }

@@ -13,78 +13,153 @@ use serde::Deserialize;
 
 pub use crate::rules::{EnvVar, FallbackNames, FallbackRule, Human, PolicyRule, RetryRule};
 
+/// Two ways to run it, shown under `--help`.
+const EXAMPLES: &str = "\
+Examples:
+  # An HTTP server: calls still running after 500 ms become tasks, kept in memory
+  mcp-tasks-gateway --upstream http://127.0.0.1:8000/mcp
+
+  # A stdio server on port 8090 of any interface, tasks kept across restarts,
+  # Prometheus metrics on port 9090
+  mcp-tasks-gateway --listen 0.0.0.0:8090 --sqlite tasks.db --metrics 127.0.0.1:9090 \\
+      -- npx -y @modelcontextprotocol/server-everything
+
+Every option is also an MCP_TASKS_* environment variable and a key of the
+--config file (examples/mcp-tasks-gateway.toml).";
+
 /// `mcp-tasks-gateway`: MCP Tasks for any Streamable-HTTP MCP server, by
 /// putting `TasksLayer` in front of it as a reverse proxy.
 ///
 /// Durations are written as `500ms`, `30s`, `1h`; `none` means no limit
 /// where a limit may be lifted.
 #[derive(Parser, Deserialize, Debug, Default)]
-#[command(name = "mcp-tasks-gateway", version, args_override_self = true)]
+#[command(
+    name = "mcp-tasks-gateway",
+    version,
+    args_override_self = true,
+    after_help = EXAMPLES
+)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct Args {
     /// A TOML file with the same keys as the long options.
-    #[arg(long, env = "MCP_TASKS_CONFIG", value_name = "FILE")]
+    #[arg(
+        help_heading = "Settings",
+        long,
+        env = "MCP_TASKS_CONFIG",
+        value_name = "FILE"
+    )]
     #[serde(skip)]
     pub config: Option<PathBuf>,
     /// Check the settings (command line, environment and --config file)
     /// and exit: 0 when they hold together, 2 with the reason otherwise.
     /// Nothing is started or connected.
-    #[arg(long)]
+    #[arg(help_heading = "Settings", long)]
     #[serde(skip)]
     pub check: bool,
 
     /// The MCP server to put tasks in front of: http://HOST:PORT/PATH
     /// (this, or a command after `--`).
-    #[arg(long, env = "MCP_TASKS_UPSTREAM", value_name = "URL")]
+    #[arg(
+        help_heading = "Upstream",
+        long,
+        env = "MCP_TASKS_UPSTREAM",
+        value_name = "URL"
+    )]
     pub upstream: Option<String>,
     /// A stdio MCP server to start and serve, instead of --upstream:
     /// everything after `--`, e.g. `-- npx -y @modelcontextprotocol/server-everything`.
-    #[arg(last = true, value_name = "COMMAND")]
+    #[arg(help_heading = "Upstream", last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
     /// An environment variable for the command, repeatable.
-    #[arg(long = "env", value_name = "KEY=VALUE")]
+    #[arg(help_heading = "Upstream", long = "env", value_name = "KEY=VALUE")]
     pub env: Vec<EnvVar>,
     /// The command's working directory [default: the gateway's].
-    #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = "Upstream", long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// How long the command has to start and answer `initialize` (`npx`
     /// may download the server first) [default: 60s].
-    #[arg(long, env = "MCP_TASKS_START_TIMEOUT", value_name = "DURATION")]
+    #[arg(
+        help_heading = "Upstream",
+        long,
+        env = "MCP_TASKS_START_TIMEOUT",
+        value_name = "DURATION"
+    )]
     pub start_timeout: Option<Human>,
     /// How many copies of the command to run; calls go to the least busy,
     /// a 2025-11-25 session stays on one (for servers that handle one call
     /// at a time) [default: 1].
-    #[arg(long, env = "MCP_TASKS_INSTANCES", value_name = "N")]
+    #[arg(
+        help_heading = "Upstream",
+        long,
+        env = "MCP_TASKS_INSTANCES",
+        value_name = "N"
+    )]
     pub instances: Option<usize>,
     /// Calls in flight to each copy of the command; more wait for a place
     /// [default: 64].
-    #[arg(long, env = "MCP_TASKS_MAX_IN_FLIGHT", value_name = "N")]
+    #[arg(
+        help_heading = "Upstream",
+        long,
+        env = "MCP_TASKS_MAX_IN_FLIGHT",
+        value_name = "N"
+    )]
     pub max_in_flight: Option<usize>,
     /// How long a call waits for such a place before it fails with 503
     /// [default: 30s].
-    #[arg(long, env = "MCP_TASKS_PLACE_TIMEOUT", value_name = "DURATION")]
+    #[arg(
+        help_heading = "Upstream",
+        long,
+        env = "MCP_TASKS_PLACE_TIMEOUT",
+        value_name = "DURATION"
+    )]
     pub place_timeout: Option<Human>,
     /// Where to listen [default: 127.0.0.1:8080]; port 0 picks a free port.
-    #[arg(long, env = "MCP_TASKS_LISTEN", value_name = "ADDR")]
+    #[arg(
+        help_heading = "Serving",
+        long,
+        env = "MCP_TASKS_LISTEN",
+        value_name = "ADDR"
+    )]
     pub listen: Option<String>,
     /// The path clients use [default: /mcp].
-    #[arg(long, env = "MCP_TASKS_PATH")]
+    #[arg(help_heading = "Serving", long, env = "MCP_TASKS_PATH")]
     pub path: Option<String>,
 
     /// How long a call runs before it becomes a task [default: 500ms].
-    #[arg(long, env = "MCP_TASKS_THRESHOLD", value_name = "DURATION")]
+    #[arg(
+        help_heading = "Tasks",
+        long,
+        env = "MCP_TASKS_THRESHOLD",
+        value_name = "DURATION"
+    )]
     pub threshold: Option<Human>,
     /// How long a task is kept after it is created [default: 1h].
-    #[arg(long, env = "MCP_TASKS_TTL", value_name = "DURATION")]
+    #[arg(
+        help_heading = "Tasks",
+        long,
+        env = "MCP_TASKS_TTL",
+        value_name = "DURATION"
+    )]
     pub ttl: Option<Human>,
     /// The longest TTL a client may ask for [default: the TTL].
-    #[arg(long, env = "MCP_TASKS_MAX_TTL", value_name = "DURATION")]
+    #[arg(
+        help_heading = "Tasks",
+        long,
+        env = "MCP_TASKS_MAX_TTL",
+        value_name = "DURATION"
+    )]
     pub max_ttl: Option<Human>,
     /// The polling interval suggested to clients [default: 1s].
-    #[arg(long, env = "MCP_TASKS_POLL_INTERVAL", value_name = "DURATION")]
+    #[arg(
+        help_heading = "Tasks",
+        long,
+        env = "MCP_TASKS_POLL_INTERVAL",
+        value_name = "DURATION"
+    )]
     pub poll_interval: Option<Human>,
     /// A tool's policy: threshold, always, never or required; repeatable.
     #[arg(
+        help_heading = "Tasks",
         long,
         env = "MCP_TASKS_POLICY",
         value_name = "TOOL=POLICY",
@@ -95,6 +170,7 @@ pub struct Args {
     /// runs in all [default: 3], when the gateway stops while they run
     /// (with --sqlite); repeatable.
     #[arg(
+        help_heading = "Tasks",
         long,
         env = "MCP_TASKS_RETRY",
         value_name = "TOOL[=ATTEMPTS]",
@@ -103,17 +179,28 @@ pub struct Args {
     pub retry: Vec<RetryRule>,
     /// Whether a tool the upstream marks `idempotentHint: true` runs again
     /// like a --retry tool (3 runs) [default: true].
-    #[arg(long, env = "MCP_TASKS_RETRY_HINTS", value_name = "BOOL")]
+    #[arg(
+        help_heading = "Tasks",
+        long,
+        env = "MCP_TASKS_RETRY_HINTS",
+        value_name = "BOOL"
+    )]
     pub retry_hints: Option<bool>,
     /// Answer clients that know no tasks (most chat clients) when a call
     /// still runs after DURATION: a tool result naming the task its work
     /// goes on as, read and cancelled with two tools added to tools/list
     /// (off unless given; it changes what tools answer).
-    #[arg(long, env = "MCP_TASKS_FALLBACK_AFTER", value_name = "DURATION")]
+    #[arg(
+        help_heading = "Clients without tasks",
+        long,
+        env = "MCP_TASKS_FALLBACK_AFTER",
+        value_name = "DURATION"
+    )]
     pub fallback_after: Option<Human>,
     /// One tool's fallback time, or `off`; turns the fallback on for that
     /// tool alone without --fallback-after; repeatable.
     #[arg(
+        help_heading = "Clients without tasks",
         long,
         env = "MCP_TASKS_FALLBACK",
         value_name = "TOOL=DURATION",
@@ -121,34 +208,70 @@ pub struct Args {
     )]
     pub fallback: Vec<FallbackRule>,
     /// The names of the two added tools [default: get_task_result,cancel_task].
-    #[arg(long, env = "MCP_TASKS_FALLBACK_TOOLS", value_name = "RESULT,CANCEL")]
+    #[arg(
+        help_heading = "Clients without tasks",
+        long,
+        env = "MCP_TASKS_FALLBACK_TOOLS",
+        value_name = "RESULT,CANCEL"
+    )]
     pub fallback_tools: Option<FallbackNames>,
     /// Keep tasks in Redis (redis://HOST:PORT), shared by every gateway
     /// using the same server; in memory otherwise.
-    #[arg(long, env = "MCP_TASKS_REDIS", value_name = "URL")]
+    #[arg(
+        help_heading = "Storage",
+        long,
+        env = "MCP_TASKS_REDIS",
+        value_name = "URL"
+    )]
     pub redis: Option<String>,
     /// Keep tasks in this SQLite file, across a restart and a `kill -9` of
     /// this gateway (one instance; use --redis for several).
-    #[arg(long, env = "MCP_TASKS_SQLITE", value_name = "PATH")]
+    #[arg(
+        help_heading = "Storage",
+        long,
+        env = "MCP_TASKS_SQLITE",
+        value_name = "PATH"
+    )]
     pub sqlite: Option<PathBuf>,
 
     /// Live tasks, every owner together [default: 10000].
-    #[arg(long, env = "MCP_TASKS_MAX_TASKS", value_name = "N")]
+    #[arg(
+        help_heading = "Limits",
+        long,
+        env = "MCP_TASKS_MAX_TASKS",
+        value_name = "N"
+    )]
     pub max_tasks: Option<u32>,
     /// Live tasks per principal [default: 100].
-    #[arg(long, env = "MCP_TASKS_MAX_TASKS_PER_PRINCIPAL", value_name = "N")]
+    #[arg(
+        help_heading = "Limits",
+        long,
+        env = "MCP_TASKS_MAX_TASKS_PER_PRINCIPAL",
+        value_name = "N"
+    )]
     pub max_tasks_per_principal: Option<u32>,
     /// Calls running in the background at once [default: 1000].
-    #[arg(long, env = "MCP_TASKS_MAX_RUNNING", value_name = "N")]
+    #[arg(
+        help_heading = "Limits",
+        long,
+        env = "MCP_TASKS_MAX_RUNNING",
+        value_name = "N"
+    )]
     pub max_running: Option<usize>,
     /// How long a task's call may run before it is cancelled [default: 30m].
-    #[arg(long, env = "MCP_TASKS_MAX_RUNTIME", value_name = "DURATION")]
+    #[arg(
+        help_heading = "Limits",
+        long,
+        env = "MCP_TASKS_MAX_RUNTIME",
+        value_name = "DURATION"
+    )]
     pub max_runtime: Option<Human>,
 
     /// Host names accepted in the Host header (DNS-rebinding protection;
     /// any port), repeatable; `*` accepts any [default: localhost and the
     /// loopback addresses when listening on loopback, any otherwise].
     #[arg(
+        help_heading = "Serving",
         long,
         env = "MCP_TASKS_ALLOWED_HOSTS",
         value_name = "HOST",
@@ -159,6 +282,7 @@ pub struct Args {
     /// request without Origin (not from a browser) is always accepted
     /// [default: loopback origins when listening on loopback, none otherwise].
     #[arg(
+        help_heading = "Serving",
         long,
         env = "MCP_TASKS_ALLOWED_ORIGINS",
         value_name = "ORIGIN",
@@ -167,27 +291,53 @@ pub struct Args {
     pub allowed_origin: Vec<String>,
 
     /// How long a client may take to send its request headers [default: 10s].
-    #[arg(long, env = "MCP_TASKS_HEADER_TIMEOUT", value_name = "DURATION")]
+    #[arg(
+        help_heading = "Serving",
+        long,
+        env = "MCP_TASKS_HEADER_TIMEOUT",
+        value_name = "DURATION"
+    )]
     pub header_timeout: Option<Human>,
     /// How long a request body may take to arrive, from its head [default: 10s].
-    #[arg(long, env = "MCP_TASKS_BODY_TIMEOUT", value_name = "DURATION")]
+    #[arg(
+        help_heading = "Serving",
+        long,
+        env = "MCP_TASKS_BODY_TIMEOUT",
+        value_name = "DURATION"
+    )]
     pub body_timeout: Option<Human>,
     /// The largest request body, and the largest result kept for a task
     /// (and, for a stdio server, the longest line it may write) [default: 4MiB,
     /// written as bytes: 4194304].
-    #[arg(long, env = "MCP_TASKS_MAX_BODY_BYTES", value_name = "BYTES")]
+    #[arg(
+        help_heading = "Serving",
+        long,
+        env = "MCP_TASKS_MAX_BODY_BYTES",
+        value_name = "BYTES"
+    )]
     pub max_body_bytes: Option<usize>,
     /// How often a quiet SSE stream gets a comment; a call of a client
     /// without tasks whose server sent nothing this long gets an SSE head
     /// of the gateway's, so proxies that cut idle connections keep it
     /// [default: 15s].
-    #[arg(long, env = "MCP_TASKS_KEEP_ALIVE", value_name = "DURATION")]
+    #[arg(
+        help_heading = "Serving",
+        long,
+        env = "MCP_TASKS_KEEP_ALIVE",
+        value_name = "DURATION"
+    )]
     pub keep_alive: Option<Human>,
     /// Client connections served at once [default: 512].
-    #[arg(long, env = "MCP_TASKS_MAX_CONNECTIONS", value_name = "N")]
+    #[arg(
+        help_heading = "Serving",
+        long,
+        env = "MCP_TASKS_MAX_CONNECTIONS",
+        value_name = "N"
+    )]
     pub max_connections: Option<usize>,
     /// How long connecting to the upstream may take [default: 5s].
     #[arg(
+        help_heading = "Upstream",
         long,
         env = "MCP_TASKS_UPSTREAM_CONNECT_TIMEOUT",
         value_name = "DURATION"
@@ -196,6 +346,7 @@ pub struct Args {
     /// How long the upstream may take to send a response head [default:
     /// --max-runtime, so a tool answering with JSON may run that long].
     #[arg(
+        help_heading = "Upstream",
         long,
         env = "MCP_TASKS_UPSTREAM_HEADER_TIMEOUT",
         value_name = "DURATION"
@@ -204,30 +355,73 @@ pub struct Args {
     /// How long an idle upstream connection is kept for reuse; keep it
     /// below the upstream's own keep-alive (uvicorn and Node: 5 s)
     /// [default: 4s].
-    #[arg(long, env = "MCP_TASKS_UPSTREAM_IDLE_TIMEOUT", value_name = "DURATION")]
+    #[arg(
+        help_heading = "Upstream",
+        long,
+        env = "MCP_TASKS_UPSTREAM_IDLE_TIMEOUT",
+        value_name = "DURATION"
+    )]
     pub upstream_idle_timeout: Option<Human>,
     /// Whether the client's Authorization header goes upstream (true or
     /// false) [default: true].
-    #[arg(long, env = "MCP_TASKS_FORWARD_AUTHORIZATION", value_name = "BOOL")]
+    #[arg(
+        help_heading = "Upstream",
+        long,
+        env = "MCP_TASKS_FORWARD_AUTHORIZATION",
+        value_name = "BOOL"
+    )]
     pub forward_authorization: Option<bool>,
+    /// Refuse to start (exit 2) when the upstream cannot be connected to
+    /// at start; without it, the gateway warns and starts, and calls get
+    /// 502 until the upstream is there.
+    #[arg(
+        help_heading = "Upstream",
+        long,
+        env = "MCP_TASKS_REQUIRE_UPSTREAM",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
+    pub require_upstream: Option<bool>,
 
     /// Require OAuth bearer tokens from this issuer (tower-mcp's
     /// OAuthLayer); each task then belongs to the token's subject.
-    #[arg(long, env = "MCP_TASKS_OAUTH_ISSUER", value_name = "URL")]
+    #[arg(
+        help_heading = "OAuth",
+        long,
+        env = "MCP_TASKS_OAUTH_ISSUER",
+        value_name = "URL"
+    )]
     pub oauth_issuer: Option<String>,
     /// The resource tokens must be issued for (their `aud`) and the
     /// metadata's `resource` [default: this gateway's URL].
-    #[arg(long, env = "MCP_TASKS_OAUTH_AUDIENCE", value_name = "URL")]
+    #[arg(
+        help_heading = "OAuth",
+        long,
+        env = "MCP_TASKS_OAUTH_AUDIENCE",
+        value_name = "URL"
+    )]
     pub oauth_audience: Option<String>,
     /// The issuer's keys: an http(s) JWKS URL (fetched and cached) or a
     /// JWKS file.
-    #[arg(long, env = "MCP_TASKS_OAUTH_JWKS", value_name = "URL-OR-FILE")]
+    #[arg(
+        help_heading = "OAuth",
+        long,
+        env = "MCP_TASKS_OAUTH_JWKS",
+        value_name = "URL-OR-FILE"
+    )]
     pub oauth_jwks: Option<String>,
     /// A file holding an HS256 secret, instead of --oauth-jwks.
-    #[arg(long, env = "MCP_TASKS_OAUTH_HS256_SECRET_FILE", value_name = "FILE")]
+    #[arg(
+        help_heading = "OAuth",
+        long,
+        env = "MCP_TASKS_OAUTH_HS256_SECRET_FILE",
+        value_name = "FILE"
+    )]
     pub oauth_hs256_secret_file: Option<PathBuf>,
     /// Scopes every request's token must carry, repeatable.
     #[arg(
+        help_heading = "OAuth",
         long,
         env = "MCP_TASKS_OAUTH_SCOPES",
         value_name = "SCOPE",
@@ -235,20 +429,40 @@ pub struct Args {
     )]
     pub oauth_scopes: Vec<String>,
     /// The authorization server named in the metadata [default: the issuer].
-    #[arg(long, env = "MCP_TASKS_OAUTH_AUTHORIZATION_SERVER", value_name = "URL")]
+    #[arg(
+        help_heading = "OAuth",
+        long,
+        env = "MCP_TASKS_OAUTH_AUTHORIZATION_SERVER",
+        value_name = "URL"
+    )]
     pub oauth_authorization_server: Option<String>,
 
     /// Export traces over OTLP/HTTP to this collector URL, e.g.
     /// http://127.0.0.1:4318/v1/traces (needs the `otlp` feature).
-    #[arg(long, env = "MCP_TASKS_OTLP", value_name = "URL")]
+    #[arg(
+        help_heading = "Observability",
+        long,
+        env = "MCP_TASKS_OTLP",
+        value_name = "URL"
+    )]
     pub otlp: Option<String>,
 
     /// Serve Prometheus metrics at http://ADDR/metrics (off unless given).
-    #[arg(long, env = "MCP_TASKS_METRICS", value_name = "ADDR")]
+    #[arg(
+        help_heading = "Observability",
+        long,
+        env = "MCP_TASKS_METRICS",
+        value_name = "ADDR"
+    )]
     pub metrics: Option<SocketAddr>,
 
     /// How long running tasks get to finish on SIGTERM or Ctrl-C [default: 10s].
-    #[arg(long, env = "MCP_TASKS_SHUTDOWN_GRACE", value_name = "DURATION")]
+    #[arg(
+        help_heading = "Shutdown",
+        long,
+        env = "MCP_TASKS_SHUTDOWN_GRACE",
+        value_name = "DURATION"
+    )]
     pub shutdown_grace: Option<Human>,
 }
 
@@ -304,7 +518,7 @@ impl Args {
             header_timeout, body_timeout, keep_alive, max_connections,
             upstream_connect_timeout, upstream_header_timeout, upstream_idle_timeout,
             shutdown_grace, metrics, otlp,
-            forward_authorization, oauth_issuer, oauth_audience, oauth_jwks,
+            forward_authorization, require_upstream, oauth_issuer, oauth_audience, oauth_jwks,
             oauth_hs256_secret_file, oauth_authorization_server;
             policy, retry, fallback, allowed_host, allowed_origin, oauth_scopes, command, env
         )

@@ -6,6 +6,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -15,6 +16,49 @@ use mcp_tasks::body::{BoxBody, BoxError};
 use mcp_tasks::proxy::Proxy;
 use mcp_tasks::proxy::stdio::StdioUpstream;
 use tower::Service;
+
+/// Connects to the HTTP upstream at `url` once, at start, within
+/// `timeout`: a clear warning when it cannot be reached (calls get 502
+/// until it can), or, when `required`, the error that stops the start.
+/// Only a TCP connection: no MCP request is sent, so the upstream sees no
+/// session or call of the gateway's.
+pub async fn probe(url: &str, timeout: Option<Duration>, required: bool) -> Result<(), String> {
+    let uri: http::Uri = url.parse().map_err(|e| format!("--upstream {url}: {e}"))?;
+    let host = uri
+        .host()
+        .unwrap_or_default()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let port = uri.port_u16().unwrap_or(80);
+    let connect = tokio::net::TcpStream::connect((host, port));
+    let connected = match timeout {
+        Some(limit) => tokio::time::timeout(limit, connect)
+            .await
+            .unwrap_or_else(|_| {
+                Err(std::io::Error::other(
+                    "no connection within the connect timeout",
+                ))
+            }),
+        None => connect.await,
+    };
+    match connected {
+        Ok(_) => {
+            tracing::info!(upstream = url, "upstream reachable");
+            Ok(())
+        }
+        Err(error) if required => Err(format!(
+            "--upstream {url} cannot be reached: {error} (--require-upstream)"
+        )),
+        Err(error) => {
+            tracing::warn!(
+                upstream = url,
+                %error,
+                "the upstream cannot be reached now: calls answer 502 until it can (--require-upstream refuses to start instead)"
+            );
+            Ok(())
+        }
+    }
+}
 
 /// The upstream.
 #[derive(Clone)]
