@@ -6,6 +6,7 @@
 //! | header read timeout | 10 s   | a connection that never finishes its headers, or sends nothing at all, is closed; idle keep-alive connections too |
 //! | body read timeout   | 10 s   | the whole body must arrive within it, counted from the head: a body trickled a byte at a time fails instead of holding a connection for hours |
 //! | connections         | 512    | more wait in the accept queue instead of costing memory, and descriptors stay below the usual 1024 |
+//! | connections of one client address | 128 | one client cannot take every slot (with long synchronous calls, say) and lock the others out; one more is answered `429` with `Retry-After` and closed. Behind a reverse proxy every client has its address: raise it there |
 //! | `TCP_NODELAY`       | on     | an SSE answer ends with a small write of its own (the last chunk); Nagle's algorithm would hold it until the client's delayed ACK, some 40 ms on Linux |
 //!
 //! HTTP/1.1 only: the Streamable HTTP clients in use speak it, and it keeps
@@ -44,6 +45,12 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections served at once.
 pub const MAX_CONNECTIONS: usize = 512;
+/// Connections of one client address served at once.
+pub const MAX_CONNECTIONS_PER_CLIENT: usize = 128;
+/// Connections over their address's cap answered at once; more are closed.
+const REFUSALS: usize = 64;
+/// How long such a connection may take to send its request.
+const REFUSAL_READ_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long to wait after a failed accept (out of descriptors, say).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// How long shutdown waits for open requests.
@@ -59,6 +66,8 @@ pub struct Limits {
     pub body_read_timeout: Duration,
     /// Connections served at once.
     pub max_connections: usize,
+    /// Connections of one client address served at once.
+    pub max_connections_per_client: usize,
 }
 
 impl Default for Limits {
@@ -67,6 +76,7 @@ impl Default for Limits {
             header_read_timeout: HEADER_READ_TIMEOUT,
             body_read_timeout: BODY_READ_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
+            max_connections_per_client: MAX_CONNECTIONS_PER_CLIENT,
         }
     }
 }
@@ -96,6 +106,8 @@ pub async fn serve_with(
         .header_read_timeout(limits.header_read_timeout);
     let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
     let graceful = GracefulShutdown::new();
+    let clients = Clients::default();
+    let refusals = Arc::new(tokio::sync::Semaphore::new(REFUSALS));
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {
@@ -116,6 +128,14 @@ pub async fn serve_with(
         };
         // Best effort: without it the answer is only late, not wrong.
         let _ = stream.set_nodelay(true);
+        let Some(held) = clients.enter(peer.ip(), limits.max_connections_per_client) else {
+            // The slot goes back at once; a few refusals run at a time.
+            drop(permit);
+            if let Ok(refusing) = refusals.clone().try_acquire_owned() {
+                tokio::spawn(refuse_over_cap(builder.clone(), stream, refusing));
+            }
+            continue;
+        };
         let service = service
             .clone()
             .map_request(move |request: http::Request<_>| {
@@ -130,12 +150,76 @@ pub async fn serve_with(
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             let _ = connection.await;
-            drop(permit);
+            drop((permit, held));
         });
     }
     drop(listener);
     let _ = tokio::time::timeout(CLOSE_WAIT, graceful.shutdown()).await;
     Ok(())
+}
+
+/// The connections each client address holds.
+#[derive(Clone, Default)]
+struct Clients(Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>);
+
+/// One connection of a client address, counted while it lives.
+struct Held {
+    clients: Clients,
+    ip: std::net::IpAddr,
+}
+
+impl Clients {
+    /// Counts one more connection of `ip`, unless it holds `cap` already.
+    fn enter(&self, ip: std::net::IpAddr, cap: usize) -> Option<Held> {
+        let mut counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let count = counts.entry(ip).or_insert(0);
+        if *count >= cap {
+            return None;
+        }
+        *count += 1;
+        Some(Held {
+            clients: self.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut counts = self.clients.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = counts.get_mut(&self.ip) {
+            *count -= 1;
+            if *count == 0 {
+                counts.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// Answers the one request of a connection over its address's cap with
+/// `429`, a `Retry-After` and a JSON-RPC error, then closes it.
+async fn refuse_over_cap(
+    mut builder: http1::Builder,
+    stream: tokio::net::TcpStream,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    builder
+        .keep_alive(false)
+        .header_read_timeout(REFUSAL_READ_TIMEOUT);
+    let refuse = hyper::service::service_fn(|_request| async {
+        let body = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Too many connections from this address; retry when one of them is done"}}"#;
+        let response = http::Response::builder()
+            .status(http::StatusCode::TOO_MANY_REQUESTS)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::RETRY_AFTER, "1")
+            .body(http_body_util::Full::new(Bytes::from_static(
+                body.as_bytes(),
+            )))
+            .expect("a fixed response");
+        Ok::<_, std::convert::Infallible>(response)
+    });
+    let _ = builder.serve_connection(TokioIo::new(stream), refuse).await;
+    drop(permit);
 }
 
 pin_project_lite::pin_project! {

@@ -108,6 +108,9 @@ impl App {
                 "body-timeout",
             )?,
             max_connections: args.max_connections.unwrap_or(defaults.max_connections),
+            max_connections_per_client: args
+                .max_connections_per_client
+                .unwrap_or(defaults.max_connections_per_client),
         };
         Ok(Self {
             path,
@@ -131,6 +134,9 @@ impl App {
 /// What the command line must say whatever else it says: one upstream,
 /// and stdio settings only for a stdio server.
 pub fn check(args: &Args) -> Result<(), String> {
+    if args.max_connections == Some(0) || args.max_connections_per_client == Some(0) {
+        return Err("--max-connections and --max-connections-per-client must be at least 1".into());
+    }
     match (&args.upstream, args.command.is_empty()) {
         (Some(_), false) => Err("give --upstream URL or a command after --, not both".into()),
         (None, true) => Err(

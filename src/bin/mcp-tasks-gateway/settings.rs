@@ -335,6 +335,17 @@ pub struct Args {
         value_name = "N"
     )]
     pub max_connections: Option<usize>,
+    /// Client connections of one client address served at once; one more
+    /// gets 429 and is closed, so one client cannot lock the others out.
+    /// Behind a reverse proxy every client shares its address: raise it
+    /// to --max-connections there [default: 128].
+    #[arg(
+        help_heading = "Serving",
+        long,
+        env = "MCP_TASKS_MAX_CONNECTIONS_PER_CLIENT",
+        value_name = "N"
+    )]
+    pub max_connections_per_client: Option<usize>,
     /// How long connecting to the upstream may take [default: 5s].
     #[arg(
         help_heading = "Upstream",
@@ -515,7 +526,7 @@ impl Args {
         pick!(
             upstream, cwd, start_timeout, instances, max_in_flight, place_timeout, max_body_bytes, listen, path, threshold, ttl, max_ttl, poll_interval, redis, sqlite, retry_hints, fallback_after, fallback_tools,
             max_tasks, max_tasks_per_principal, max_running, max_runtime,
-            header_timeout, body_timeout, keep_alive, max_connections,
+            header_timeout, body_timeout, keep_alive, max_connections, max_connections_per_client,
             upstream_connect_timeout, upstream_header_timeout, upstream_idle_timeout,
             shutdown_grace, metrics, otlp,
             forward_authorization, require_upstream, oauth_issuer, oauth_audience, oauth_jwks,
