@@ -343,11 +343,12 @@ where
     };
     // The stream may end with the layer's own event instead of the rest.
     head.headers.remove(CONTENT_LENGTH);
+    let limit = parking.limit();
     let slow = move |unsent, body: Pin<Box<RB>>| {
         let body = BodyExt::boxed_unsync(body.map_err(Into::into));
         racing_body::<RB>(unsent, body, deadline, (parking, caller()))
     };
-    let body = BodyExt::boxed_unsync(Direct::new(body, read, deadline, slow));
+    let body = BodyExt::boxed_unsync(Direct::new(body, read, deadline, limit, slow));
     Response::from_parts(head, ResponseBody::boxed(body))
 }
 

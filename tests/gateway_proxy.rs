@@ -452,5 +452,7 @@ async fn sigterm_drains_and_exits_0() {
         "{status:?}\n{}",
         gateway.log()
     );
-    assert!(gateway.log().contains("drained"), "{}", gateway.log());
+    // The last lines may still be on their way from the pipe.
+    let drained = gateway.wait_log("drained", Duration::from_secs(5)).await;
+    assert!(drained, "{}", gateway.log());
 }

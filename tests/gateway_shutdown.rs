@@ -88,7 +88,9 @@ async fn a_client_polling_through_the_drain_reads_its_task_failed_before_the_gat
     // from the 10 s a stuck write or connection could add.
     let took = signalled.elapsed();
     assert!(took < Duration::from_secs(9), "exited after {took:?}");
-    assert!(gateway.log().contains("answering polls a little longer"));
+    // The last lines may still be on their way from the pipe.
+    let lingered = gateway.wait_log("answering polls a little longer", Duration::from_secs(5));
+    assert!(lingered.await, "{}", gateway.log());
 }
 
 #[tokio::test]
@@ -118,6 +120,11 @@ async fn a_synchronous_call_in_flight_gets_its_answer_and_an_idle_gateway_exits_
     // No task ran: no grace to wait for and no linger.
     let took = signalled.elapsed();
     assert!(took < Duration::from_secs(6), "exited after {took:?}");
+    // Its last line read first: the report, logged after any linger.
+    let reported = gateway
+        .wait_log("drained report=", Duration::from_secs(5))
+        .await;
+    assert!(reported, "{}", gateway.log());
     assert!(!gateway.log().contains("answering polls a little longer"));
     drop(client);
 }

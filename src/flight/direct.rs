@@ -79,8 +79,12 @@ struct Racing<I, F> {
     segmenter: Segmenter,
     /// Bytes read from `body` and not yet cut.
     rest: Bytes,
-    /// The pieces of an event not yet whole.
+    /// The pieces of an event not yet whole, and their length.
     pending: Vec<Bytes>,
+    held: usize,
+    /// The most bytes of one event held here: past it, the full machinery
+    /// takes over (and bounds the event: `tap`).
+    limit: usize,
     slow: F,
 }
 
@@ -107,7 +111,8 @@ where
     /// Relays `read` (bytes already read from the inner SSE answer), then
     /// `body`, the rest of it, until `deadline`; `slow` takes over for
     /// anything but a plain response in time.
-    pub(crate) fn new(body: I, read: Bytes, deadline: Instant, slow: F) -> Self {
+    /// An event may take `limit` bytes.
+    pub(crate) fn new(body: I, read: Bytes, deadline: Instant, limit: usize, slow: F) -> Self {
         Self {
             timer: None,
             deadline,
@@ -116,6 +121,8 @@ where
                 segmenter: Segmenter::default(),
                 rest: read,
                 pending: Vec::new(),
+                held: 0,
+                limit,
                 slow,
             }),
         }
@@ -133,7 +140,12 @@ where
         loop {
             if let Some((piece, ends)) = self.segmenter.next_piece(&mut self.rest) {
                 if !ends {
+                    self.held += piece.len();
                     self.pending.push(piece);
+                    if self.held > self.limit {
+                        let held = self.held();
+                        return Step::Slow(concat(&[held, std::mem::take(&mut self.rest)]));
+                    }
                     continue;
                 }
                 let event = self.held_with(piece);
@@ -176,6 +188,7 @@ impl<I, F> Racing<I, F> {
         self.pending.push(last);
         let all = concat(&self.pending);
         self.pending.clear();
+        self.held = 0;
         all
     }
 }
@@ -334,6 +347,24 @@ mod tests {
         Instant::now() + Duration::from_secs(60)
     }
 
+    /// The event size limit of the tests that do not test it.
+    const LIMIT: usize = 1 << 20;
+
+    /// All that `Direct` relays of `body` with the usual limit and deadline.
+    async fn read_direct(
+        body: BoxBody,
+        seen: &Arc<std::sync::Mutex<Option<String>>>,
+    ) -> (String, Option<String>) {
+        read_all(Direct::new(
+            body,
+            Bytes::new(),
+            later(),
+            LIMIT,
+            slow(seen.clone()),
+        ))
+        .await
+    }
+
     const RESPONSE: &str = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\n\n";
     const PROGRESS: &str = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\n";
 
@@ -347,11 +378,29 @@ mod tests {
         sender.send(data(&format!("{tail}: after\n\n"))).unwrap();
         sender.send(data(PROGRESS)).unwrap();
         drop(sender);
-        let direct = Direct::new(body, Bytes::new(), later(), slow(seen.clone()));
+        let direct = Direct::new(body, Bytes::new(), later(), LIMIT, slow(seen.clone()));
         let (text, error) = read_all(direct).await;
         assert_eq!(text, format!("{RESPONSE}: after\n\n{PROGRESS}"));
         assert_eq!(error, None);
         assert_eq!(*seen.lock().unwrap(), None, "the full machinery was built");
+    }
+
+    #[tokio::test]
+    async fn an_event_growing_past_the_limit_is_handed_over_not_held() {
+        let seen = Arc::new(std::sync::Mutex::new(None));
+        let (sender, body) = inner();
+        let (head, _) = RESPONSE.split_at(30);
+        sender.send(data(head)).unwrap();
+        let direct = Direct::new(body, Bytes::new(), later(), 16, slow(seen.clone()));
+        let mut direct = std::pin::pin!(direct);
+        // Pending on the rest of the event, yet already handed over.
+        let polled = futures_util::poll!(direct.as_mut().frame());
+        assert!(
+            polled.is_ready(),
+            "the held bytes went to the full machinery"
+        );
+        assert_eq!(seen.lock().unwrap().as_deref(), Some(head));
+        drop(sender);
     }
 
     #[tokio::test]
@@ -364,7 +413,7 @@ mod tests {
             .send(data(":\"2.0\",\"id\":1,\"result\":{}}\n\n"))
             .unwrap();
         drop(sender);
-        let direct = Direct::new(body, Bytes::new(), later(), slow(seen.clone()));
+        let direct = Direct::new(body, Bytes::new(), later(), LIMIT, slow(seen.clone()));
         let (text, _) = read_all(direct).await;
         // The notification and the partial event after it were not sent.
         assert_eq!(
@@ -385,8 +434,7 @@ mod tests {
         sender.send(data(priming)).unwrap();
         sender.send(data(RESPONSE)).unwrap();
         drop(sender);
-        let (text, _) =
-            read_all(Direct::new(body, Bytes::new(), later(), slow(seen.clone()))).await;
+        let (text, _) = read_direct(body, &seen).await;
         assert_eq!(text, format!("{priming}{RESPONSE}"));
         assert_eq!(*seen.lock().unwrap(), None, "the full machinery was built");
     }
@@ -400,8 +448,13 @@ mod tests {
         sender.send(data("data: {\"jsonrpc\":")).unwrap();
         sender.send(Ok(Frame::trailers(trailers))).unwrap();
         drop(sender);
-        let mut direct =
-            std::pin::pin!(Direct::new(body, Bytes::new(), later(), slow(seen.clone())));
+        let mut direct = std::pin::pin!(Direct::new(
+            body,
+            Bytes::new(),
+            later(),
+            LIMIT,
+            slow(seen.clone())
+        ));
         let mut frames = Vec::new();
         while let Some(frame) = direct.frame().await {
             frames.push(frame.unwrap());
@@ -420,8 +473,13 @@ mod tests {
         sender
             .send(data("data: hello\n\ndata: {\"jsonrpc\":"))
             .unwrap();
-        let mut direct =
-            std::pin::pin!(Direct::new(body, Bytes::new(), later(), slow(seen.clone())));
+        let mut direct = std::pin::pin!(Direct::new(
+            body,
+            Bytes::new(),
+            later(),
+            LIMIT,
+            slow(seen.clone())
+        ));
         let first = direct.frame().await.unwrap().unwrap().into_data().unwrap();
         assert_eq!(&first[..], b"data: hello\n\ndata: {\"jsonrpc\":");
         assert_eq!(
@@ -438,7 +496,13 @@ mod tests {
         sender.send(data("data: {\"jsonrpc\":")).unwrap();
         // The threshold has passed: once the body must wait, the full
         // machinery (which parks) takes over from the event's first byte.
-        let direct = Direct::new(body, Bytes::new(), Instant::now(), slow(seen.clone()));
+        let direct = Direct::new(
+            body,
+            Bytes::new(),
+            Instant::now(),
+            LIMIT,
+            slow(seen.clone()),
+        );
         let reading = tokio::spawn(read_all(direct));
         tokio::time::timeout(Duration::from_secs(10), async {
             while seen.lock().unwrap().is_none() {
@@ -465,15 +529,13 @@ mod tests {
         let (sender, body) = inner();
         sender.send(data("data: {\"jsonrpc\":\"2.0\"")).unwrap();
         drop(sender);
-        let (text, error) =
-            read_all(Direct::new(body, Bytes::new(), later(), slow(seen.clone()))).await;
+        let (text, error) = read_direct(body, &seen).await;
         assert_eq!((text.as_str(), error), ("data: {\"jsonrpc\":\"2.0\"", None));
 
         let (sender, body) = inner();
         sender.send(data("data: {")).unwrap();
         sender.send(Err("the inner stream broke".into())).unwrap();
-        let (text, error) =
-            read_all(Direct::new(body, Bytes::new(), later(), slow(seen.clone()))).await;
+        let (text, error) = read_direct(body, &seen).await;
         assert_eq!(text, "data: {");
         assert_eq!(error.as_deref(), Some("the inner stream broke"));
         assert_eq!(*seen.lock().unwrap(), None);

@@ -278,6 +278,9 @@ impl Flight {
                             }
                         }
                     }
+                    Some(Err(error)) if self.relay && too_large(&error).is_some() => {
+                        return self.finish_sse_too_large(&error);
+                    }
                     Some(Err(error)) => {
                         let reason = stream_broke(&error);
                         return self.finish_sse_unusable(reason);
@@ -405,6 +408,31 @@ impl Flight {
         }
     }
 
+    /// An event over the limit while the answer may still reach its
+    /// client: the whole events read so far, then a JSON-RPC error for the
+    /// call that names the limit; the inner stream is dropped, so nothing
+    /// holds more than the limit of it.
+    fn finish_sse_too_large(&mut self, error: &sse_stream::Error) -> Event {
+        let reason = stream_broke(error);
+        tracing::info!(reason, "an SSE answer was cut at the layer's event limit");
+        match std::mem::replace(&mut self.stage, Stage::Finished) {
+            Stage::Sse(head, tap) => {
+                let message = format!("{reason} (max_result_bytes)");
+                let reply = Reply::error(
+                    StatusCode::OK,
+                    Some(&self.id),
+                    ErrorObject::new(INTERNAL_ERROR, message),
+                );
+                let body = tap.whole_then(live::sse_event(&reply.body));
+                done(Answer::Unusable {
+                    response: Response::from_parts(*head, body),
+                    reason,
+                })
+            }
+            _ => done(self.failed(reason)),
+        }
+    }
+
     fn finish_sse_unusable(&mut self, reason: String) -> Event {
         match std::mem::replace(&mut self.stage, Stage::Finished) {
             Stage::Sse(head, tap) => {
@@ -419,16 +447,20 @@ impl Flight {
     }
 }
 
+/// The layer's event limit, when that is what stopped an SSE stream.
+fn too_large(error: &sse_stream::Error) -> Option<&tap::EventTooLarge> {
+    let sse_stream::Error::Body(body) = error else {
+        return None;
+    };
+    body.downcast_ref::<tap::BodyError>()
+        .and_then(|inner| inner.0.downcast_ref::<tap::EventTooLarge>())
+}
+
 /// Why an SSE stream stopped, as a parked task records it: the layer's own
 /// limit by name, transport details only in the log.
 fn stream_broke(error: &sse_stream::Error) -> String {
-    if let sse_stream::Error::Body(body) = error {
-        let limit = body
-            .downcast_ref::<tap::BodyError>()
-            .and_then(|inner| inner.0.downcast_ref::<tap::EventTooLarge>());
-        if let Some(limit) = limit {
-            return limit.to_string();
-        }
+    if let Some(limit) = too_large(error) {
+        return limit.to_string();
     }
     tracing::warn!(%error, "the inner SSE stream broke");
     "the SSE stream broke".to_owned()

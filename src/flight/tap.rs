@@ -148,12 +148,15 @@ impl Tee {
         ends: bool,
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         let mut recording = lock(&self.recording);
-        // The parser holds an event until it is complete: bound it once the
-        // call is parked. Before that the bytes are recorded for the client
-        // anyway, and an answer in time must reach it unchanged, however large.
+        // The parser holds an event until it is complete, and so does the
+        // recording while the call races: bound both. The frames of the
+        // event cut short go at once (a `Replay` lifts the bound: it hands
+        // each frame on as it comes).
         recording.pending = recording.pending.saturating_add(piece.len());
-        if recording.pending > recording.limit && !recording.on {
+        if recording.pending > recording.limit {
             let limit = recording.limit;
+            let complete = recording.complete;
+            recording.frames.truncate(complete);
             return Poll::Ready(Some(Err(BodyError(Box::new(EventTooLarge(limit))))));
         }
         if ends {
@@ -286,11 +289,33 @@ impl Tap {
             let mut recording = lock(&self.recording);
             // Frames of an event not yet whole belong to the next event.
             recording.start = recording.complete;
+            // The rest streams as it comes, whatever the size of an event
+            // (held whole only to filter the layer's own progress out).
+            recording.limit = usize::MAX;
         }
         Replay {
             tap: self,
             done: false,
         }
+    }
+}
+
+impl Tap {
+    /// The whole events recorded and not yet relayed, then `last`; the rest
+    /// of the stream is dropped (and with it the inner call).
+    pub(crate) fn whole_then(self, last: Bytes) -> BoxBody {
+        let mut frames = {
+            let mut recording = lock(&self.recording);
+            let complete = recording.complete;
+            let whole = recording.frames.drain(..complete).collect::<Vec<_>>();
+            recording.frames.clear();
+            (recording.released, recording.complete, recording.start) = (0, 0, 0);
+            whole
+        };
+        frames.push(last);
+        let frames =
+            futures_util::stream::iter(frames.into_iter().map(|bytes| Ok(Frame::data(bytes))));
+        http_body_util::BodyExt::boxed_unsync(http_body_util::StreamBody::new(frames))
     }
 }
 

@@ -256,8 +256,10 @@ impl TasksLayer {
     /// The largest result a parked call may produce, and the largest SSE
     /// event the layer reads (at least 1 KiB). Default 4 MiB. A parked call
     /// over it fails with a clear error, and its response is never buffered
-    /// past it. An answer that arrives in time is relayed unchanged whatever
-    /// its size (a larger JSON one streams through unbuffered).
+    /// past it. An answer that arrives in time is relayed unchanged (a
+    /// larger JSON one streams through unbuffered, as does an SSE one that
+    /// starts with its response); an SSE event over it, while the call
+    /// races, ends the answer with a JSON-RPC error that names the limit.
     pub fn max_result_bytes(mut self, max: usize) -> Self {
         self.config.max_result_bytes = max.max(1024);
         self
