@@ -220,24 +220,27 @@ async fn a_body_that_announces_more_than_the_limit_is_refused_before_it_is_sent(
         .next()
         .expect("host:port")
         .to_owned();
-    let mut socket = tokio::net::TcpStream::connect(&address)
-        .await
-        .expect("connected");
-    // Only the head: the 99 GB it announces never come.
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
-         Mcp-Method: tools/call\r\nMcp-Name: greet\r\nContent-Length: 99999999999\r\n\r\n"
-    );
-    socket.write_all(head.as_bytes()).await.expect("sent");
-    let mut answer = vec![0; 4096];
-    // Well before any body read timeout of the server.
-    let read = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut answer))
-        .await
-        .expect("answered without waiting for the body")
-        .expect("read");
-    let answer = String::from_utf8_lossy(&answer[..read]);
-    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    // A method the layer reads, and one it passes on unread.
+    for (method, name) in [("tools/call", "greet"), ("prompts/get", "greeting")] {
+        let mut socket = tokio::net::TcpStream::connect(&address)
+            .await
+            .expect("connected");
+        // Only the head: the 99 GB it announces never come.
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+             Mcp-Method: {method}\r\nMcp-Name: {name}\r\nContent-Length: 99999999999\r\n\r\n"
+        );
+        socket.write_all(head.as_bytes()).await.expect("sent");
+        let mut answer = vec![0; 4096];
+        // Well before any body read timeout of the server.
+        let read = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut answer))
+            .await
+            .expect("answered without waiting for the body")
+            .expect("read");
+        let answer = String::from_utf8_lossy(&answer[..read]);
+        assert!(answer.starts_with("HTTP/1.1 413"), "{method}: {answer}");
+    }
     assert_eq!(layered.probe.started("greet"), 0);
 }
 

@@ -52,6 +52,13 @@ where
         // refuse; then later requests get its 404 all the same).
         shared.sessions.end(session);
     }
+    // A body that announces more than the limit is refused before any of
+    // it is read, whatever the method: the inner server need not take it.
+    let limit = shared.runtime.config.max_body_bytes;
+    if request.body().size_hint().lower() > limit as u64 {
+        crate::observe::events::refused("body_size", "request body over max_body_bytes");
+        return State::reply(Reply::too_large(limit));
+    }
     let Some(session) = live_get_stream(&shared.sessions, &request) else {
         return State::Inner {
             future: inner.call(request.map(RequestBody::streaming)),
