@@ -66,14 +66,7 @@ async fn fast_calls_answer_and_slow_calls_become_tasks_through_the_gateway() {
 async fn metrics_are_served_in_the_prometheus_format_when_asked() {
     let (upstream, _) = serve_fixture(FixtureMode::Stateless).await;
     let gateway = gateway::start(&upstream.url, &["--metrics", "127.0.0.1:0"]).await;
-    assert!(
-        gateway
-            .wait_log("metrics on http://", Duration::from_secs(5))
-            .await
-    );
-    let log = gateway.log();
-    let at = log.find("metrics on http://").expect("metrics line") + "metrics on ".len();
-    let url = log[at..].lines().next().expect("url").trim().to_owned();
+    let url = gateway::metrics_url(&gateway).await;
 
     let client = McpClient::new(&gateway.url);
     let task = client

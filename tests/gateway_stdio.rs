@@ -218,7 +218,7 @@ async fn a_line_that_is_not_json_is_skipped_and_a_child_that_exits_fails_its_cal
         "{crashed}"
     );
     // Started again: a later call is answered.
-    let after = answered_again(&client, "echo", json!({"text": "again"})).await;
+    let after = gateway::answered_again(&client, "echo", json!({"text": "again"})).await;
     assert_eq!(text(&after["result"]), "again");
     assert!(gateway.log().contains("started again"), "{}", gateway.log());
 }
@@ -268,7 +268,7 @@ async fn a_stdio_server_killed_mid_call_fails_the_task_with_the_signal_and_is_st
         said.contains("signal: 9"),
         "the failure names the exit: {failed}"
     );
-    let again = answered_again(&client, "greet", json!({"name": "again"})).await;
+    let again = gateway::answered_again(&client, "greet", json!({"name": "again"})).await;
     assert_eq!(text(&again["result"]), "Hello, again!");
 }
 
@@ -285,23 +285,6 @@ async fn a_gateway_told_to_stop_stops_its_stdio_server() {
         !alive.exists(),
         "the stdio server {pid} outlived the gateway"
     );
-}
-
-/// The first answer to `tool` with a result, once a child that exited
-/// was started again (within 20 s).
-async fn answered_again(client: &McpClient, tool: &str, arguments: Value) -> Value {
-    let answered = async {
-        loop {
-            let answer = client.call_tool(tool, arguments.clone(), false).await;
-            if answer.get("result").is_some() {
-                return answer;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(20), answered)
-        .await
-        .expect("the server was started again")
 }
 
 /// The pid of the Python child, from the gateway's log of its stderr: the

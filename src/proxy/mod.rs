@@ -38,12 +38,18 @@
 //! `504 Gateway Timeout` with a JSON-RPC error body, never a hang. The
 //! details go to the log, not to the client.
 //!
+//! Each request to the upstream is counted by its answer's status or its
+//! failure, timed to its response head, and counted in flight until then;
+//! the open connections are counted too ([`metrics`]).
+//!
 //! Connections to the upstream are pooled (HTTP/1.1 keep-alive). Only
 //! `http://` upstreams are supported: the upstream is expected on the same
 //! host or network, and TLS is for the side facing clients.
 
+mod connections;
 mod errors;
 mod headers;
+pub mod metrics;
 pub mod stdio;
 
 use std::convert::Infallible;
@@ -65,6 +71,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tower_service::Service;
 
+use self::connections::Counting;
+use self::metrics::Sent;
 use crate::body::{BoxBody, BoxError};
 
 /// The response body of [`Proxy`]: the upstream's body, streamed, or a
@@ -173,7 +181,7 @@ impl ProxyBuilder {
             .pool_timer(TokioTimer::new())
             .pool_idle_timeout(self.pool_idle_timeout)
             .pool_max_idle_per_host(self.max_idle_per_host)
-            .build(connector);
+            .build(Counting(connector));
         Proxy {
             client,
             target: Arc::new(Target {
@@ -191,7 +199,7 @@ impl ProxyBuilder {
 /// the [module docs](self).
 #[derive(Clone, Debug)]
 pub struct Proxy {
-    client: Client<HttpConnector, BoxBody>,
+    client: Client<Counting, BoxBody>,
     target: Arc<Target>,
 }
 
@@ -267,12 +275,14 @@ where
         let body = BoxBody::new(body.map_err(Into::into));
         let pending = self.client.request(Request::from_parts(parts, body));
         let header_timeout = self.target.header_timeout;
+        let sent = Sent::now();
         Box::pin(async move {
             let answer = match header_timeout {
                 Some(limit) => match tokio::time::timeout(limit, pending).await {
                     Ok(answer) => answer,
                     Err(_) => {
                         tracing::warn!(?limit, "upstream sent no response head in time");
+                        sent.failed("timeout");
                         return Ok(errors::gateway_timeout());
                     }
                 },
@@ -280,11 +290,19 @@ where
             };
             Ok(match answer {
                 Ok(response) => {
+                    sent.answered(response.status());
                     let (mut parts, body) = response.into_parts();
                     headers::strip_hop_by_hop(&mut parts.headers);
                     Response::from_parts(parts, Either::Left(body))
                 }
-                Err(error) => errors::bad_gateway(&error),
+                Err(error) => {
+                    sent.failed(if error.is_connect() {
+                        "connect"
+                    } else {
+                        "broken"
+                    });
+                    errors::bad_gateway(&error)
+                }
             })
         })
     }

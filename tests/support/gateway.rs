@@ -48,6 +48,42 @@ pub async fn start_stdio(command: &[&str], extra: &[&str]) -> Process {
     Process::start("mcp-tasks-gateway", gateway, INSTALL_TIMEOUT).await
 }
 
+/// The URL of the gateway's metrics endpoint (`--metrics`), from the line
+/// it prints once it listens.
+pub async fn metrics_url(gateway: &Process) -> String {
+    assert!(
+        gateway
+            .wait_log("metrics on http://", Duration::from_secs(5))
+            .await,
+        "{}",
+        gateway.log()
+    );
+    let log = gateway.log();
+    let at = log.find("metrics on http://").expect("metrics line") + "metrics on ".len();
+    log[at..].lines().next().expect("url").trim().to_owned()
+}
+
+/// The first answer to `tool` with a result, once a stdio server that
+/// exited was started again (within 20 s).
+pub async fn answered_again(
+    client: &crate::support::client::McpClient,
+    tool: &str,
+    arguments: serde_json::Value,
+) -> serde_json::Value {
+    let answered = async {
+        loop {
+            let answer = client.call_tool(tool, arguments.clone(), false).await;
+            if answer.get("result").is_some() {
+                return answer;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), answered)
+        .await
+        .expect("the server was started again")
+}
+
 /// Waits for `task` to ask for input, checks that it asks one request, of
 /// `method`, answers it with `answer`, and returns the task once it ended
 /// (`tasks/get`).

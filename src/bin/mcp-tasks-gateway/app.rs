@@ -11,7 +11,9 @@ use axum::response::Response;
 use http::{HeaderValue, header};
 use mcp_tasks::proxy::Proxy;
 use mcp_tasks::proxy::stdio::StdioUpstream;
-use mcp_tasks::{Admin, Drain, MemoryTaskStore, RedisTaskStore, SqliteTaskStore, TasksLayer};
+use mcp_tasks::{
+    Admin, Drain, MemoryTaskStore, RedisTaskStore, SqliteTaskStore, TasksConfig, TasksLayer,
+};
 use tower::ServiceBuilder;
 
 use crate::guard::{self, Guard};
@@ -45,6 +47,15 @@ fn required(value: Option<Human>, default: Duration, name: &str) -> Result<Durat
         Some(Human(Some(duration))) => Ok(duration),
         Some(Human(None)) => Err(format!("--{name} cannot be none")),
     }
+}
+
+/// The layer's threshold: `--threshold`, or the layer's default.
+pub fn threshold(args: &Args) -> Result<Duration, String> {
+    required(
+        args.threshold,
+        TasksConfig::default().threshold(),
+        "threshold",
+    )
 }
 
 /// A setting that `none` lifts, or its default when unset.
@@ -239,9 +250,7 @@ async fn layer(args: &Args) -> Result<TasksLayer, String> {
         }
         (None, None) => TasksLayer::new(MemoryTaskStore::new()),
     };
-    if let Some(threshold) = args.threshold {
-        layer = layer.threshold(required(Some(threshold), Duration::ZERO, "threshold")?);
-    }
+    layer = layer.threshold(threshold(args)?);
     if let Some(Human(ttl)) = args.ttl {
         layer = layer.ttl(ttl);
     }

@@ -55,7 +55,7 @@ async fn run() -> Result<(), String> {
     }
     let listener = args.bind().await?;
     let metrics = match args.metrics {
-        Some(addr) => Some(metrics::bind(addr).await?),
+        Some(addr) => Some(metrics::bind(addr, app::threshold(&args)?).await?),
         None => None,
     };
     let local = listener.local_addr().map_err(|e| e.to_string())?;

@@ -1,8 +1,15 @@
-//! `--metrics ADDR`: the layer's metrics (and any other the process
-//! records) in the Prometheus text format at `http://ADDR/metrics`, served
-//! with the same limits as the MCP endpoint. Each scrape first counts the
-//! live tasks in the store (`mcp_tasks_live`, [`Admin::record_live`]), at
-//! most once a second however often it is scraped.
+//! `--metrics ADDR`: the layer's metrics and the upstream's (and any other
+//! the process records) in the Prometheus text format at
+//! `http://ADDR/metrics`, served with the same limits as the MCP endpoint.
+//! Each scrape first counts the live tasks in the store (`mcp_tasks_live`,
+//! [`Admin::record_live`]), at most once a second however often it is
+//! scraped.
+//!
+//! Every timing is a Prometheus histogram (`_bucket`, `_sum`, `_count`),
+//! which sums across gateways, not a summary, which does not; its bounds
+//! are the library's ([`observe::metrics::buckets`], for the threshold in
+//! force, and [`proxy::metrics::buckets`], whose docs say why each). Every
+//! metric has its `# HELP` line.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,8 +19,8 @@ use axum::Router;
 use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderValue, header};
-use mcp_tasks::Admin;
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use mcp_tasks::{Admin, observe, proxy};
+use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio::sync::Mutex;
 
 use crate::serving::{self, Limits};
@@ -49,16 +56,32 @@ pub struct Bound {
     handle: PrometheusHandle,
 }
 
-/// Installs the Prometheus recorder and binds `addr`: done before the
+/// Installs the Prometheus recorder, its histograms' buckets fit for a
+/// layer whose threshold is `threshold`, and binds `addr`: done before the
 /// gateway says it listens, so that a busy port fails the start.
-pub async fn bind(addr: SocketAddr) -> Result<Bound, String> {
-    let handle = PrometheusBuilder::new()
-        .install_recorder()
+pub async fn bind(addr: SocketAddr, threshold: Duration) -> Result<Bound, String> {
+    let handle = recorder(threshold)
+        .and_then(PrometheusBuilder::install_recorder)
         .map_err(|e| format!("--metrics: {e}"))?;
+    observe::metrics::describe();
+    proxy::metrics::describe();
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("--metrics: cannot listen on {addr}: {e}"))?;
     Ok(Bound { listener, handle })
+}
+
+/// The exporter, with buckets for every histogram the gateway records.
+fn recorder(threshold: Duration) -> Result<PrometheusBuilder, BuildError> {
+    let layer = observe::metrics::buckets(threshold);
+    let upstream = proxy::metrics::buckets();
+    let mut histograms = layer
+        .iter()
+        .map(|(name, bounds)| (*name, bounds.as_slice()))
+        .chain(upstream);
+    histograms.try_fold(PrometheusBuilder::new(), |builder, (name, bounds)| {
+        builder.set_buckets_for_metric(Matcher::Full(name.to_owned()), bounds)
+    })
 }
 
 /// Serves the bound endpoint, counting live tasks through `admin`; returns

@@ -32,6 +32,7 @@ use super::message::{
 };
 use super::relayed::Relayed;
 use super::{Settings, StdioError};
+use crate::proxy::metrics;
 
 /// The one child and what talks to it.
 pub(super) struct Bridge {
@@ -473,6 +474,7 @@ async fn restart_with_backoff(bridge: Weak<Bridge>) {
         match launch(&live.spec, &live.settings).await {
             Ok(launched) => {
                 if live.life.came_back(&launched) {
+                    metrics::restarted();
                     live.calls.reopen();
                     let warm = live.clone();
                     tracing::warn!(command = %live.spec.shown(), "the stdio server was started again");
