@@ -10,9 +10,36 @@ use super::ProxyBody;
 /// behind could not answer it.
 const INTERNAL_ERROR: i32 = -32603;
 
+/// JSON-RPC's "invalid request": the client's request could not be taken.
+const INVALID_REQUEST: i32 = -32600;
+
+/// Whether `error` came from the client's request body (it stopped
+/// arriving before the body read timeout, or broke off), not the upstream.
+pub(super) fn client_body_failed(error: &hyper_util::client::legacy::Error) -> bool {
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        if cause
+            .downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_user)
+        {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
+}
+
 /// `502`: the upstream could not be reached or broke the connection. The
 /// cause goes to the log; the client learns only that the upstream failed.
+/// `400` when it was the client's request body that failed, as for a body
+/// the layer reads itself.
 pub(super) fn bad_gateway(error: &hyper_util::client::legacy::Error) -> Response<ProxyBody> {
+    if client_body_failed(error) {
+        tracing::info!(error = %error_chain(error), "the request body could not be read");
+        let message =
+            "The request body could not be read (it did not arrive in time, or broke off)";
+        return coded(StatusCode::BAD_REQUEST, INVALID_REQUEST, message);
+    }
     if error.is_connect() {
         tracing::warn!(error = %error_chain(error), "upstream unreachable");
         answer(
@@ -39,10 +66,15 @@ pub(super) fn gateway_timeout() -> Response<ProxyBody> {
 /// A JSON-RPC error response with `id: null`: the proxy does not read the
 /// request body, so it cannot know the id.
 fn answer(status: StatusCode, message: &str) -> Response<ProxyBody> {
+    coded(status, INTERNAL_ERROR, message)
+}
+
+/// [`answer`] with the JSON-RPC error `code`.
+fn coded(status: StatusCode, code: i32, message: &str) -> Response<ProxyBody> {
     let body = serde_json::json!({
         "jsonrpc": "2.0",
         "id": null,
-        "error": {"code": INTERNAL_ERROR, "message": message},
+        "error": {"code": code, "message": message},
     });
     let mut response = Response::new(Either::Right(Full::new(Bytes::from(body.to_string()))));
     *response.status_mut() = status;

@@ -7,7 +7,7 @@
 //! | Name | Kind | Labels | Unit | What |
 //! |------|------|--------|------|------|
 //! | `mcp_tasks_upstream_responses_total` | counter | `status`: the HTTP status, e.g. `200` | responses | response heads the HTTP upstream sent |
-//! | `mcp_tasks_upstream_failures_total` | counter | `reason`: `connect`, `timeout`, `broken` | requests | requests the HTTP upstream sent no response head for: it could not be reached (`connect`, the connect timeout included), sent none within the header timeout (`timeout`), or the connection failed after the request went (`broken`); the client got a `502` or `504` from the gateway |
+//! | `mcp_tasks_upstream_failures_total` | counter | `reason`: `connect`, `timeout`, `broken`, `client_body` | requests | requests the HTTP upstream sent no response head for: it could not be reached (`connect`, the connect timeout included), sent none within the header timeout (`timeout`), the connection failed after the request went (`broken`; the client got a `502` or `504` from the gateway), or the client's request body stopped arriving or broke off (`client_body`; the client got a `400`) |
 //! | `mcp_tasks_upstream_latency_seconds` | histogram | | seconds | from sending a request to the HTTP upstream to its response head |
 //! | `mcp_tasks_upstream_in_flight` | gauge | | requests | requests sent to the HTTP upstream that wait for their response head |
 //! | `mcp_tasks_upstream_connections` | gauge | | connections | TCP connections to the HTTP upstream open now, in use or idle in the pool |
@@ -68,7 +68,7 @@ pub fn describe() {
     describe_counter!(
         FAILURES,
         Unit::Count,
-        "Requests the HTTP upstream sent no response head for, by reason: connect (unreachable), timeout (none within the header timeout), broken (the connection failed after the request went)."
+        "Requests the HTTP upstream sent no response head for, by reason: connect (unreachable), timeout (none within the header timeout), broken (the connection failed after the request went), client_body (the client's request body stopped arriving)."
     );
     describe_histogram!(
         LATENCY,
@@ -111,7 +111,8 @@ impl Sent {
         metrics::counter!(RESPONSES, "status" => status.as_str().to_owned()).increment(1);
     }
 
-    /// No response head came, for `reason` (`connect`, `timeout`, `broken`).
+    /// No response head came, for `reason` (`connect`, `timeout`, `broken`,
+    /// `client_body`).
     pub(super) fn failed(self, reason: &'static str) {
         metrics::counter!(FAILURES, "reason" => reason).increment(1);
     }

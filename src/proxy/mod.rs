@@ -298,6 +298,8 @@ where
                 Err(error) => {
                     sent.failed(if error.is_connect() {
                         "connect"
+                    } else if errors::client_body_failed(&error) {
+                        "client_body"
                     } else {
                         "broken"
                     });
