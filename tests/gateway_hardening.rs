@@ -89,3 +89,33 @@ async fn one_address_cannot_take_every_connection() {
     let (status, _, body) = tools_list_from(&gateway.url, Ipv4Addr::LOCALHOST).await;
     assert_eq!(status, 200, "{body}");
 }
+
+#[tokio::test]
+async fn a_parked_call_whose_upstream_never_answers_fails_with_the_runtime_limit() {
+    // Accepts connections and never answers.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", silent.local_addr().expect("addr"));
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((stream, _)) = silent.accept().await {
+            open.push(stream);
+        }
+    });
+    let options = ["--max-runtime", "2s", "--upstream-request-timeout", "1s"];
+    let gateway = gateway::start(&url, &options).await;
+    let client = McpClient::new(&gateway.url);
+    let task = client
+        .start_task("slow_compute", json!({"seconds": 60}))
+        .await;
+    let ended = client
+        .wait_task_status(&task, &["failed"], Duration::from_secs(20))
+        .await;
+    let message = ended["result"]["statusMessage"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(message.contains("runtime limit"), "{ended}");
+    assert!(!message.contains("504"), "{ended}");
+    held.abort();
+}

@@ -263,6 +263,22 @@ async fn a_silent_upstream_answers_504_after_the_header_timeout() {
         "{:?}",
         started.elapsed()
     );
+    // A request that names a method other than tools/call has a timeout of
+    // its own, shorter than a tool's run (here the header timeout's 30 min
+    // default would hold it).
+    let gateway = gateway::start(&url, &["--upstream-request-timeout", "500ms"]).await;
+    let started = Instant::now();
+    let named = [
+        ("mcp-method", "tools/list"),
+        ("mcp-protocol-version", "2026-07-28"),
+    ];
+    let (status, body) = post(&gateway.url, TOOLS_LIST, &named).await;
+    assert_eq!(status, 504, "{body}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     held.abort();
 }
 

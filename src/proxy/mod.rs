@@ -102,10 +102,21 @@ struct Target {
     path_and_query: PathAndQuery,
     has_query: bool,
     header_timeout: Option<Duration>,
+    request_timeout: Option<Duration>,
     forward_authorization: bool,
 }
 
 impl Target {
+    /// The header timeout of a request with these headers: a `tools/call`,
+    /// or one that names no method, may run as long as a tool; any other
+    /// gets the shorter one.
+    fn timeout_for(&self, headers: &http::HeaderMap) -> Option<Duration> {
+        match headers.get("mcp-method") {
+            Some(method) if method != "tools/call" => self.request_timeout,
+            _ => self.header_timeout,
+        }
+    }
+
     /// The upstream URI for a request the client sent to `uri`: the
     /// upstream's path, with the client's query when the upstream URL has
     /// none.
@@ -131,6 +142,7 @@ pub struct ProxyBuilder {
     has_query: bool,
     connect_timeout: Option<Duration>,
     header_timeout: Option<Duration>,
+    request_timeout: Option<Duration>,
     forward_authorization: bool,
     pool_idle_timeout: Duration,
     max_idle_per_host: usize,
@@ -152,6 +164,15 @@ impl ProxyBuilder {
     /// that answers with SSE sends it at once.
     pub fn header_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.header_timeout = timeout;
+        self
+    }
+
+    /// How long the upstream may take to send the response head of a
+    /// request whose `Mcp-Method` names anything but `tools/call` (default
+    /// 60 s); then `504`. Such requests do not run tools, so an upstream
+    /// that hangs on one is not kept waiting for as long as a tool may run.
+    pub fn request_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.request_timeout = timeout;
         self
     }
 
@@ -189,6 +210,7 @@ impl ProxyBuilder {
                 path_and_query: self.path_and_query,
                 has_query: self.has_query,
                 header_timeout: self.header_timeout,
+                request_timeout: self.request_timeout,
                 forward_authorization: self.forward_authorization,
             }),
         }
@@ -238,6 +260,7 @@ impl Proxy {
             path_and_query,
             connect_timeout: Some(Duration::from_secs(5)),
             header_timeout: Some(Duration::from_secs(30 * 60)),
+            request_timeout: Some(Duration::from_secs(60)),
             forward_authorization: true,
             pool_idle_timeout: Duration::from_secs(4),
             max_idle_per_host: 64,
@@ -264,6 +287,7 @@ where
             .extensions
             .get::<axum::extract::ConnectInfo<SocketAddr>>()
             .map(|info| info.0);
+        let header_timeout = self.target.timeout_for(&parts.headers);
         headers::prepare_request(
             &mut parts.headers,
             client_addr,
@@ -274,7 +298,6 @@ where
         parts.extensions = http::Extensions::new();
         let body = BoxBody::new(body.map_err(Into::into));
         let pending = self.client.request(Request::from_parts(parts, body));
-        let header_timeout = self.target.header_timeout;
         let sent = Sent::now();
         Box::pin(async move {
             let answer = match header_timeout {
@@ -321,6 +344,7 @@ mod tests {
             has_query: built.has_query,
             path_and_query: built.path_and_query,
             header_timeout: None,
+            request_timeout: None,
             forward_authorization: true,
         }
     }

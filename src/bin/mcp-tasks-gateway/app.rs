@@ -59,6 +59,11 @@ pub fn threshold(args: &Args) -> Result<Duration, String> {
 }
 
 /// A setting that `none` lifts, or its default when unset.
+/// How much longer than `--max-runtime` the upstream may take to send the
+/// head of a tool call: the layer's runtime limit ends a parked call first,
+/// with its own message.
+const RUNTIME_MARGIN: Duration = Duration::from_secs(10);
+
 fn optional(value: Option<Human>, default: Option<Duration>) -> Option<Duration> {
     value.map_or(default, |Human(duration)| duration)
 }
@@ -199,7 +204,14 @@ async fn upstream(args: &Args, max_runtime: Option<Duration>) -> Result<Upstream
                     args.upstream_connect_timeout,
                     Some(Duration::from_secs(5)),
                 ))
-                .header_timeout(optional(args.upstream_header_timeout, max_runtime))
+                .header_timeout(optional(
+                    args.upstream_header_timeout,
+                    max_runtime.map(|runtime| runtime + RUNTIME_MARGIN),
+                ))
+                .request_timeout(optional(
+                    args.upstream_request_timeout,
+                    Some(Duration::from_secs(60)),
+                ))
                 .pool(
                     required(
                         args.upstream_idle_timeout,

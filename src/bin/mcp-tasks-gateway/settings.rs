@@ -354,8 +354,11 @@ pub struct Args {
         value_name = "DURATION"
     )]
     pub upstream_connect_timeout: Option<Human>,
-    /// How long the upstream may take to send a response head [default:
-    /// --max-runtime, so a tool answering with JSON may run that long].
+    /// How long the upstream may take to send the response head of a
+    /// tools/call, or of a request that names no method in Mcp-Method (as
+    /// 2025-11-25 clients send them) [default: --max-runtime + 10s, so a
+    /// tool answering with JSON may run that long, and a parked call ends
+    /// with the runtime-limit message, not this timeout].
     #[arg(
         help_heading = "Upstream",
         long,
@@ -363,6 +366,16 @@ pub struct Args {
         value_name = "DURATION"
     )]
     pub upstream_header_timeout: Option<Human>,
+    /// How long the upstream may take to send the response head of any
+    /// other request (initialize, tools/list, resources/read, …), named in
+    /// its Mcp-Method header [default: 60s].
+    #[arg(
+        help_heading = "Upstream",
+        long,
+        env = "MCP_TASKS_UPSTREAM_REQUEST_TIMEOUT",
+        value_name = "DURATION"
+    )]
+    pub upstream_request_timeout: Option<Human>,
     /// How long an idle upstream connection is kept for reuse; keep it
     /// below the upstream's own keep-alive (uvicorn and Node: 5 s)
     /// [default: 4s].
@@ -527,7 +540,8 @@ impl Args {
             upstream, cwd, start_timeout, instances, max_in_flight, place_timeout, max_body_bytes, listen, path, threshold, ttl, max_ttl, poll_interval, redis, sqlite, retry_hints, fallback_after, fallback_tools,
             max_tasks, max_tasks_per_principal, max_running, max_runtime,
             header_timeout, body_timeout, keep_alive, max_connections, max_connections_per_client,
-            upstream_connect_timeout, upstream_header_timeout, upstream_idle_timeout,
+            upstream_connect_timeout, upstream_header_timeout, upstream_request_timeout,
+            upstream_idle_timeout,
             shutdown_grace, metrics, otlp,
             forward_authorization, require_upstream, oauth_issuer, oauth_audience, oauth_jwks,
             oauth_hs256_secret_file, oauth_authorization_server;
