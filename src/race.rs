@@ -160,6 +160,15 @@ where
             // which is boxed for every call (a small one comes from the
             // allocator's per-thread cache; glibc's takes up to 1,032 bytes).
             Ok(Ok(response)) if is_sse(&response) => Ok(live(response, deadline, parking, caller)),
+            // A gateway's own error answer gets the call's id. Boxed: rare,
+            // and its state would otherwise be reserved in every call's.
+            Ok(Ok(response)) if response.status().is_server_error() => {
+                let id = match parking.body.get(parking.id.clone()) {
+                    Some(_) => parking.body.slice(parking.id.clone()),
+                    None => Bytes::from_static(b"null"),
+                };
+                Ok(Box::pin(rewrite::with_call_id(response, id)).await)
+            }
             Ok(Ok(response)) => Ok(response.map(ResponseBody::inner)),
             Ok(Err(error)) => Ok(inner_failed(error.into(), &parking)),
             Err(_) => Ok(park(parking, caller(), future).await),

@@ -187,6 +187,42 @@ where
     Response::from_parts(head, ResponseBody::full(rewritten))
 }
 
+/// A gateway error answer (`502`, `504`: the proxy answers them without
+/// reading the request, so with `"id": null`) given the id of the call,
+/// `id` (its JSON text); any other response as it is.
+pub(crate) async fn with_call_id<B>(response: Response<B>, id: Bytes) -> Response<ResponseBody<B>>
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    use http::StatusCode;
+    let gateway_error = matches!(
+        response.status(),
+        StatusCode::BAD_GATEWAY | StatusCode::GATEWAY_TIMEOUT
+    );
+    if !gateway_error || !content_type(response.headers()).starts_with("application/json") {
+        return response.map(ResponseBody::inner);
+    }
+    let (mut head, body) = response.into_parts();
+    // Such an answer is a few hundred bytes; a larger one is not ours.
+    let bytes = match http_body_util::Limited::new(body, 64 * 1024)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => return Response::from_parts(head, ResponseBody::full(Bytes::new())),
+    };
+    let patched = std::str::from_utf8(&bytes)
+        .ok()
+        .zip(std::str::from_utf8(&id).ok())
+        .and_then(|(message, id)| {
+            let current = Members::parse(message).ok()?.get("id")?;
+            (current.get() == "null").then(|| replace(message, current.get(), id))?
+        });
+    head.headers.remove(CONTENT_LENGTH);
+    Response::from_parts(head, ResponseBody::full(patched.map_or(bytes, Bytes::from)))
+}
+
 /// `message` with the JSON text `target` (a slice of it) replaced by
 /// `replacement`.
 pub(crate) fn replace(message: &str, target: &str, replacement: &str) -> Option<String> {

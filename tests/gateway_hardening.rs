@@ -119,3 +119,23 @@ async fn a_parked_call_whose_upstream_never_answers_fails_with_the_runtime_limit
     assert!(!message.contains("504"), "{ended}");
     held.abort();
 }
+
+#[tokio::test]
+async fn the_gateways_own_error_answer_to_a_call_carries_the_calls_id() {
+    // A port nobody listens on any more.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let url = format!("http://{}/mcp", closed.local_addr().expect("its address"));
+    drop(closed);
+    let gateway = gateway::start(&url, &["--threshold", "5s"]).await;
+    let client = McpClient::new(&gateway.url);
+    for declaring in [true, false] {
+        let answer = client
+            .call_tool("slow_compute", json!({"seconds": 1}), declaring)
+            .await;
+        assert_eq!(answer["error"]["code"], -32603, "{answer}");
+        if declaring {
+            // The layer read the call: its id goes back.
+            assert!(answer["id"].is_u64(), "{answer}");
+        }
+    }
+}
