@@ -4,90 +4,22 @@
 //! is served, and keys come from an HS256 secret file, a JWKS file or a
 //! JWKS URL.
 //!
-//! `support/oauth/test-only-es256.pem` is a P-256 key made for these tests
-//! only; it signs nothing else.
+//! The tokens are made by `support/oauth/tokens.rs`.
 
 #[path = "support/gateway.rs"]
 mod gateway;
 mod support;
+#[path = "support/oauth/tokens.rs"]
+mod tokens;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 use support::client::McpClient;
 use support::fixture::{FixtureMode, Served, serve_fixture};
 use support::process::Process;
-
-const ISSUER: &str = "https://auth.test";
-const RESOURCE: &str = "https://mcp.test/mcp";
-const SECRET: &[u8] = b"a shared secret for the gateway tests";
-const ES256_PEM: &[u8] = include_bytes!("support/oauth/test-only-es256.pem");
-
-/// A file in the temporary directory, removed on drop.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn new(name: &str, contents: &[u8]) -> Self {
-        let path = std::env::temp_dir().join(format!(
-            "mcp-tasks-gateway-oauth-{}-{name}",
-            std::process::id()
-        ));
-        std::fs::write(&path, contents).expect("write temp file");
-        Self(path)
-    }
-
-    fn path(&self) -> &str {
-        self.0.to_str().expect("utf-8 path")
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// Claims of a token for `RESOURCE`, valid for an hour.
-fn claims(subject: &str, scope: &str) -> Value {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs();
-    json!({"iss": ISSUER, "sub": subject, "aud": RESOURCE, "scope": scope, "iat": now, "exp": now + 3600})
-}
-
-fn hs256(subject: &str, scope: &str) -> String {
-    jsonwebtoken::encode(
-        &Header::new(Algorithm::HS256),
-        &claims(subject, scope),
-        &EncodingKey::from_secret(SECRET),
-    )
-    .expect("sign")
-}
-
-fn es256(subject: &str) -> String {
-    let mut header = Header::new(Algorithm::ES256);
-    header.kid = Some("test-key".into());
-    let key = EncodingKey::from_ec_pem(ES256_PEM).expect("test key");
-    jsonwebtoken::encode(&header, &claims(subject, "mcp"), &key).expect("sign")
-}
-
-/// Unpadded base64url, as JWTs use.
-fn base64_url(bytes: &[u8]) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-}
-
-/// The public half of the test key, as a JWKS document.
-fn jwks() -> String {
-    let key = EncodingKey::from_ec_pem(ES256_PEM).expect("test key");
-    let mut jwk = Jwk::from_encoding_key(&key, Algorithm::ES256).expect("jwk");
-    jwk.common.key_id = Some("test-key".into());
-    serde_json::to_string(&JwkSet { keys: vec![jwk] }).expect("jwks")
-}
+use tokens::*;
 
 /// The fixture, and the gateway in front of it with OAuth options.
 async fn start(options: &[&str]) -> (Served, Process) {
@@ -96,30 +28,6 @@ async fn start(options: &[&str]) -> (Served, Process) {
     all.extend_from_slice(options);
     let gateway = gateway::start(&upstream.url, &all).await;
     (upstream, gateway)
-}
-
-/// The HTTP status of a `tools/list` with `token`.
-async fn status_with(url: &str, token: &str) -> u16 {
-    reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("authorization", format!("Bearer {token}"))
-        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#)
-        .send()
-        .await
-        .expect("request")
-        .status()
-        .as_u16()
-}
-
-fn sign_hs256(claims: &Value) -> String {
-    jsonwebtoken::encode(
-        &Header::new(Algorithm::HS256),
-        claims,
-        &EncodingKey::from_secret(SECRET),
-    )
-    .expect("sign")
 }
 
 /// The headers the upstream saw on an `echo_headers` call.
@@ -150,9 +58,7 @@ async fn tokens_are_required_and_each_task_belongs_to_its_subject() {
         .expect("ascii")
         .to_owned();
     assert!(
-        challenge.contains(
-            "resource_metadata=\"https://mcp.test/.well-known/oauth-protected-resource/mcp\""
-        ),
+        challenge.contains(&format!("resource_metadata=\"{METADATA}\"")),
         "{challenge}"
     );
 
@@ -213,38 +119,26 @@ async fn tokens_without_the_claims_an_owner_needs_are_refused() {
     assert_eq!(status_with(&gateway.url, &sign_hs256(&good)).await, 200);
 
     let now = good["iat"].as_u64().expect("iat");
-    let without = |field: &str| {
-        let mut claims = good.clone();
-        claims.as_object_mut().expect("object").remove(field);
-        claims
-    };
-    let with = |field: &str, value: Value| {
-        let mut claims = good.clone();
-        claims[field] = value;
-        claims
-    };
     for (what, claims) in [
-        ("no exp", without("exp")),
-        ("expired", with("exp", json!(now - 3600))),
-        ("no iss", without("iss")),
-        ("another issuer", with("iss", json!("https://other.test"))),
+        ("no exp", without(&good, "exp")),
+        ("expired", with(&good, "exp", json!(now - 3600))),
+        ("no iss", without(&good, "iss")),
+        (
+            "another issuer",
+            with(&good, "iss", json!("https://other.test")),
+        ),
         (
             "another audience",
-            with("aud", json!("https://other.test/mcp")),
+            with(&good, "aud", json!("https://other.test/mcp")),
         ),
-        ("no sub", without("sub")),
-        ("not valid yet", with("nbf", json!(now + 3600))),
+        ("no sub", without(&good, "sub")),
+        ("not valid yet", with(&good, "nbf", json!(now + 3600))),
     ] {
         let status = status_with(&gateway.url, &sign_hs256(&claims)).await;
         assert_eq!(status, 401, "{what}: {claims}");
     }
     // A client credential token names its client instead of a subject.
-    let client = with("client_id", json!("batch-job"));
-    let client = {
-        let mut claims = client;
-        claims.as_object_mut().expect("object").remove("sub");
-        claims
-    };
+    let client = without(&with(&good, "client_id", json!("batch-job")), "sub");
     assert_eq!(status_with(&gateway.url, &sign_hs256(&client)).await, 200);
 }
 
@@ -333,16 +227,7 @@ async fn keys_come_from_a_jwks_file() {
 
 #[tokio::test]
 async fn keys_come_from_a_jwks_url() {
-    let document = jwks();
-    let router = axum::Router::new().route(
-        "/jwks.json",
-        axum::routing::get(move || std::future::ready(document.clone())),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/jwks.json", listener.local_addr().expect("addr"));
-    let server = tokio::spawn(async move { axum::serve(listener, router).await });
+    let (url, server) = serve_jwks().await;
     let (_upstream, gateway) = start(&["--oauth-jwks", &url]).await;
     let alice = McpClient::new(&gateway.url).with_bearer(es256("alice"));
     let greet = alice.call_tool("greet", json!({"name": "u"}), false).await;
