@@ -2,7 +2,9 @@
 //! `TasksLayer`) in front of the rmcp fixture: tokens are required and
 //! checked, each task belongs to the token's subject, the RFC 9728 metadata
 //! is served, and keys come from an HS256 secret file, a JWKS file or a
-//! JWKS URL.
+//! JWKS URL. The hardening of #35: clocks may disagree by the leeway only,
+//! a blank `sub` or `client_id` names nobody, and a refusal is told in
+//! fixed words (the details go to the log).
 //!
 //! The tokens are made by `support/oauth/tokens.rs`.
 
@@ -234,6 +236,185 @@ async fn keys_come_from_a_jwks_url() {
     assert_eq!(
         greet["result"]["content"][0]["text"], "Hello, u!",
         "{greet}"
+    );
+    server.abort();
+}
+
+#[tokio::test]
+async fn clocks_may_disagree_by_the_leeway_and_no_more() {
+    // tower-mcp's validators leave jsonwebtoken's 60 s on `exp`; the
+    // gateway's leeway, 5 s unless --oauth-leeway says otherwise, holds
+    // for `exp`, `nbf` and `iat` alike.
+    let secret = TempFile::new("secret-leeway", SECRET);
+    let (_a, strict) = start(&["--oauth-hs256-secret-file", secret.path()]).await;
+    let good = claims("alice", "mcp");
+    let now = good["iat"].as_u64().expect("iat");
+    for (what, claims, status) in [
+        ("expired 30 s ago", with(&good, "exp", json!(now - 30)), 401),
+        (
+            "issued in a minute",
+            with(&good, "iat", json!(now + 60)),
+            401,
+        ),
+        ("valid in 30 s", with(&good, "nbf", json!(now + 30)), 401),
+        (
+            "expired a second ago",
+            with(&good, "exp", json!(now - 1)),
+            200,
+        ),
+        (
+            "issued in a second",
+            with(&good, "iat", json!(now + 1)),
+            200,
+        ),
+    ] {
+        let answer = answer(&strict.url, &sign_hs256(&claims)).await;
+        assert_eq!(answer.0, status, "{what}: {claims} {answer:?}");
+    }
+
+    let (_b, lenient) = start(&[
+        "--oauth-hs256-secret-file",
+        secret.path(),
+        "--oauth-leeway",
+        "2m",
+    ])
+    .await;
+    let good = claims("alice", "mcp");
+    let now = good["iat"].as_u64().expect("iat");
+    for (what, claims) in [
+        ("expired 90 s ago", with(&good, "exp", json!(now - 90))),
+        ("issued in a minute", with(&good, "iat", json!(now + 60))),
+    ] {
+        let status = status_with(&lenient.url, &sign_hs256(&claims)).await;
+        assert_eq!(status, 200, "{what} with --oauth-leeway 2m: {claims}");
+    }
+}
+
+#[tokio::test]
+async fn a_blank_subject_or_client_id_names_no_owner() {
+    let secret = TempFile::new("secret-blank", SECRET);
+    let (_upstream, gateway) = start(&["--oauth-hs256-secret-file", secret.path()]).await;
+    let good = without(&claims("alice", "mcp"), "sub");
+    let token = |sub: Option<&str>, client: Option<&str>| {
+        let mut claims = good.clone();
+        for (field, value) in [("sub", sub), ("client_id", client)] {
+            if let Some(value) = value {
+                claims[field] = json!(value);
+            }
+        }
+        sign_hs256(&claims)
+    };
+    for (sub, client) in [
+        (Some(""), None),
+        (Some(" \t"), None),
+        (None, Some("")),
+        (Some(""), Some(" ")),
+    ] {
+        let (status, challenge, _) = answer(&gateway.url, &token(sub, client)).await;
+        assert_eq!(status, 401, "sub {sub:?}, client_id {client:?}");
+        assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+    }
+
+    // A blank sub beside a client id: the client owns the task, as if the
+    // token had no sub, and no other blank-sub token shares it.
+    let batch = McpClient::new(&gateway.url).with_bearer(token(Some(""), Some("batch")));
+    let same = McpClient::new(&gateway.url).with_bearer(token(None, Some("batch")));
+    let other = McpClient::new(&gateway.url).with_bearer(token(Some(""), Some("other")));
+    let created = batch
+        .call_tool("slow_compute", json!({"seconds": 1}), true)
+        .await;
+    let task = created["result"]["taskId"].as_str().expect("taskId");
+    let seen = same.tasks_get(task).await;
+    assert_eq!(seen["result"]["taskId"], task, "{seen}");
+    let foreign = other.tasks_get(task).await;
+    assert!(foreign.get("error").is_some(), "{foreign}");
+}
+
+#[tokio::test]
+async fn a_refused_token_is_told_in_fixed_words_and_the_details_are_logged() {
+    let file = TempFile::new("jwks-words.json", jwks().as_bytes());
+    let (url, server) = serve_jwks().await;
+    let (_a, from_file) = start(&["--oauth-jwks", file.path()]).await;
+    let (_b, from_url) = start(&["--oauth-jwks", &url]).await;
+
+    let signed = es256("alice");
+    let parts: Vec<&str> = signed.split('.').collect();
+    let tampered = format!(
+        "{}.{}.{}",
+        parts[0],
+        base64_url(claims("mallory", "mcp").to_string().as_bytes()),
+        parts[2]
+    );
+    let mut header = Header::new(Algorithm::HS256);
+    header.kid = Some("test-key".into());
+    let confused = jsonwebtoken::encode(
+        &header,
+        &claims("alice", "mcp"),
+        &EncodingKey::from_secret(jwks().as_bytes()),
+    )
+    .expect("sign");
+    // (A JWKS URL of one key tries that key whatever the key id.)
+    let mut header = Header::new(Algorithm::HS256);
+    header.kid = Some("no-such-key".into());
+    let unknown = jsonwebtoken::encode(
+        &header,
+        &claims("alice", "mcp"),
+        &EncodingKey::from_secret(SECRET),
+    )
+    .expect("sign");
+
+    let words = "the token is malformed or not signed by a trusted key";
+    for served in [&from_file, &from_url] {
+        for (what, token) in [
+            ("tampered", tampered.as_str()),
+            ("HS256 with the public key", &confused),
+            ("unknown key id", &unknown),
+            ("not a JWT", "not-a-jwt"),
+        ] {
+            let (status, challenge, body) = answer(&served.url, token).await;
+            assert_eq!(status, 401, "{what}");
+            assert_eq!(
+                challenge,
+                format!(
+                    "Bearer resource_metadata=\"{METADATA}\", error=\"invalid_token\", \
+                     error_description=\"{words}\""
+                ),
+                "{what}"
+            );
+            assert_eq!(
+                body["error"]["message"],
+                format!("invalid token: {words}"),
+                "{what}: {body}"
+            );
+        }
+    }
+    let other = sign_es256(&with(
+        &claims("alice", "mcp"),
+        "iss",
+        json!("https://x.test"),
+    ));
+    let (status, challenge, body) = answer(&from_file.url, &other).await;
+    assert_eq!(status, 401);
+    assert!(
+        challenge.ends_with("error_description=\"the token is not from the trusted issuer\""),
+        "{challenge}"
+    );
+    assert!(!body.to_string().contains("x.test"), "{body}");
+
+    // What went wrong is in the log, for the operator.
+    assert!(
+        from_file
+            .wait_log("InvalidSignature", Duration::from_secs(5))
+            .await,
+        "{}",
+        from_file.log()
+    );
+    assert!(
+        from_url
+            .wait_log("InvalidAlgorithm", Duration::from_secs(5))
+            .await,
+        "{}",
+        from_url.log()
     );
     server.abort();
 }

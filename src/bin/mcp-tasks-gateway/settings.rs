@@ -396,7 +396,8 @@ pub struct Args {
     pub require_upstream: Option<bool>,
 
     /// Require OAuth bearer tokens from this issuer (tower-mcp's
-    /// OAuthLayer); each task then belongs to the token's subject.
+    /// OAuthLayer); each task then belongs to the token's subject (or
+    /// client). The other --oauth-* options need it.
     #[arg(
         help_heading = "OAuth",
         long,
@@ -413,6 +414,16 @@ pub struct Args {
         value_name = "URL"
     )]
     pub oauth_audience: Option<String>,
+    /// How far the issuer's clock and this one may disagree, on `exp`,
+    /// `nbf` and `iat` alike: kept small, since an expired token is
+    /// honoured that much longer [default: 5s].
+    #[arg(
+        help_heading = "OAuth",
+        long,
+        env = "MCP_TASKS_OAUTH_LEEWAY",
+        value_name = "DURATION"
+    )]
+    pub oauth_leeway: Option<Human>,
     /// The issuer's keys: an http(s) JWKS URL (fetched and cached) or a
     /// JWKS file.
     #[arg(
@@ -530,7 +541,7 @@ impl Args {
             upstream_connect_timeout, upstream_header_timeout, upstream_idle_timeout,
             shutdown_grace, metrics, otlp,
             forward_authorization, require_upstream, oauth_issuer, oauth_audience, oauth_jwks,
-            oauth_hs256_secret_file, oauth_authorization_server;
+            oauth_hs256_secret_file, oauth_authorization_server, oauth_leeway;
             policy, retry, fallback, allowed_host, allowed_origin, oauth_scopes, command, env
         )
     }
