@@ -3,8 +3,9 @@
 //! checked, each task belongs to the token's subject, the RFC 9728 metadata
 //! is served, and keys come from an HS256 secret file, a JWKS file or a
 //! JWKS URL. The hardening of #35: clocks may disagree by the leeway only,
-//! a blank `sub` or `client_id` names nobody, and a refusal is told in
-//! fixed words (the details go to the log).
+//! a blank `sub` or `client_id` names nobody, a refusal is told in fixed
+//! words (the details go to the log), and the accepted audiences are set
+//! apart from the resource.
 //!
 //! The tokens are made by `support/oauth/tokens.rs`.
 
@@ -65,13 +66,7 @@ async fn tokens_are_required_and_each_task_belongs_to_its_subject() {
     );
 
     // The metadata itself needs no token.
-    let base = gateway.url.trim_end_matches("/mcp");
-    let metadata: Value = reqwest::get(format!("{base}/.well-known/oauth-protected-resource/mcp"))
-        .await
-        .expect("metadata")
-        .json()
-        .await
-        .expect("JSON");
+    let metadata = read_metadata(&gateway.url).await;
     assert_eq!(metadata["resource"], RESOURCE, "{metadata}");
     assert_eq!(metadata["authorization_servers"], json!([ISSUER]));
 
@@ -417,4 +412,63 @@ async fn a_refused_token_is_told_in_fixed_words_and_the_details_are_logged() {
         from_url.log()
     );
     server.abort();
+}
+
+#[tokio::test]
+async fn the_accepted_audiences_are_set_apart_from_the_resource() {
+    // An identity provider whose `aud` is a client id (Keycloak's default).
+    let secret = TempFile::new("secret-audience", SECRET);
+    let (upstream, _) = serve_fixture(FixtureMode::Stateless).await;
+    let oauth = [
+        "--oauth-issuer",
+        ISSUER,
+        "--oauth-hs256-secret-file",
+        secret.path(),
+    ];
+    let apart = [
+        &oauth[..],
+        &["--oauth-resource", RESOURCE],
+        &[
+            "--oauth-audience",
+            "mcp-gateway",
+            "--oauth-audience",
+            "account",
+        ],
+    ]
+    .concat();
+    let gateway = gateway::start(&upstream.url, &apart).await;
+    let metadata = read_metadata(&gateway.url).await;
+    assert_eq!(metadata["resource"], RESOURCE, "{metadata}");
+
+    let good = claims("alice", "mcp");
+    for (aud, status) in [
+        (json!("mcp-gateway"), 200),
+        (json!(["elsewhere", "account"]), 200),
+        (json!(RESOURCE), 401),
+        (json!("elsewhere"), 401),
+    ] {
+        let token = sign_hs256(&with(&good, "aud", aud.clone()));
+        assert_eq!(status_with(&gateway.url, &token).await, status, "aud {aud}");
+    }
+    let alice = McpClient::new(&gateway.url).with_bearer(sign_hs256(&with(
+        &good,
+        "aud",
+        json!("mcp-gateway"),
+    )));
+    let created = alice
+        .call_tool("slow_compute", json!({"seconds": 1}), true)
+        .await;
+    let task = created["result"]["taskId"].as_str().expect("taskId");
+    assert_eq!(alice.tasks_get(task).await["result"]["taskId"], task);
+
+    // A client id alone: the resource is the gateway's own URL.
+    let own = gateway::start(
+        &upstream.url,
+        &[&oauth[..], &["--oauth-audience", "mcp-gateway"]].concat(),
+    )
+    .await;
+    let metadata = read_metadata(&own.url).await;
+    assert_eq!(metadata["resource"], own.url, "{metadata}");
+    let token = sign_hs256(&with(&good, "aud", json!("mcp-gateway")));
+    assert_eq!(status_with(&own.url, &token).await, 200);
 }

@@ -405,15 +405,28 @@ pub struct Args {
         value_name = "URL"
     )]
     pub oauth_issuer: Option<String>,
-    /// The resource tokens must be issued for (their `aud`) and the
-    /// metadata's `resource` [default: this gateway's URL].
+    /// This resource's URL, which clients ask tokens for: the `resource`
+    /// of the RFC 9728 metadata [default: a lone --oauth-audience that is
+    /// a URL, as before this option, else this gateway's URL].
+    #[arg(
+        help_heading = "OAuth",
+        long,
+        env = "MCP_TASKS_OAUTH_RESOURCE",
+        value_name = "URL"
+    )]
+    pub oauth_resource: Option<String>,
+    /// An `aud` value accepted, repeatable: a URL, or a client id for
+    /// identity providers whose `aud` is one (Keycloak); a token must
+    /// carry one [default: the resource].
     #[arg(
         help_heading = "OAuth",
         long,
         env = "MCP_TASKS_OAUTH_AUDIENCE",
-        value_name = "URL"
+        value_name = "VALUE",
+        value_delimiter = ','
     )]
-    pub oauth_audience: Option<String>,
+    #[serde(deserialize_with = "crate::rules::one_or_many")]
+    pub oauth_audience: Vec<String>,
     /// How far the issuer's clock and this one may disagree, on `exp`,
     /// `nbf` and `iat` alike: kept small, since an expired token is
     /// honoured that much longer [default: 5s].
@@ -540,9 +553,10 @@ impl Args {
             header_timeout, body_timeout, keep_alive, max_connections, max_connections_per_client,
             upstream_connect_timeout, upstream_header_timeout, upstream_idle_timeout,
             shutdown_grace, metrics, otlp,
-            forward_authorization, require_upstream, oauth_issuer, oauth_audience, oauth_jwks,
+            forward_authorization, require_upstream, oauth_issuer, oauth_resource, oauth_jwks,
             oauth_hs256_secret_file, oauth_authorization_server, oauth_leeway;
-            policy, retry, fallback, allowed_host, allowed_origin, oauth_scopes, command, env
+            policy, retry, fallback, allowed_host, allowed_origin, oauth_audience, oauth_scopes,
+            command, env
         )
     }
 }

@@ -119,6 +119,18 @@ pub async fn answer(url: &str, token: &str) -> (u16, String, Value) {
     (status, challenge, body)
 }
 
+/// The RFC 9728 metadata a gateway serving `url` (`http://ADDR/mcp`)
+/// serves for the resource path `/mcp`, read without a token.
+pub async fn read_metadata(url: &str) -> Value {
+    let base = url.trim_end_matches("/mcp");
+    reqwest::get(format!("{base}/.well-known/oauth-protected-resource/mcp"))
+        .await
+        .expect("metadata")
+        .json()
+        .await
+        .expect("JSON")
+}
+
 /// The HTTP status of a `tools/list` with `token`.
 pub async fn status_with(url: &str, token: &str) -> u16 {
     answer(url, token).await.0

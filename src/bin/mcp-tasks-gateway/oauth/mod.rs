@@ -9,7 +9,8 @@
 //!
 //! | Option              | Is                                                                | Default |
 //! |---------------------|-------------------------------------------------------------------|---------|
-//! | `--oauth-audience`  | the metadata's `resource`, and the `aud` tokens must carry        | the gateway's URL |
+//! | `--oauth-resource`  | the metadata's `resource`, the URL clients ask tokens for         | the one `--oauth-audience` when it is a URL (as before this option), else the gateway's URL |
+//! | `--oauth-audience`  | the `aud` values accepted, repeatable: a URL, or a client id (Keycloak) | the resource |
 //! | `--oauth-leeway`    | how far clocks may disagree, on `exp`, `nbf` and `iat`            | 5 s     |
 
 mod claims;
@@ -48,18 +49,15 @@ pub async fn from_args(args: &Args, own_url: Option<&str>) -> Result<Option<OAut
         return without_issuer(args).map(|()| None);
     };
     let keys = Keys::from_args(args).await?;
-    let resource = match (&args.oauth_audience, own_url) {
-        (Some(audience), _) => audience.clone(),
-        (None, Some(own)) => own.to_owned(),
-        (None, None) => {
-            return Err(
-                "--oauth-audience URL is required when listening on a wildcard address: \
-                 it must be the URL clients use"
-                    .into(),
-            );
-        }
+    let resource = resource(args, own_url)?;
+    let audiences = if args.oauth_audience.is_empty() {
+        vec![resource.clone()]
+    } else {
+        args.oauth_audience.clone()
     };
-    let audiences = vec![resource.clone()];
+    if audiences.iter().any(|audience| audience.trim().is_empty()) {
+        return Err("--oauth-audience cannot be empty".into());
+    }
     let leeway = match args.oauth_leeway {
         None => LEEWAY,
         Some(Human(Some(leeway))) => leeway,
@@ -99,7 +97,8 @@ pub async fn from_args(args: &Args, own_url: Option<&str>) -> Result<Option<OAut
 fn without_issuer(args: &Args) -> Result<(), String> {
     let given = args.oauth_jwks.is_some()
         || args.oauth_hs256_secret_file.is_some()
-        || args.oauth_audience.is_some()
+        || args.oauth_resource.is_some()
+        || !args.oauth_audience.is_empty()
         || args.oauth_leeway.is_some()
         || !args.oauth_scopes.is_empty()
         || args.oauth_authorization_server.is_some();
@@ -107,4 +106,23 @@ fn without_issuer(args: &Args) -> Result<(), String> {
         return Err("the --oauth-* options need --oauth-issuer (without it OAuth is off)".into());
     }
     Ok(())
+}
+
+/// The RFC 9728 resource: `--oauth-resource`; else the one
+/// `--oauth-audience` when it is a URL (what that option meant before
+/// `--oauth-resource`); else the gateway's own URL.
+fn resource(args: &Args, own_url: Option<&str>) -> Result<String, String> {
+    if let Some(resource) = &args.oauth_resource {
+        return Ok(resource.clone());
+    }
+    if let [only] = args.oauth_audience.as_slice()
+        && (only.starts_with("https://") || only.starts_with("http://"))
+    {
+        return Ok(only.clone());
+    }
+    own_url.map(str::to_owned).ok_or_else(|| {
+        "--oauth-resource URL is required when listening on a wildcard address: \
+         it must be the URL clients use"
+            .to_owned()
+    })
 }

@@ -1,5 +1,5 @@
 //! The settings' own checks: precedence of the command line over the
-//! file, the list and stdio options, unknown keys.
+//! file, the list and stdio options, unknown keys, the OAuth audiences.
 
 use std::time::Duration;
 
@@ -68,4 +68,14 @@ fn a_stdio_command_comes_after_the_double_dash_or_from_the_file() {
 fn an_unknown_file_key_is_an_error() {
     let result: Result<Args, _> = toml::from_str("treshold = \"1s\"");
     assert!(result.is_err());
+}
+
+#[test]
+fn the_oauth_audience_is_one_value_or_a_list() {
+    let file: Args = toml::from_str(r#"oauth-audience = "https://mcp.example/mcp""#).unwrap();
+    assert_eq!(file.oauth_audience, ["https://mcp.example/mcp"]);
+    let file: Args = toml::from_str(r#"oauth-audience = ["mcp-gateway", "account"]"#).unwrap();
+    assert_eq!(file.oauth_audience, ["mcp-gateway", "account"]);
+    let args = Args::parse_from(["gw", "--oauth-audience", "a,b", "--oauth-audience", "c"]);
+    assert_eq!(args.oauth_audience, ["a", "b", "c"]);
 }
