@@ -89,6 +89,7 @@ where
 /// | [`Principal`]                   | its identifier, verbatim               | the application's own namespace                   |
 /// | token with `sub`                | `["sub",<iss or null>,<sub>]`          | a user, qualified by who vouched for them         |
 /// | token with `client_id` only     | `["client",<iss or null>,<client_id>]` | a client (client credentials), never a user       |
+/// | token with neither              | none (anonymous)                       | a blank `sub` or `client_id` counts as absent: it would be one owner for every such token |
 ///
 /// The token keys are JSON arrays, so no subject, client id or issuer can
 /// be written to look like another: a client whose `client_id` equals a
@@ -104,15 +105,44 @@ impl ResolveOwner for DefaultOwner {
         }
         #[cfg(feature = "tower-mcp")]
         if let Some(claims) = parts.extensions.get::<tower_mcp::oauth::TokenClaims>() {
-            let issuer = claims.iss.as_deref();
-            return match (&claims.sub, &claims.client_id) {
-                (Some(sub), _) => Some(token_key("sub", issuer, sub)),
-                (None, Some(client)) => Some(token_key("client", issuer, client)),
-                (None, None) => None,
-            };
+            return Self::of_token(claims);
         }
         None
     }
+}
+
+#[cfg(feature = "tower-mcp")]
+impl DefaultOwner {
+    /// The owner key of a token's claims, as [`DefaultOwner`] reads them:
+    /// its `sub`, else its `client_id`; `None` when neither is there. A
+    /// blank one (empty, or only whitespace) counts as absent, so that no
+    /// two such tokens share the owner `""`; an authentication layer should
+    /// refuse a token this names no owner for, as `mcp-tasks-gateway` does.
+    ///
+    /// ```
+    /// use mcp_tasks::DefaultOwner;
+    ///
+    /// let claims = serde_json::from_value(serde_json::json!({"sub": " ", "client_id": "batch"}));
+    /// let owner = DefaultOwner::of_token(&claims.unwrap());
+    /// assert_eq!(owner.as_deref(), Some(r#"["client",null,"batch"]"#));
+    /// ```
+    pub fn of_token(claims: &tower_mcp::oauth::TokenClaims) -> Option<String> {
+        let issuer = claims.iss.as_deref();
+        match (
+            named(claims.sub.as_deref()),
+            named(claims.client_id.as_deref()),
+        ) {
+            (Some(sub), _) => Some(token_key("sub", issuer, sub)),
+            (None, Some(client)) => Some(token_key("client", issuer, client)),
+            (None, None) => None,
+        }
+    }
+}
+
+/// `id` when it is not blank.
+#[cfg_attr(not(feature = "tower-mcp"), allow(dead_code))]
+fn named(id: Option<&str>) -> Option<&str> {
+    id.filter(|id| !id.trim().is_empty())
 }
 
 /// The owner key of a token identity: a JSON array, unambiguous by
@@ -181,6 +211,25 @@ mod tests {
             .extensions
             .insert(claims(serde_json::json!({"iss": "https://id.example"})));
         assert_eq!(DefaultOwner.resolve(&anonymous_token), None);
+
+        // A blank subject or client id names nobody: no owner "" shared by
+        // every token that carries one.
+        for blank in [
+            serde_json::json!({"sub": ""}),
+            serde_json::json!({"sub": " \t", "client_id": ""}),
+        ] {
+            let mut request = parts();
+            request.extensions.insert(claims(blank));
+            assert_eq!(DefaultOwner.resolve(&request), None);
+        }
+        let mut blank_sub = parts();
+        blank_sub
+            .extensions
+            .insert(claims(serde_json::json!({"sub": "", "client_id": "batch"})));
+        assert_eq!(
+            DefaultOwner.resolve(&blank_sub),
+            DefaultOwner.resolve(&service)
+        );
 
         // An explicit Principal wins over token claims.
         user.extensions.insert(Principal::new("override"));

@@ -2,92 +2,27 @@
 //! `TasksLayer`) in front of the rmcp fixture: tokens are required and
 //! checked, each task belongs to the token's subject, the RFC 9728 metadata
 //! is served, and keys come from an HS256 secret file, a JWKS file or a
-//! JWKS URL.
+//! JWKS URL. The hardening of #35: clocks may disagree by the leeway only,
+//! a blank `sub` or `client_id` names nobody, a refusal is told in fixed
+//! words (the details go to the log), and the accepted audiences are set
+//! apart from the resource.
 //!
-//! `support/oauth/test-only-es256.pem` is a P-256 key made for these tests
-//! only; it signs nothing else.
+//! The tokens are made by `support/oauth/tokens.rs`.
 
 #[path = "support/gateway.rs"]
 mod gateway;
 mod support;
+#[path = "support/oauth/tokens.rs"]
+mod tokens;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 use support::client::McpClient;
 use support::fixture::{FixtureMode, Served, serve_fixture};
 use support::process::Process;
-
-const ISSUER: &str = "https://auth.test";
-const RESOURCE: &str = "https://mcp.test/mcp";
-const SECRET: &[u8] = b"a shared secret for the gateway tests";
-const ES256_PEM: &[u8] = include_bytes!("support/oauth/test-only-es256.pem");
-
-/// A file in the temporary directory, removed on drop.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn new(name: &str, contents: &[u8]) -> Self {
-        let path = std::env::temp_dir().join(format!(
-            "mcp-tasks-gateway-oauth-{}-{name}",
-            std::process::id()
-        ));
-        std::fs::write(&path, contents).expect("write temp file");
-        Self(path)
-    }
-
-    fn path(&self) -> &str {
-        self.0.to_str().expect("utf-8 path")
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// Claims of a token for `RESOURCE`, valid for an hour.
-fn claims(subject: &str, scope: &str) -> Value {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs();
-    json!({"iss": ISSUER, "sub": subject, "aud": RESOURCE, "scope": scope, "iat": now, "exp": now + 3600})
-}
-
-fn hs256(subject: &str, scope: &str) -> String {
-    jsonwebtoken::encode(
-        &Header::new(Algorithm::HS256),
-        &claims(subject, scope),
-        &EncodingKey::from_secret(SECRET),
-    )
-    .expect("sign")
-}
-
-fn es256(subject: &str) -> String {
-    let mut header = Header::new(Algorithm::ES256);
-    header.kid = Some("test-key".into());
-    let key = EncodingKey::from_ec_pem(ES256_PEM).expect("test key");
-    jsonwebtoken::encode(&header, &claims(subject, "mcp"), &key).expect("sign")
-}
-
-/// Unpadded base64url, as JWTs use.
-fn base64_url(bytes: &[u8]) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-}
-
-/// The public half of the test key, as a JWKS document.
-fn jwks() -> String {
-    let key = EncodingKey::from_ec_pem(ES256_PEM).expect("test key");
-    let mut jwk = Jwk::from_encoding_key(&key, Algorithm::ES256).expect("jwk");
-    jwk.common.key_id = Some("test-key".into());
-    serde_json::to_string(&JwkSet { keys: vec![jwk] }).expect("jwks")
-}
+use tokens::*;
 
 /// The fixture, and the gateway in front of it with OAuth options.
 async fn start(options: &[&str]) -> (Served, Process) {
@@ -96,30 +31,6 @@ async fn start(options: &[&str]) -> (Served, Process) {
     all.extend_from_slice(options);
     let gateway = gateway::start(&upstream.url, &all).await;
     (upstream, gateway)
-}
-
-/// The HTTP status of a `tools/list` with `token`.
-async fn status_with(url: &str, token: &str) -> u16 {
-    reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("authorization", format!("Bearer {token}"))
-        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#)
-        .send()
-        .await
-        .expect("request")
-        .status()
-        .as_u16()
-}
-
-fn sign_hs256(claims: &Value) -> String {
-    jsonwebtoken::encode(
-        &Header::new(Algorithm::HS256),
-        claims,
-        &EncodingKey::from_secret(SECRET),
-    )
-    .expect("sign")
 }
 
 /// The headers the upstream saw on an `echo_headers` call.
@@ -150,20 +61,12 @@ async fn tokens_are_required_and_each_task_belongs_to_its_subject() {
         .expect("ascii")
         .to_owned();
     assert!(
-        challenge.contains(
-            "resource_metadata=\"https://mcp.test/.well-known/oauth-protected-resource/mcp\""
-        ),
+        challenge.contains(&format!("resource_metadata=\"{METADATA}\"")),
         "{challenge}"
     );
 
     // The metadata itself needs no token.
-    let base = gateway.url.trim_end_matches("/mcp");
-    let metadata: Value = reqwest::get(format!("{base}/.well-known/oauth-protected-resource/mcp"))
-        .await
-        .expect("metadata")
-        .json()
-        .await
-        .expect("JSON");
+    let metadata = read_metadata(&gateway.url).await;
     assert_eq!(metadata["resource"], RESOURCE, "{metadata}");
     assert_eq!(metadata["authorization_servers"], json!([ISSUER]));
 
@@ -213,38 +116,26 @@ async fn tokens_without_the_claims_an_owner_needs_are_refused() {
     assert_eq!(status_with(&gateway.url, &sign_hs256(&good)).await, 200);
 
     let now = good["iat"].as_u64().expect("iat");
-    let without = |field: &str| {
-        let mut claims = good.clone();
-        claims.as_object_mut().expect("object").remove(field);
-        claims
-    };
-    let with = |field: &str, value: Value| {
-        let mut claims = good.clone();
-        claims[field] = value;
-        claims
-    };
     for (what, claims) in [
-        ("no exp", without("exp")),
-        ("expired", with("exp", json!(now - 3600))),
-        ("no iss", without("iss")),
-        ("another issuer", with("iss", json!("https://other.test"))),
+        ("no exp", without(&good, "exp")),
+        ("expired", with(&good, "exp", json!(now - 3600))),
+        ("no iss", without(&good, "iss")),
+        (
+            "another issuer",
+            with(&good, "iss", json!("https://other.test")),
+        ),
         (
             "another audience",
-            with("aud", json!("https://other.test/mcp")),
+            with(&good, "aud", json!("https://other.test/mcp")),
         ),
-        ("no sub", without("sub")),
-        ("not valid yet", with("nbf", json!(now + 3600))),
+        ("no sub", without(&good, "sub")),
+        ("not valid yet", with(&good, "nbf", json!(now + 3600))),
     ] {
         let status = status_with(&gateway.url, &sign_hs256(&claims)).await;
         assert_eq!(status, 401, "{what}: {claims}");
     }
     // A client credential token names its client instead of a subject.
-    let client = with("client_id", json!("batch-job"));
-    let client = {
-        let mut claims = client;
-        claims.as_object_mut().expect("object").remove("sub");
-        claims
-    };
+    let client = without(&with(&good, "client_id", json!("batch-job")), "sub");
     assert_eq!(status_with(&gateway.url, &sign_hs256(&client)).await, 200);
 }
 
@@ -333,16 +224,7 @@ async fn keys_come_from_a_jwks_file() {
 
 #[tokio::test]
 async fn keys_come_from_a_jwks_url() {
-    let document = jwks();
-    let router = axum::Router::new().route(
-        "/jwks.json",
-        axum::routing::get(move || std::future::ready(document.clone())),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/jwks.json", listener.local_addr().expect("addr"));
-    let server = tokio::spawn(async move { axum::serve(listener, router).await });
+    let (url, server) = serve_jwks().await;
     let (_upstream, gateway) = start(&["--oauth-jwks", &url]).await;
     let alice = McpClient::new(&gateway.url).with_bearer(es256("alice"));
     let greet = alice.call_tool("greet", json!({"name": "u"}), false).await;
@@ -351,4 +233,242 @@ async fn keys_come_from_a_jwks_url() {
         "{greet}"
     );
     server.abort();
+}
+
+#[tokio::test]
+async fn clocks_may_disagree_by_the_leeway_and_no_more() {
+    // tower-mcp's validators leave jsonwebtoken's 60 s on `exp`; the
+    // gateway's leeway, 5 s unless --oauth-leeway says otherwise, holds
+    // for `exp`, `nbf` and `iat` alike.
+    let secret = TempFile::new("secret-leeway", SECRET);
+    let (_a, strict) = start(&["--oauth-hs256-secret-file", secret.path()]).await;
+    let good = claims("alice", "mcp");
+    let now = good["iat"].as_u64().expect("iat");
+    for (what, claims, status) in [
+        ("expired 30 s ago", with(&good, "exp", json!(now - 30)), 401),
+        (
+            "issued in a minute",
+            with(&good, "iat", json!(now + 60)),
+            401,
+        ),
+        ("valid in 30 s", with(&good, "nbf", json!(now + 30)), 401),
+        (
+            "expired a second ago",
+            with(&good, "exp", json!(now - 1)),
+            200,
+        ),
+        (
+            "issued in a second",
+            with(&good, "iat", json!(now + 1)),
+            200,
+        ),
+    ] {
+        let answer = answer(&strict.url, &sign_hs256(&claims)).await;
+        assert_eq!(answer.0, status, "{what}: {claims} {answer:?}");
+    }
+
+    let (_b, lenient) = start(&[
+        "--oauth-hs256-secret-file",
+        secret.path(),
+        "--oauth-leeway",
+        "2m",
+    ])
+    .await;
+    let good = claims("alice", "mcp");
+    let now = good["iat"].as_u64().expect("iat");
+    for (what, claims) in [
+        ("expired 90 s ago", with(&good, "exp", json!(now - 90))),
+        ("issued in a minute", with(&good, "iat", json!(now + 60))),
+    ] {
+        let status = status_with(&lenient.url, &sign_hs256(&claims)).await;
+        assert_eq!(status, 200, "{what} with --oauth-leeway 2m: {claims}");
+    }
+}
+
+#[tokio::test]
+async fn a_blank_subject_or_client_id_names_no_owner() {
+    let secret = TempFile::new("secret-blank", SECRET);
+    let (_upstream, gateway) = start(&["--oauth-hs256-secret-file", secret.path()]).await;
+    let good = without(&claims("alice", "mcp"), "sub");
+    let token = |sub: Option<&str>, client: Option<&str>| {
+        let mut claims = good.clone();
+        for (field, value) in [("sub", sub), ("client_id", client)] {
+            if let Some(value) = value {
+                claims[field] = json!(value);
+            }
+        }
+        sign_hs256(&claims)
+    };
+    for (sub, client) in [
+        (Some(""), None),
+        (Some(" \t"), None),
+        (None, Some("")),
+        (Some(""), Some(" ")),
+    ] {
+        let (status, challenge, _) = answer(&gateway.url, &token(sub, client)).await;
+        assert_eq!(status, 401, "sub {sub:?}, client_id {client:?}");
+        assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+    }
+
+    // A blank sub beside a client id: the client owns the task, as if the
+    // token had no sub, and no other blank-sub token shares it.
+    let batch = McpClient::new(&gateway.url).with_bearer(token(Some(""), Some("batch")));
+    let same = McpClient::new(&gateway.url).with_bearer(token(None, Some("batch")));
+    let other = McpClient::new(&gateway.url).with_bearer(token(Some(""), Some("other")));
+    let created = batch
+        .call_tool("slow_compute", json!({"seconds": 1}), true)
+        .await;
+    let task = created["result"]["taskId"].as_str().expect("taskId");
+    let seen = same.tasks_get(task).await;
+    assert_eq!(seen["result"]["taskId"], task, "{seen}");
+    let foreign = other.tasks_get(task).await;
+    assert!(foreign.get("error").is_some(), "{foreign}");
+}
+
+#[tokio::test]
+async fn a_refused_token_is_told_in_fixed_words_and_the_details_are_logged() {
+    let file = TempFile::new("jwks-words.json", jwks().as_bytes());
+    let (url, server) = serve_jwks().await;
+    let (_a, from_file) = start(&["--oauth-jwks", file.path()]).await;
+    let (_b, from_url) = start(&["--oauth-jwks", &url]).await;
+
+    let signed = es256("alice");
+    let parts: Vec<&str> = signed.split('.').collect();
+    let tampered = format!(
+        "{}.{}.{}",
+        parts[0],
+        base64_url(claims("mallory", "mcp").to_string().as_bytes()),
+        parts[2]
+    );
+    let mut header = Header::new(Algorithm::HS256);
+    header.kid = Some("test-key".into());
+    let confused = jsonwebtoken::encode(
+        &header,
+        &claims("alice", "mcp"),
+        &EncodingKey::from_secret(jwks().as_bytes()),
+    )
+    .expect("sign");
+    // (A JWKS URL of one key tries that key whatever the key id.)
+    let mut header = Header::new(Algorithm::HS256);
+    header.kid = Some("no-such-key".into());
+    let unknown = jsonwebtoken::encode(
+        &header,
+        &claims("alice", "mcp"),
+        &EncodingKey::from_secret(SECRET),
+    )
+    .expect("sign");
+
+    let words = "the token is malformed or not signed by a trusted key";
+    for served in [&from_file, &from_url] {
+        for (what, token) in [
+            ("tampered", tampered.as_str()),
+            ("HS256 with the public key", &confused),
+            ("unknown key id", &unknown),
+            ("not a JWT", "not-a-jwt"),
+        ] {
+            let (status, challenge, body) = answer(&served.url, token).await;
+            assert_eq!(status, 401, "{what}");
+            assert_eq!(
+                challenge,
+                format!(
+                    "Bearer resource_metadata=\"{METADATA}\", error=\"invalid_token\", \
+                     error_description=\"{words}\""
+                ),
+                "{what}"
+            );
+            assert_eq!(
+                body["error"]["message"],
+                format!("invalid token: {words}"),
+                "{what}: {body}"
+            );
+        }
+    }
+    let other = sign_es256(&with(
+        &claims("alice", "mcp"),
+        "iss",
+        json!("https://x.test"),
+    ));
+    let (status, challenge, body) = answer(&from_file.url, &other).await;
+    assert_eq!(status, 401);
+    assert!(
+        challenge.ends_with("error_description=\"the token is not from the trusted issuer\""),
+        "{challenge}"
+    );
+    assert!(!body.to_string().contains("x.test"), "{body}");
+
+    // What went wrong is in the log, for the operator.
+    assert!(
+        from_file
+            .wait_log("InvalidSignature", Duration::from_secs(5))
+            .await,
+        "{}",
+        from_file.log()
+    );
+    assert!(
+        from_url
+            .wait_log("InvalidAlgorithm", Duration::from_secs(5))
+            .await,
+        "{}",
+        from_url.log()
+    );
+    server.abort();
+}
+
+#[tokio::test]
+async fn the_accepted_audiences_are_set_apart_from_the_resource() {
+    // An identity provider whose `aud` is a client id (Keycloak's default).
+    let secret = TempFile::new("secret-audience", SECRET);
+    let (upstream, _) = serve_fixture(FixtureMode::Stateless).await;
+    let oauth = [
+        "--oauth-issuer",
+        ISSUER,
+        "--oauth-hs256-secret-file",
+        secret.path(),
+    ];
+    let apart = [
+        &oauth[..],
+        &["--oauth-resource", RESOURCE],
+        &[
+            "--oauth-audience",
+            "mcp-gateway",
+            "--oauth-audience",
+            "account",
+        ],
+    ]
+    .concat();
+    let gateway = gateway::start(&upstream.url, &apart).await;
+    let metadata = read_metadata(&gateway.url).await;
+    assert_eq!(metadata["resource"], RESOURCE, "{metadata}");
+
+    let good = claims("alice", "mcp");
+    for (aud, status) in [
+        (json!("mcp-gateway"), 200),
+        (json!(["elsewhere", "account"]), 200),
+        (json!(RESOURCE), 401),
+        (json!("elsewhere"), 401),
+    ] {
+        let token = sign_hs256(&with(&good, "aud", aud.clone()));
+        assert_eq!(status_with(&gateway.url, &token).await, status, "aud {aud}");
+    }
+    let alice = McpClient::new(&gateway.url).with_bearer(sign_hs256(&with(
+        &good,
+        "aud",
+        json!("mcp-gateway"),
+    )));
+    let created = alice
+        .call_tool("slow_compute", json!({"seconds": 1}), true)
+        .await;
+    let task = created["result"]["taskId"].as_str().expect("taskId");
+    assert_eq!(alice.tasks_get(task).await["result"]["taskId"], task);
+
+    // A client id alone: the resource is the gateway's own URL.
+    let own = gateway::start(
+        &upstream.url,
+        &[&oauth[..], &["--oauth-audience", "mcp-gateway"]].concat(),
+    )
+    .await;
+    let metadata = read_metadata(&own.url).await;
+    assert_eq!(metadata["resource"], own.url, "{metadata}");
+    let token = sign_hs256(&with(&good, "aud", json!("mcp-gateway")));
+    assert_eq!(status_with(&own.url, &token).await, 200);
 }

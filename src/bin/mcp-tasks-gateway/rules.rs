@@ -145,6 +145,21 @@ fn from_text<'de, D: Deserializer<'de>, T: FromStr<Err = String>>(
         .map_err(serde::de::Error::custom)
 }
 
+/// A list in TOML that may also be written as one string, for a key that
+/// once took one value (`oauth-audience = "https://…"`).
+pub fn one_or_many<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(deserializer)? {
+        OneOrMany::One(one) => vec![one],
+        OneOrMany::Many(many) => many,
+    })
+}
+
 impl<'de> Deserialize<'de> for Human {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         from_text(deserializer)

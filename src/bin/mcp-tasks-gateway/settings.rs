@@ -409,7 +409,8 @@ pub struct Args {
     pub require_upstream: Option<bool>,
 
     /// Require OAuth bearer tokens from this issuer (tower-mcp's
-    /// OAuthLayer); each task then belongs to the token's subject.
+    /// OAuthLayer); each task then belongs to the token's subject (or
+    /// client). The other --oauth-* options need it.
     #[arg(
         help_heading = "OAuth",
         long,
@@ -417,15 +418,38 @@ pub struct Args {
         value_name = "URL"
     )]
     pub oauth_issuer: Option<String>,
-    /// The resource tokens must be issued for (their `aud`) and the
-    /// metadata's `resource` [default: this gateway's URL].
+    /// This resource's URL, which clients ask tokens for: the `resource`
+    /// of the RFC 9728 metadata [default: a lone --oauth-audience that is
+    /// a URL, as before this option, else this gateway's URL].
+    #[arg(
+        help_heading = "OAuth",
+        long,
+        env = "MCP_TASKS_OAUTH_RESOURCE",
+        value_name = "URL"
+    )]
+    pub oauth_resource: Option<String>,
+    /// An `aud` value accepted, repeatable: a URL, or a client id for
+    /// identity providers whose `aud` is one (Keycloak); a token must
+    /// carry one [default: the resource].
     #[arg(
         help_heading = "OAuth",
         long,
         env = "MCP_TASKS_OAUTH_AUDIENCE",
-        value_name = "URL"
+        value_name = "VALUE",
+        value_delimiter = ','
     )]
-    pub oauth_audience: Option<String>,
+    #[serde(deserialize_with = "crate::rules::one_or_many")]
+    pub oauth_audience: Vec<String>,
+    /// How far the issuer's clock and this one may disagree, on `exp`,
+    /// `nbf` and `iat` alike: kept small, since an expired token is
+    /// honoured that much longer [default: 5s].
+    #[arg(
+        help_heading = "OAuth",
+        long,
+        env = "MCP_TASKS_OAUTH_LEEWAY",
+        value_name = "DURATION"
+    )]
+    pub oauth_leeway: Option<Human>,
     /// The issuer's keys: an http(s) JWKS URL (fetched and cached) or a
     /// JWKS file.
     #[arg(
@@ -543,82 +567,13 @@ impl Args {
             upstream_connect_timeout, upstream_header_timeout, upstream_request_timeout,
             upstream_idle_timeout,
             shutdown_grace, metrics, otlp,
-            forward_authorization, require_upstream, oauth_issuer, oauth_audience, oauth_jwks,
-            oauth_hs256_secret_file, oauth_authorization_server;
-            policy, retry, fallback, allowed_host, allowed_origin, oauth_scopes, command, env
+            forward_authorization, require_upstream, oauth_issuer, oauth_resource, oauth_jwks,
+            oauth_hs256_secret_file, oauth_authorization_server, oauth_leeway;
+            policy, retry, fallback, allowed_host, allowed_origin, oauth_audience, oauth_scopes,
+            command, env
         )
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-
-    #[test]
-    fn the_command_line_wins_over_the_file_and_fills_from_it() {
-        let command_line = Args::parse_from(["gw", "--threshold", "250ms", "--policy", "a=never"]);
-        let file: Args = toml::from_str(
-            r#"
-            upstream = "http://127.0.0.1:9/mcp"
-            threshold = "2s"
-            max-ttl = "2h"
-            policy = ["b=always"]
-            "#,
-        )
-        .unwrap();
-        let merged = command_line.over(file);
-        assert_eq!(merged.upstream.as_deref(), Some("http://127.0.0.1:9/mcp"));
-        assert_eq!(
-            merged.threshold,
-            Some(Human(Some(Duration::from_millis(250))))
-        );
-        assert_eq!(merged.max_ttl, Some(Human(Some(Duration::from_secs(7200)))));
-        assert_eq!(merged.policy, vec!["a=never".parse().unwrap()]);
-    }
-
-    #[test]
-    fn the_sqlite_file_is_read_from_the_command_line_or_the_file() {
-        let file: Args = toml::from_str(r#"sqlite = "/var/lib/gw/tasks.db""#).unwrap();
-        let merged = Args::parse_from(["gw"]).over(file);
-        assert_eq!(merged.sqlite, Some(PathBuf::from("/var/lib/gw/tasks.db")));
-        let command_line = Args::parse_from(["gw", "--sqlite", "here.db"]);
-        let file: Args = toml::from_str(r#"sqlite = "there.db""#).unwrap();
-        assert_eq!(
-            command_line.over(file).sqlite,
-            Some(PathBuf::from("here.db"))
-        );
-    }
-
-    #[test]
-    fn a_stdio_command_comes_after_the_double_dash_or_from_the_file() {
-        let args = Args::parse_from([
-            "gw", "--env", "A=1", "--env", "B=x=y", "--cwd", "/srv", "--", "npx", "-y", "pkg",
-            "--flag",
-        ]);
-        assert_eq!(args.command, ["npx", "-y", "pkg", "--flag"]);
-        assert_eq!(args.env[1], "B=x=y".parse().unwrap());
-        assert_eq!(args.env[1].value, "x=y");
-        assert_eq!(args.cwd, Some(PathBuf::from("/srv")));
-        assert!("=1".parse::<EnvVar>().is_err());
-        let file: Args = toml::from_str(
-            r#"
-            command = ["python3", "server.py"]
-            env = ["TOKEN=abc"]
-            cwd = "/opt/server"
-            "#,
-        )
-        .unwrap();
-        let merged = Args::parse_from(["gw"]).over(file);
-        assert_eq!(merged.command, ["python3", "server.py"]);
-        assert_eq!(merged.env, vec!["TOKEN=abc".parse().unwrap()]);
-        assert_eq!(merged.cwd, Some(PathBuf::from("/opt/server")));
-    }
-
-    #[test]
-    fn an_unknown_file_key_is_an_error() {
-        let result: Result<Args, _> = toml::from_str("treshold = \"1s\"");
-        assert!(result.is_err());
-    }
-}
+mod tests;
