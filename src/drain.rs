@@ -101,7 +101,9 @@ impl Drain {
         waiting: Arc<Waiting>,
         poll: Option<Duration>,
     ) -> Self {
-        let linger = poll.map_or(DEFAULT_LINGER, |poll| (poll * 2).min(MAX_LINGER));
+        let linger = poll.map_or(DEFAULT_LINGER, |poll| {
+            poll.saturating_mul(2).min(MAX_LINGER)
+        });
         Self {
             background,
             store,
@@ -178,7 +180,11 @@ impl Drain {
         let error = ErrorObject::new(INTERNAL_ERROR, message).to_raw();
         let (mut failed, mut written) = (0, true);
         for id in self.waiting.ids() {
-            self.waiting.take(id);
+            // Resumed meanwhile (its answers came): it runs, and is aborted
+            // or finishes as any running task.
+            if self.waiting.take(id).is_none() {
+                continue;
+            }
             match self.store.fail(id, error.clone()).await {
                 Ok(()) => {
                     failed += 1;

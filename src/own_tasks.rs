@@ -32,8 +32,10 @@ use crate::wire::raw::Members;
 
 /// How long a `server/discover` of the layer's may take.
 const ASK_TIMEOUT: Duration = Duration::from_secs(3);
-/// How long "no" stands when the inner server could not be asked.
-const RETRY: Duration = Duration::from_secs(300);
+/// How long "no" stands when the inner server could not be asked (it may
+/// be restarting, or the request that asked may have carried credentials
+/// it refused): short, as the server's own tasks are off meanwhile.
+const RETRY: Duration = Duration::from_secs(30);
 
 /// What the layer knows of the inner server's own tasks.
 #[derive(Default)]

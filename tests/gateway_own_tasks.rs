@@ -207,3 +207,16 @@ async fn fastmcps_own_client_gets_its_results_through_the_gateway() {
         assert_eq!(is_gateways(task), how == "followed", "{how}: {task}");
     }
 }
+
+#[tokio::test]
+async fn a_server_task_whose_id_looks_like_the_gateways_still_reaches_the_server() {
+    let hex = [("FIXTURE_HEX_TASK_IDS", "1")];
+    let upstream = gateway::upstream_script_env("upstream-python.sh", &["--tasks"], &hex).await;
+    let gateway = gateway::start(&upstream.url, &[]).await;
+    let client = McpClient::new(&gateway.url);
+    let task = research(&client, "hex", 0.5).await;
+    assert!(is_gateways(&task), "an id of the gateway's form: {task}");
+    let (ended, _) = watch(&client, &task).await;
+    assert_eq!(ended["result"]["status"], "completed", "{ended}");
+    assert_eq!(text(&ended), "Research on hex: done", "{ended}");
+}

@@ -6,7 +6,7 @@
 //! | header read timeout | 10 s   | a connection that never finishes its headers, or sends nothing at all, is closed; idle keep-alive connections too |
 //! | body read timeout   | 10 s   | the whole body must arrive within it, counted from the head: a body trickled a byte at a time fails instead of holding a connection for hours |
 //! | connections         | 512    | more wait in the accept queue instead of costing memory, and descriptors stay below the usual 1024 |
-//! | connections of one client address | 128 | one client cannot take every slot (with long synchronous calls, say) and lock the others out; one more is answered `429` with `Retry-After` and closed. Behind a reverse proxy every client has its address: raise it there |
+//! | connections of one client address (an IPv6 /64) | 128 | one client cannot take every slot (with long synchronous calls, say) and lock the others out; one more is answered `429` with `Retry-After` and closed. Behind a reverse proxy every client has its address: raise it there |
 //! | `TCP_NODELAY`       | on     | an SSE answer ends with a small write of its own (the last chunk); Nagle's algorithm would hold it until the client's delayed ACK, some 40 ms on Linux |
 //!
 //! HTTP/1.1 only: the Streamable HTTP clients in use speak it, and it keeps
@@ -128,7 +128,8 @@ pub async fn serve_with(
         };
         // Best effort: without it the answer is only late, not wrong.
         let _ = stream.set_nodelay(true);
-        let Some(held) = clients.enter(peer.ip(), limits.max_connections_per_client) else {
+        let Some(held) = clients.enter(client_of(peer.ip()), limits.max_connections_per_client)
+        else {
             // The slot goes back at once; a few refusals run at a time.
             drop(permit);
             if let Ok(refusing) = refusals.clone().try_acquire_owned() {
@@ -156,6 +157,21 @@ pub async fn serve_with(
     drop(listener);
     let _ = tokio::time::timeout(CLOSE_WAIT, graceful.shutdown()).await;
     Ok(())
+}
+
+/// The address a client is counted under: its IPv4 address, or the /64 an
+/// IPv6 address belongs to (one host commonly holds a whole /64).
+fn client_of(ip: std::net::IpAddr) -> std::net::IpAddr {
+    match ip {
+        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => std::net::IpAddr::V4(v4),
+            None => {
+                let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+                std::net::IpAddr::V6(std::net::Ipv6Addr::from(prefix))
+            }
+        },
+        v4 => v4,
+    }
 }
 
 /// The connections each client address holds.

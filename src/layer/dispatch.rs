@@ -52,10 +52,14 @@ where
         // refuse; then later requests get its 404 all the same).
         shared.sessions.end(session);
     }
-    // A body that announces more than the limit is refused before any of
-    // it is read, whatever the method: the inner server need not take it.
+    // An MCP message (a JSON POST) that announces more than the limit is
+    // refused before any of it is read, whatever its method: the inner
+    // server need not take it. Other requests (an upload to another route
+    // of a wrapped router) keep their own limits.
     let limit = shared.runtime.config.max_body_bytes;
-    if request.body().size_hint().lower() > limit as u64 {
+    let json_post = request.method() == Method::POST
+        && crate::wire::is_content_type(request.headers(), "application/json");
+    if json_post && request.body().size_hint().lower() > limit as u64 {
         crate::observe::events::refused("body_size", "request body over max_body_bytes");
         return State::reply(Reply::too_large(limit));
     }
@@ -215,7 +219,39 @@ where
             });
             owned(traced(span, call))
         }
-        Route::Task(call) if call.task.is_none() && shared.own.known() != Some(false) => {
+        Route::Task(call) if shared.own.known() == Some(true) => {
+            // The inner server has tasks of its own, whose ids may look like
+            // the layer's: a task the layer does not hold goes to it.
+            let span = task_method_span(&call);
+            let owner = in_span(&span, || runtime.owner(&parts));
+            let runtime = runtime.clone();
+            owned(traced(span, async move {
+                let ours = match call.task {
+                    Some(id) => !matches!(runtime.store.get(id, owner.key()).await, Ok(None)),
+                    None => false,
+                };
+                if !ours {
+                    let request = Request::from_parts(parts, RequestBody::buffered(bytes));
+                    return Ok(inner.call(request).await?.map(ResponseBody::inner));
+                }
+                let caller = Caller::<S, B>::boxed(inner);
+                let background = runtime.background.clone();
+                // Detached, as below: a completed round is resumed even if
+                // this client hangs up.
+                let detached = background.spawn_in(tracing::Span::current(), async move {
+                    let answered = methods::answer(&runtime, owner.key(), call).await;
+                    if let Some((task, round)) = answered.resume {
+                        runtime.resume(caller, &parts, task, round);
+                    }
+                    answered.reply
+                });
+                let reply = detached
+                    .await
+                    .unwrap_or_else(|_| Reply::internal(None, "the task method failed"));
+                Ok(reply_response(reply))
+            }))
+        }
+        Route::Task(call) if call.task.is_none() && shared.own.known().is_none() => {
             // Not an id of the layer's: the inner server's own task, if it
             // has tasks (`own_tasks`).
             let span = task_method_span(&call);

@@ -167,7 +167,9 @@ impl TasksLayer {
     /// The largest POST body the layer buffers; larger ones get HTTP 413.
     /// A 2026-07-28 request whose `Mcp-Method` the layer does not handle is
     /// never buffered: it streams to the inner server, whose own limits
-    /// apply.
+    /// apply, except that a JSON POST announcing more than this in its
+    /// `Content-Length` gets 413 at once. Requests that are no MCP message
+    /// (another route of a wrapped router) keep their own limits.
     pub fn max_body_bytes(mut self, limit: usize) -> Self {
         self.config.max_body_bytes = limit;
         self

@@ -18,9 +18,11 @@ const INVALID_REQUEST: i32 = -32600;
 pub(super) fn client_body_failed(error: &hyper_util::client::legacy::Error) -> bool {
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
+        // hyper's "user" errors with a cause are those of the body it was
+        // given to send (a dropped dispatch task, say, has none).
         if cause
             .downcast_ref::<hyper::Error>()
-            .is_some_and(hyper::Error::is_user)
+            .is_some_and(|error| error.is_user() && std::error::Error::source(error).is_some())
         {
             return true;
         }

@@ -5,7 +5,7 @@ use std::pin::Pin;
 
 use serde_json::value::RawValue;
 
-use super::follow::{self, Followed};
+use super::follow::{self, Followed, Following};
 use super::work::Work;
 
 /// A boxed future borrowing the work, as [`Dialect`] methods return.
@@ -45,20 +45,15 @@ pub(crate) trait Dialect: Send {
 /// server may answer with when it has tasks of its own (`follow`).
 #[derive(Default)]
 pub(crate) struct Plain {
-    /// The inner server's task, once the call answered its handle.
-    inner: Option<String>,
-    /// Whether the next answer is the inner server's acknowledgement of
-    /// the client's input (`tasks/update`), not the outcome.
-    updating: bool,
+    following: Following,
 }
 
 impl Plain {
-    /// The dialect of a task whose input went to the inner server's task
-    /// `inner` (`tasks/update`).
-    pub(crate) fn updating(inner: String) -> Self {
+    /// The dialect of a task whose input, `answered` (the inner keys), went
+    /// to the inner server's task `inner` (`tasks/update`).
+    pub(crate) fn updating(inner: String, answered: Vec<String>) -> Self {
         Self {
-            inner: Some(inner),
-            updating: true,
+            following: Following::updating(inner, answered),
         }
     }
 }
@@ -70,7 +65,7 @@ impl Dialect for Plain {
 
     fn abandon<'a>(&'a mut self, work: &'a mut Work) -> Step<'a> {
         Box::pin(async move {
-            if let Some(inner) = &self.inner {
+            if let Some(inner) = self.following.inner() {
                 follow::cancel(work, inner).await;
             }
             Ok(())
@@ -78,15 +73,10 @@ impl Dialect for Plain {
     }
 
     fn follow(&mut self, work: &mut Work, result: &RawValue) -> Followed {
-        if std::mem::take(&mut self.updating)
-            && let Some(inner) = &self.inner
-        {
-            return follow::poll(work, inner, None, None);
-        }
-        follow::follow(&mut self.inner, work, result)
+        follow::follow(&mut self.following, work, result)
     }
 
     fn inner_task(&self) -> Option<&str> {
-        self.inner.as_deref()
+        self.following.inner()
     }
 }

@@ -53,39 +53,107 @@ const CANCEL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What the layer reads of a result: a task handle, or a `tasks/get`
 /// answer about the inner task.
+///
+/// The fields a task handle and a `tasks/get` answer share are read
+/// leniently: one of an unexpected type (a poll interval written `5000.0`,
+/// say) counts as absent, rather than making the whole answer unreadable.
 #[derive(Deserialize)]
 struct Seen {
-    #[serde(rename = "resultType")]
+    #[serde(rename = "resultType", default, deserialize_with = "lenient")]
     result_type: Option<String>,
-    #[serde(rename = "taskId")]
+    #[serde(rename = "taskId", default, deserialize_with = "lenient")]
     task_id: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
     status: Option<String>,
-    #[serde(rename = "statusMessage")]
+    #[serde(rename = "statusMessage", default, deserialize_with = "lenient")]
     status_message: Option<String>,
-    #[serde(rename = "pollIntervalMs")]
-    poll_interval: Option<u64>,
+    #[serde(rename = "pollIntervalMs", default, deserialize_with = "lenient")]
+    poll_interval: Option<f64>,
     result: Option<Box<RawValue>>,
     error: Option<Box<RawValue>>,
-    #[serde(rename = "inputRequests")]
-    input_requests: Option<Box<RawValue>>,
+    #[serde(rename = "inputRequests", default, deserialize_with = "lenient")]
+    input_requests: Option<std::collections::BTreeMap<String, Box<RawValue>>>,
 }
 
-/// The inner task's `requests` as an `input_required` result.
-fn asked(requests: &RawValue) -> Followed {
-    let text = format!(
-        r#"{{"resultType":"input_required","inputRequests":{}}}"#,
-        requests.get()
-    );
-    match RawValue::from_string(text) {
-        Ok(asked) => Followed::Input(asked),
-        Err(error) => Followed::Error(format!("The inner task's input requests: {error}")),
+/// A field of the expected type, or `None` for any other value.
+fn lenient<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let value = serde_json::Value::deserialize(deserializer)?;
+    Ok(serde_json::from_value(value).ok())
+}
+
+/// What the layer knows of the inner task it follows, across polls and
+/// input rounds.
+#[derive(Default)]
+pub(crate) struct Following {
+    /// The inner server's task, once the call answered its handle.
+    inner: Option<String>,
+    /// Whether the next answer is the acknowledgement of a `tasks/update`.
+    updating: bool,
+    /// The inner keys answered already: a poll that still lists them (the
+    /// update is eventually consistent) does not ask the client again.
+    answered: Vec<String>,
+    /// The status message last written to the layer's task.
+    said: Option<String>,
+}
+
+impl Following {
+    /// The inner task `inner`, just sent the answers to `answered` (its
+    /// keys) with `tasks/update`.
+    pub(crate) fn updating(inner: String, answered: Vec<String>) -> Self {
+        Self {
+            inner: Some(inner),
+            updating: true,
+            answered,
+            said: None,
+        }
+    }
+
+    /// The inner task followed, if any.
+    pub(crate) fn inner(&self) -> Option<&str> {
+        self.inner.as_deref()
     }
 }
 
-/// Reads `result` for `work`, `inner` the inner task followed so far.
-pub(crate) fn follow(inner: &mut Option<String>, work: &mut Work, result: &RawValue) -> Followed {
+/// The inner task's `requests` not answered yet, as an `input_required`
+/// result; `None` when none is left (the answers are on their way).
+fn asked(
+    requests: std::collections::BTreeMap<String, Box<RawValue>>,
+    answered: &[String],
+) -> Option<Followed> {
+    let mut object = String::from("{");
+    for (key, request) in requests.iter().filter(|(key, _)| !answered.contains(key)) {
+        if object.len() > 1 {
+            object.push(',');
+        }
+        object.push_str(&serde_json::Value::String(key.clone()).to_string());
+        object.push(':');
+        object.push_str(request.get());
+    }
+    if object.len() == 1 {
+        return None;
+    }
+    object.push('}');
+    let text = format!(r#"{{"resultType":"input_required","inputRequests":{object}}}"#);
+    Some(match RawValue::from_string(text) {
+        Ok(asked) => Followed::Input(asked),
+        Err(error) => Followed::Error(format!("The inner task's input requests: {error}")),
+    })
+}
+
+/// Reads `result` for `work`, with what is known of the inner task.
+pub(crate) fn follow(state: &mut Following, work: &mut Work, result: &RawValue) -> Followed {
+    if std::mem::take(&mut state.updating)
+        && let Some(inner) = state.inner.clone()
+    {
+        // The acknowledgement of the client's answers: read on.
+        return poll(state, work, &inner, None, None);
+    }
     let seen: Option<Seen> = serde_json::from_str(result.get()).ok();
-    let Some(followed) = inner.clone() else {
+    let Some(followed) = state.inner.clone() else {
         let Some(seen) = seen.filter(|seen| seen.result_type.as_deref() == Some("task")) else {
             return Followed::Outcome;
         };
@@ -93,14 +161,20 @@ pub(crate) fn follow(inner: &mut Option<String>, work: &mut Work, result: &RawVa
             return Followed::Error("The inner server answered a task without a taskId".into());
         };
         tracing::debug!(task = %work.id, "following the inner server's own task");
-        *inner = Some(task.clone());
-        return poll(work, &task, seen.status_message, seen.poll_interval);
+        state.inner = Some(task.clone());
+        return poll(state, work, &task, seen.status_message, seen.poll_interval);
     };
     let Some(seen) = seen.filter(|seen| seen.task_id.as_deref() == Some(followed.as_str())) else {
         return Followed::Error("The inner server's task could not be read".into());
     };
     match seen.status.as_deref() {
-        Some("working") => poll(work, &followed, seen.status_message, seen.poll_interval),
+        Some("working") => poll(
+            state,
+            work,
+            &followed,
+            seen.status_message,
+            seen.poll_interval,
+        ),
         Some("completed") => match seen.result {
             Some(result) => Followed::Complete(result),
             None => Followed::Error("The inner server's task completed without a result".into()),
@@ -114,7 +188,15 @@ pub(crate) fn follow(inner: &mut Option<String>, work: &mut Work, result: &RawVa
         },
         Some("cancelled") => Followed::Error("The inner server cancelled its task".into()),
         Some("input_required") => match seen.input_requests {
-            Some(requests) => asked(&requests),
+            Some(requests) => asked(requests, &state.answered).unwrap_or_else(|| {
+                poll(
+                    state,
+                    work,
+                    &followed,
+                    seen.status_message,
+                    seen.poll_interval,
+                )
+            }),
             None => Followed::Error("The inner server's task asks for no input".into()),
         },
         other => Followed::Error(format!("The inner server's task has the status {other:?}")),
@@ -123,13 +205,22 @@ pub(crate) fn follow(inner: &mut Option<String>, work: &mut Work, result: &RawVa
 
 /// The next `tasks/get` of the inner task `task`, after its poll interval;
 /// `message` (its status message) goes to the layer's task first.
-pub(crate) fn poll(
+fn poll(
+    state: &mut Following,
     work: &mut Work,
     task: &str,
     message: Option<String>,
-    interval: Option<u64>,
+    interval: Option<f64>,
 ) -> Followed {
-    let wait = Duration::from_millis(interval.unwrap_or(0)).clamp(MIN_POLL, MAX_POLL);
+    let millis = interval
+        .filter(|ms| ms.is_finite() && *ms > 0.0)
+        .unwrap_or(0.0);
+    let wait = Duration::from_secs_f64(millis.min(1e9) / 1000.0).clamp(MIN_POLL, MAX_POLL);
+    // Written only when it changed: a poll costs the store nothing else.
+    let message = message.filter(|message| state.said.as_ref() != Some(message));
+    if let Some(message) = &message {
+        state.said = Some(message.clone());
+    }
     let id = format!("\"mcp-tasks:{}:get\"", work.id);
     let request = match task_request(work, &id, "tasks/get", task, None) {
         Ok(request) => request,
@@ -159,16 +250,22 @@ pub(crate) fn poll(
 pub(crate) fn update(
     work: &mut Work,
     task: &str,
-    answers: Vec<(String, Box<RawValue>)>,
+    answers: &[(String, Box<RawValue>)],
 ) -> Result<Flight, String> {
     work.attempts += 1;
     let id = format!("\"mcp-tasks:{}:update.{}\"", work.id, work.round);
-    let responses: serde_json::Map<String, serde_json::Value> = answers
-        .into_iter()
-        .map(|(key, answer)| Ok((key, serde_json::from_str(answer.get())?)))
-        .collect::<Result<_, serde_json::Error>>()
-        .map_err(|e| e.to_string())?;
-    let responses = serde_json::Value::Object(responses).to_string();
+    // The answers as the client wrote them, every byte kept (a number too
+    // large for an f64 included).
+    let mut responses = String::from("{");
+    for (n, (key, answer)) in answers.iter().enumerate() {
+        if n > 0 {
+            responses.push(',');
+        }
+        responses.push_str(&serde_json::Value::String(key.clone()).to_string());
+        responses.push(':');
+        responses.push_str(answer.get());
+    }
+    responses.push('}');
     let request = task_request(work, &id, "tasks/update", task, Some(&responses))?;
     let id = RawValue::from_string(id).map_err(|e| e.to_string())?;
     Ok(Flight::background(
@@ -210,5 +307,47 @@ pub(crate) async fn cancel(work: &mut Work, task: &str) {
         Ok(Ok(_)) => tracing::debug!(task = %work.id, "tasks/cancel sent for the inner task"),
         Ok(Err(reason)) => tracing::debug!(task = %work.id, reason, "the inner task's cancel"),
         Err(_) => tracing::debug!(task = %work.id, "the inner task's cancel took too long"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn requests(keys: &[&str]) -> std::collections::BTreeMap<String, Box<RawValue>> {
+        let request = r#"{"method":"elicitation/create","params":{"message":"?"}}"#;
+        keys.iter()
+            .map(|key| {
+                (
+                    (*key).to_owned(),
+                    RawValue::from_string(request.into()).unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn requests_answered_already_are_not_asked_again() {
+        let answered = vec!["a".to_owned()];
+        let Some(Followed::Input(asked)) = asked(requests(&["a", "b"]), &answered) else {
+            panic!("b is still to ask");
+        };
+        let asked: serde_json::Value = serde_json::from_str(asked.get()).unwrap();
+        let keys: Vec<&String> = asked["inputRequests"].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["b"]);
+        assert!(super::asked(requests(&["a"]), &answered).is_none());
+    }
+
+    #[test]
+    fn a_field_of_another_type_counts_as_absent() {
+        let seen: Seen = serde_json::from_str(
+            r#"{"resultType":"task","taskId":"t","status":"working","pollIntervalMs":5000.0,"statusMessage":7}"#,
+        )
+        .unwrap();
+        assert_eq!(seen.task_id.as_deref(), Some("t"));
+        assert_eq!(seen.poll_interval, Some(5000.0));
+        assert_eq!(seen.status_message, None);
+        let odd: Seen = serde_json::from_str(r#"{"taskId":5,"pollIntervalMs":"soon"}"#).unwrap();
+        assert_eq!((odd.task_id, odd.poll_interval), (None, None));
     }
 }

@@ -68,10 +68,11 @@ impl Runtime {
                 let flight = drive::reissue(&mut work, Some(answers), request_state);
                 (flight, Plain::default())
             }
-            Some(inner) => (
-                follow::update(&mut work, &inner, answers),
-                Plain::updating(inner),
-            ),
+            Some(inner) => {
+                let keys = answers.iter().map(|(key, _)| key.clone()).collect();
+                let flight = follow::update(&mut work, &inner, &answers);
+                (flight, Plain::updating(inner, keys))
+            }
         });
         match reissued {
             Ok(flight) => {

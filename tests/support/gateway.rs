@@ -125,11 +125,17 @@ pub async fn upstream_script(script: &str) -> Process {
 
 /// As [`upstream_script`], with `options` before the address.
 pub async fn upstream_script_with(script: &str, options: &[&str]) -> Process {
+    upstream_script_env(script, options, &[]).await
+}
+
+/// As [`upstream_script_with`], with the environment variables `env`.
+pub async fn upstream_script_env(script: &str, options: &[&str], env: &[(&str, &str)]) -> Process {
     let mut command = Command::new("bash");
     command
         .arg(repo().join("scripts").join(script))
         .args(options)
         .arg("127.0.0.1:0")
+        .envs(env.iter().copied())
         .current_dir(repo());
     Process::start(script, command, INSTALL_TIMEOUT).await
 }

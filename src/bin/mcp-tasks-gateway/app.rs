@@ -206,7 +206,7 @@ async fn upstream(args: &Args, max_runtime: Option<Duration>) -> Result<Upstream
                 ))
                 .header_timeout(optional(
                     args.upstream_header_timeout,
-                    max_runtime.map(|runtime| runtime + RUNTIME_MARGIN),
+                    max_runtime.map(|runtime| runtime.saturating_add(RUNTIME_MARGIN)),
                 ))
                 .request_timeout(optional(
                     args.upstream_request_timeout,

@@ -13,6 +13,9 @@ working.
 | `approve`  | `required` | asks `approval` (an elicitation form, the guard pattern: the task goes `input_required`), then reports the answer |
 | `greet`    | none       | `Hello, {name}!` at once                                         |
 
+With `FIXTURE_HEX_TASK_IDS=1` its task ids are 32 lowercase hex digits, the
+form of the layer's own.
+
 Called without the client's tasks extension, the `required` tools answer
 the error -32021, as FastMCP does.
 
@@ -29,6 +32,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import secrets
 import sys
 from pathlib import Path
 
@@ -47,6 +52,18 @@ from serving import serve  # noqa: E402
 STEP = 0.25
 
 log = logging.getLogger("fixture")
+
+if os.environ.get("FIXTURE_HEX_TASK_IDS") == "1":
+    # Task ids of 32 lowercase hex digits, the form of the layer's own ids
+    # (as servers that draw them with `secrets.token_hex(16)` have them).
+    import fastmcp_tasks.creation as creation
+
+    class HexIds:
+        @staticmethod
+        def token_urlsafe(_: int) -> str:
+            return secrets.token_hex(16)
+
+    creation.secrets = HexIds  # type: ignore[assignment]
 
 mcp = FastMCP(name="mcp-tasks-python-tasks-fixture")
 mcp.add_extension(TasksExtension(url="memory://"))
