@@ -167,6 +167,32 @@ async fn a_call_parked_before_the_server_made_its_task_follows_that_task() {
     assert!(text(&ended).contains(r#""ok": false"#), "{ended}");
 
     cancel_research(&client, &upstream, "cancelled-followed").await;
+
+    // Cancelled while it waits for its client's answer: the server's task,
+    // waiting too, is cancelled with it.
+    let created = client
+        .call_tool("approve", json!({"item": "left"}), true)
+        .await;
+    let task = created["result"]["taskId"].as_str().expect("a task");
+    client
+        .wait_task_status(task, &["input_required"], WAIT)
+        .await;
+    let sent_before = gateway
+        .log()
+        .matches("tasks/cancel sent for the inner task")
+        .count();
+    let cancelled = client.tasks_cancel(task).await;
+    assert_eq!(cancelled["result"]["resultType"], "complete", "{cancelled}");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while gateway
+        .log()
+        .matches("tasks/cancel sent for the inner task")
+        .count()
+        == sent_before
+    {
+        assert!(tokio::time::Instant::now() < deadline, "{}", gateway.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 #[tokio::test]

@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::dialect::Dialect;
-use super::follow::Followed;
+use super::follow::{self, Followed};
 use super::settle::{Write, internal, settle, write_until, written};
 use super::work::{Slot, Work};
 use crate::deadline::Deadline;
@@ -116,12 +116,14 @@ pub(crate) fn drive(
         let message = match outcome {
             Ok(Ended::Settled) => return,
             Ok(Ended::AwaitingInput) => {
-                let watchdog = watch_input(&work, abort);
-                let trace = TaskTrace {
-                    watchdog,
-                    ..work.trace.clone()
+                let inner = dialect.inner_task().map(str::to_owned);
+                let (waiting, id, expires) = (work.waiting.clone(), work.id, work.expires);
+                let trace = work.trace.clone();
+                let watchdog = match inner {
+                    None => watch_input(&work, abort),
+                    Some(inner) => watch_inner_input(work, abort, inner),
                 };
-                work.waiting.put(work.id, trace, work.expires);
+                waiting.put(id, TaskTrace { watchdog, ..trace }, expires);
                 return;
             }
             Err(Stopped::Signal) => {
@@ -176,6 +178,48 @@ fn watch_input(work: &Work, abort: CancellationToken) -> Option<tokio::task::Abo
         }
     };
     let spawned = (work.trace.span).in_scope(|| work.background.spawn_detached(watchdog));
+    Some(spawned.abort_handle())
+}
+
+/// [`watch_input`] for a task whose input the inner server's own task asks
+/// for (`follow`): that task waits too, and is cancelled when the layer's
+/// ends without an answer (cancelled, expired, past its deadline, or
+/// drained by a process whose store does not hand it on). The watchdog
+/// keeps the work, to send that cancel with the task's credentials; it
+/// runs even without a deadline.
+fn watch_inner_input(
+    mut work: Work,
+    abort: CancellationToken,
+    inner: String,
+) -> Option<tokio::task::AbortHandle> {
+    let (stop, deadline) = (work.stop.clone(), work.deadline);
+    let (span, background) = (work.trace.span.clone(), work.background.clone());
+    let watchdog = async move {
+        let overrun = async {
+            match deadline {
+                Some(deadline) => tokio::time::sleep(deadline.remaining()).await,
+                None => std::future::pending().await,
+            }
+        };
+        let drained = tokio::select! {
+            _ = stop.cancelled() => false,
+            _ = abort.cancelled() => true,
+            _ = overrun => {
+                if let Some(deadline) = deadline {
+                    let write = internal(deadline.message());
+                    if write_until(work.store.as_ref(), work.id, &write, work.expires).await {
+                        written(work.id, &write, work.trace.parked);
+                    }
+                }
+                false
+            }
+        };
+        // A store that hands the task to the next process keeps it waiting.
+        if !(drained && work.rerunnable) {
+            follow::cancel(&mut work, &inner).await;
+        }
+    };
+    let spawned = span.in_scope(|| background.spawn_detached(watchdog));
     Some(spawned.abort_handle())
 }
 
