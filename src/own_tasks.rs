@@ -20,6 +20,7 @@
 //! again; one that was read holds for the life of the layer.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
@@ -40,6 +41,10 @@ const RETRY: Duration = Duration::from_secs(30);
 /// What the layer knows of the inner server's own tasks.
 #[derive(Default)]
 pub(crate) struct OwnTasks {
+    /// What an answered discover said: [`NO`] or [`YES`], or [`ASK`] while
+    /// none was read. Read on every declaring call, so an atomic; the
+    /// mutex holds the rest (a failed ask and when).
+    answered: AtomicU8,
     known: Mutex<Option<Known>>,
     /// One ask at a time: requests that need to know meanwhile wait for it.
     asking: tokio::sync::Mutex<()>,
@@ -53,9 +58,21 @@ struct Known {
     at: Instant,
 }
 
+/// [`OwnTasks::answered`]: no discover read yet.
+const ASK: u8 = 0;
+/// A discover was read, without the tasks extension.
+const NO: u8 = 1;
+/// A discover was read, with it.
+const YES: u8 = 2;
+
 impl OwnTasks {
     /// Whether the inner server declares the tasks extension, when known.
     pub(crate) fn known(&self) -> Option<bool> {
+        match self.answered.load(Ordering::Acquire) {
+            NO => return Some(false),
+            YES => return Some(true),
+            _ => {}
+        }
         let known = (*self.known.lock().unwrap_or_else(|p| p.into_inner()))?;
         (known.answered || known.at.elapsed() < RETRY).then_some(known.has)
     }
@@ -67,6 +84,12 @@ impl OwnTasks {
             at: Instant::now(),
         };
         *self.known.lock().unwrap_or_else(|p| p.into_inner()) = Some(known);
+        let answered = match (answered, has) {
+            (false, _) => ASK,
+            (true, false) => NO,
+            (true, true) => YES,
+        };
+        self.answered.store(answered, Ordering::Release);
     }
 
     /// Records what a relayed `server/discover` answer (`message`, a
@@ -183,6 +206,7 @@ mod tests {
                 answered: false,
                 at: past,
             });
+            own.answered.store(ASK, Ordering::Release);
             assert_eq!(own.known(), None);
         }
     }
