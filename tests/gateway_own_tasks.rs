@@ -143,7 +143,9 @@ async fn a_call_parked_before_the_server_made_its_task_follows_that_task() {
     let gateway = gateway::start(&upstream.url, &["--threshold", "0ms"]).await;
     let client = McpClient::new(&gateway.url);
 
-    let task = research(&client, "reefs", 2.0).await;
+    // Long enough for several of the gateway's polls of the server's task
+    // (at most a second apart), even on a loaded machine.
+    let task = research(&client, "reefs", 5.0).await;
     assert!(is_gateways(&task), "the gateway's own task: {task}");
     let (ended, messages) = watch(&client, &task).await;
     assert_eq!(ended["result"]["status"], "completed", "{ended}");
