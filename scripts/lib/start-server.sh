@@ -3,9 +3,9 @@
 #
 # start_server BIN LOG [ARG...]: starts `BIN 127.0.0.1:0 ARG...` with its
 # output in LOG, then waits (bounded) for the line announcing
-# http://127.0.0.1:PORT (with `/mcp` when the server prints it). Sets
-# SERVER_PID and URL (the URL as announced); dies with the log's tail if the
-# server exits or stays silent.
+# `listening on http://127.0.0.1:PORT` (with `/mcp` when the server prints
+# it). Sets SERVER_PID and URL (the URL as announced); dies with the log's
+# tail if the server exits or stays silent.
 start_server() {
   local bin="$1" server_log="$2"
   shift 2
@@ -25,7 +25,10 @@ start_command() {
   URL=""
   local deadline=$((SECONDS + SERVER_START_TIMEOUT))
   while [[ -z "$URL" ]]; do
-    URL="$(grep -oE 'http://127\.0\.0\.1:[0-9]+(/mcp)?' "$server_log" | head -n 1 || true)"
+    # The announcement itself: a server may log other URLs first (the
+    # gateway names its upstream).
+    URL="$(grep -oE 'listening on http://127\.0\.0\.1:[0-9]+(/mcp)?' "$server_log" |
+      head -n 1 | sed 's/^listening on //' || true)"
     [[ -n "$URL" ]] && break
     if ! kill -0 "$SERVER_PID" 2>/dev/null; then
       tail -n 40 "$server_log" >&2 || true
