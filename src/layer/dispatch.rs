@@ -21,14 +21,16 @@ use crate::bound::{Inner, Payload};
 use crate::classify::{Route, Seen, TaskCall, TaskMethod, classify};
 use crate::early;
 use crate::fallback;
-use crate::flight::caller::Caller;
+use crate::flight::caller::{CallInner, Caller};
 use crate::legacy::route::{LegacyMethod, LegacyRoute};
 use crate::legacy::sessions::{Known, Sessions};
 use crate::legacy::{self, advertise};
 use crate::methods;
 use crate::observe;
+use crate::own_tasks::OwnTasks;
 use crate::race;
 use crate::rewrite;
+use crate::runtime::{Owner, Runtime};
 use crate::wire::envelope::header;
 use crate::wire::jsonrpc::Reply;
 
@@ -197,10 +199,14 @@ where
                     // once, before the first such call goes out.
                     let (own, runtime) = (shared.own.clone(), runtime.clone());
                     return owned(traced(span, async move {
-                        let mut caller = Caller::<S, B>::boxed(inner.clone());
-                        let template = crate::mrtr::Template::from_parts(&parts);
-                        let limit = runtime.config.max_result_bytes;
-                        if own.learn(&mut *caller, &template, limit).await {
+                        if own_tasks(
+                            &own,
+                            || Caller::<S, B>::boxed(inner.clone()),
+                            &parts,
+                            &runtime,
+                        )
+                        .await
+                        {
                             call.strip.keep_extension();
                         }
                         let owner = runtime.owner(&parts).key;
@@ -219,82 +225,45 @@ where
             });
             owned(traced(span, call))
         }
-        Route::Task(call) if shared.own.known() == Some(true) => {
-            // The inner server has tasks of its own, whose ids may look like
-            // the layer's: a task the layer does not hold goes to it.
+        Route::Task(call)
+            if shared.own.known() == Some(true)
+                || (call.task.is_none() && shared.own.known().is_none()) =>
+        {
+            // The inner server may have tasks of its own (`own_tasks`), whose
+            // ids may even look like the layer's: a task the layer does not
+            // hold goes to it.
             let span = task_method_span(&call);
-            let owner = in_span(&span, || runtime.owner(&parts));
-            let runtime = runtime.clone();
+            let (own, runtime) = (shared.own.clone(), runtime.clone());
             owned(traced(span, async move {
-                let ours = match call.task {
-                    Some(id) => !matches!(runtime.store.get(id, owner.key()).await, Ok(None)),
-                    None => false,
+                let has = own_tasks(
+                    &own,
+                    || Caller::<S, B>::boxed(inner.clone()),
+                    &parts,
+                    &runtime,
+                )
+                .await;
+                let owner = runtime.owner(&parts);
+                let ours = match (has, call.task) {
+                    (false, _) => true,
+                    (true, None) => false,
+                    (true, Some(id)) => {
+                        !matches!(runtime.store.get(id, owner.key()).await, Ok(None))
+                    }
                 };
                 if !ours {
                     let request = Request::from_parts(parts, RequestBody::buffered(bytes));
                     return Ok(inner.call(request).await?.map(ResponseBody::inner));
                 }
-                let caller = Caller::<S, B>::boxed(inner);
-                let background = runtime.background.clone();
-                // Detached, as below: a completed round is resumed even if
-                // this client hangs up.
-                let detached = background.spawn_in(tracing::Span::current(), async move {
-                    let answered = methods::answer(&runtime, owner.key(), call).await;
-                    if let Some((task, round)) = answered.resume {
-                        runtime.resume(caller, &parts, task, round);
-                    }
-                    answered.reply
-                });
-                let reply = detached
-                    .await
-                    .unwrap_or_else(|_| Reply::internal(None, "the task method failed"));
+                let reply = task_answer(runtime, inner, parts, owner, call).await;
                 Ok(reply_response(reply))
-            }))
-        }
-        Route::Task(call) if call.task.is_none() && shared.own.known().is_none() => {
-            // Not an id of the layer's: the inner server's own task, if it
-            // has tasks (`own_tasks`).
-            let span = task_method_span(&call);
-            let (own, runtime) = (shared.own.clone(), runtime.clone());
-            owned(traced(span, async move {
-                let mut caller = Caller::<S, B>::boxed(inner.clone());
-                let template = crate::mrtr::Template::from_parts(&parts);
-                let limit = runtime.config.max_result_bytes;
-                if own.learn(&mut *caller, &template, limit).await {
-                    let request = Request::from_parts(parts, RequestBody::buffered(bytes));
-                    return Ok(inner.call(request).await?.map(ResponseBody::inner));
-                }
-                let owner = runtime.owner(&parts);
-                let answered = methods::answer(&runtime, owner.key(), call).await;
-                Ok(reply_response(answered.reply))
             }))
         }
         Route::Task(call) => {
             let span = task_method_span(&call);
             let owner = in_span(&span, || runtime.owner(&parts));
-            if call.method != TaskMethod::Update {
-                let runtime = runtime.clone();
-                return owned(traced(span, async move {
-                    let answered = methods::answer(&runtime, owner.key(), call).await;
-                    Ok(reply_response(answered.reply))
-                }));
-            }
-            let caller = Caller::<S, B>::boxed(inner);
-            // Detached: once an answer completes a round, the re-issue must
-            // happen even if this client hangs up.
             let runtime = runtime.clone();
-            let background = runtime.background.clone();
-            let detached = background.spawn_in(span.clone(), async move {
-                let answered = methods::answer(&runtime, owner.key(), call).await;
-                if let Some((task, round)) = answered.resume {
-                    runtime.resume(caller, &parts, task, round);
-                }
-                answered.reply
-            });
             owned(traced(span, async move {
-                let reply = detached
-                    .await
-                    .unwrap_or_else(|_| Reply::internal(None, "tasks/update failed"));
+                let reply = task_answer(runtime, inner, parts, owner, call).await;
                 Ok(reply_response(reply))
             }))
         }
@@ -329,6 +298,68 @@ where
             ))
         }
     }
+}
+
+/// Whether the inner server has tasks of its own: as known, or asked now
+/// (once) with the request's credentials, through the caller `caller`
+/// makes (only when it must ask).
+fn own_tasks<F: FnOnce() -> Box<dyn CallInner>>(
+    own: &Arc<OwnTasks>,
+    caller: F,
+    parts: &Parts,
+    runtime: &Runtime,
+) -> impl Future<Output = bool> + Send + use<F> {
+    let known = own.known();
+    let ask = known.is_none().then(|| {
+        let template = crate::mrtr::Template::from_parts(parts);
+        (
+            own.clone(),
+            caller(),
+            template,
+            runtime.config.max_result_bytes,
+        )
+    });
+    async move {
+        match (known, ask) {
+            (Some(has), _) => has,
+            (None, Some((own, mut caller, template, limit))) => {
+                own.learn(&mut *caller, &template, limit).await
+            }
+            (None, None) => false,
+        }
+    }
+}
+
+/// The layer's answer to a task method. A `tasks/update` is answered
+/// detached: once an answer completes a round, the re-issue must happen
+/// even if this client hangs up.
+async fn task_answer<S, B, RB>(
+    runtime: Arc<Runtime>,
+    inner: S,
+    parts: Parts,
+    owner: Owner,
+    call: TaskCall,
+) -> Reply
+where
+    S: Inner<B, RB>,
+    B: Payload,
+    RB: Payload,
+{
+    if call.method != TaskMethod::Update {
+        return methods::answer(&runtime, owner.key(), call).await.reply;
+    }
+    let caller = Caller::<S, B>::boxed(inner);
+    let background = runtime.background.clone();
+    let detached = background.spawn_in(tracing::Span::current(), async move {
+        let answered = methods::answer(&runtime, owner.key(), call).await;
+        if let Some((task, round)) = answered.resume {
+            runtime.resume(caller, &parts, task, round);
+        }
+        answered.reply
+    });
+    detached
+        .await
+        .unwrap_or_else(|_| Reply::internal(None, "tasks/update failed"))
 }
 
 /// Runs `run` in `span`. A span no subscriber takes is not entered (as
