@@ -41,25 +41,15 @@ const RETRY: Duration = Duration::from_secs(30);
 /// What the layer knows of the inner server's own tasks.
 #[derive(Default)]
 pub(crate) struct OwnTasks {
-    /// What an answered discover said: [`NO`] or [`YES`], or [`ASK`] while
-    /// none was read. Read on every declaring call, so an atomic; the
-    /// mutex holds the rest (a failed ask and when).
+    /// What an answered discover said: [`NO`] or [`YES`], or 0 while none
+    /// was read. Read on every declaring call, so an atomic.
     answered: AtomicU8,
-    known: Mutex<Option<Known>>,
+    /// When an ask last failed (counts as "no" for [`RETRY`]).
+    failed: Mutex<Option<Instant>>,
     /// One ask at a time: requests that need to know meanwhile wait for it.
     asking: tokio::sync::Mutex<()>,
 }
 
-#[derive(Clone, Copy)]
-struct Known {
-    has: bool,
-    /// `false`: the inner server could not be asked, `at`.
-    answered: bool,
-    at: Instant,
-}
-
-/// [`OwnTasks::answered`]: no discover read yet.
-const ASK: u8 = 0;
 /// A discover was read, without the tasks extension.
 const NO: u8 = 1;
 /// A discover was read, with it.
@@ -69,34 +59,33 @@ impl OwnTasks {
     /// Whether the inner server declares the tasks extension, when known.
     pub(crate) fn known(&self) -> Option<bool> {
         match self.answered.load(Ordering::Acquire) {
-            NO => return Some(false),
-            YES => return Some(true),
-            _ => {}
+            NO => Some(false),
+            YES => Some(true),
+            _ => {
+                let failed = *self.failed.lock().unwrap_or_else(|p| p.into_inner());
+                failed
+                    .is_some_and(|at| at.elapsed() < RETRY)
+                    .then_some(false)
+            }
         }
-        let known = (*self.known.lock().unwrap_or_else(|p| p.into_inner()))?;
-        (known.answered || known.at.elapsed() < RETRY).then_some(known.has)
     }
 
-    fn set(&self, has: bool, answered: bool) {
-        let known = Known {
-            has,
-            answered,
-            at: Instant::now(),
-        };
-        *self.known.lock().unwrap_or_else(|p| p.into_inner()) = Some(known);
-        let answered = match (answered, has) {
-            (false, _) => ASK,
-            (true, false) => NO,
-            (true, true) => YES,
-        };
-        self.answered.store(answered, Ordering::Release);
+    /// Records what a discover answer declared.
+    fn set(&self, has: bool) {
+        self.answered
+            .store(if has { YES } else { NO }, Ordering::Release);
+    }
+
+    /// Records an ask that failed, now.
+    fn failed(&self) {
+        *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
     }
 
     /// Records what a relayed `server/discover` answer (`message`, a
     /// JSON-RPC message) declares; other messages are left alone.
     pub(crate) fn saw(&self, message: &str) {
         if let Some(has) = declares_tasks(message) {
-            self.set(has, true);
+            self.set(has);
         }
     }
 
@@ -119,7 +108,7 @@ impl OwnTasks {
         match asked.unwrap_or_else(|_| Err("server/discover took too long".to_owned())) {
             Ok(has) => {
                 tracing::info!(tasks = has, "the inner server's own tasks extension");
-                self.set(has, true);
+                self.set(has);
                 has
             }
             Err(reason) => {
@@ -127,7 +116,7 @@ impl OwnTasks {
                     reason,
                     "the inner server's server/discover could not be read"
                 );
-                self.set(false, false);
+                self.failed();
                 false
             }
         }
@@ -197,16 +186,11 @@ mod tests {
     #[test]
     fn an_inner_server_that_could_not_be_asked_is_asked_again_later() {
         let own = OwnTasks::default();
-        own.set(false, false);
+        own.failed();
         assert_eq!(own.known(), Some(false));
         let past = Instant::now().checked_sub(RETRY + Duration::from_secs(1));
         if let Some(past) = past {
-            *own.known.lock().unwrap() = Some(Known {
-                has: false,
-                answered: false,
-                at: past,
-            });
-            own.answered.store(ASK, Ordering::Release);
+            *own.failed.lock().unwrap() = Some(past);
             assert_eq!(own.known(), None);
         }
     }
