@@ -26,6 +26,7 @@ use serde_json::value::RawValue;
 use super::work::Work;
 use crate::flight::Flight;
 use crate::flight::ask::{self, Declares};
+use crate::wire::raw::write_object;
 
 /// What a call's result is, as its dialect reads it.
 pub(crate) enum Followed {
@@ -124,19 +125,14 @@ fn asked(
     requests: std::collections::BTreeMap<String, Box<RawValue>>,
     answered: &[String],
 ) -> Option<Followed> {
-    let mut object = String::from("{");
-    for (key, request) in requests.iter().filter(|(key, _)| !answered.contains(key)) {
-        if object.len() > 1 {
-            object.push(',');
-        }
-        object.push_str(&serde_json::Value::String(key.clone()).to_string());
-        object.push(':');
-        object.push_str(request.get());
-    }
-    if object.len() == 1 {
-        return None;
-    }
-    object.push('}');
+    let mut left = requests
+        .iter()
+        .filter(|(key, _)| !answered.contains(key))
+        .map(|(key, request)| (key.as_str(), request.get()))
+        .peekable();
+    left.peek()?;
+    let mut object = String::new();
+    write_object(&mut object, left);
     let text = format!(r#"{{"resultType":"input_required","inputRequests":{object}}}"#);
     Some(match RawValue::from_string(text) {
         Ok(asked) => Followed::Input(asked),
@@ -256,16 +252,11 @@ pub(crate) fn update(
     let id = format!("\"mcp-tasks:{}:update.{}\"", work.id, work.round);
     // The answers as the client wrote them, every byte kept (a number too
     // large for an f64 included).
-    let mut responses = String::from("{");
-    for (n, (key, answer)) in answers.iter().enumerate() {
-        if n > 0 {
-            responses.push(',');
-        }
-        responses.push_str(&serde_json::Value::String(key.clone()).to_string());
-        responses.push(':');
-        responses.push_str(answer.get());
-    }
-    responses.push('}');
+    let mut responses = String::new();
+    let pairs = answers
+        .iter()
+        .map(|(key, answer)| (key.as_str(), answer.get()));
+    write_object(&mut responses, pairs);
     let request = task_request(work, &id, "tasks/update", task, Some(&responses))?;
     let id = RawValue::from_string(id).map_err(|e| e.to_string())?;
     Ok(Flight::background(
