@@ -82,15 +82,7 @@ pub(crate) fn drive(
     async move {
         let stop = work.stop.clone();
         let deadline = work.deadline;
-        let overrun = async move {
-            match deadline {
-                Some(deadline) => {
-                    tokio::time::sleep(deadline.remaining()).await;
-                    deadline
-                }
-                None => std::future::pending().await,
-            }
-        };
+        let overrun = passed(deadline);
         let running = async {
             let _permit = match slot {
                 Slot::Held(permit) => permit,
@@ -169,16 +161,41 @@ fn watch_input(work: &Work, abort: CancellationToken) -> Option<tokio::task::Abo
         tokio::select! {
             _ = stop.cancelled() => {}
             _ = abort.cancelled() => {}
-            _ = tokio::time::sleep(deadline.remaining()) => {
-                let write = internal(deadline.message());
-                if write_until(store.as_ref(), id, &write, expires).await {
-                    written(id, &write, parked);
-                }
+            deadline = passed(Some(deadline)) => {
+                fail_past(store.as_ref(), (id, expires, parked), deadline).await;
             }
         }
     };
     let spawned = (work.trace.span).in_scope(|| work.background.spawn_detached(watchdog));
     Some(spawned.abort_handle())
+}
+
+/// `deadline` once it has passed; never, without one.
+async fn passed(deadline: Option<Deadline>) -> Deadline {
+    match deadline {
+        Some(deadline) => {
+            tokio::time::sleep(deadline.remaining()).await;
+            deadline
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// Fails a task waiting for input, past its `deadline`: `(id, expires,
+/// parked)` as the task's work has them.
+async fn fail_past(
+    store: &dyn crate::store::TaskStore,
+    (id, expires, parked): (
+        crate::task::TaskId,
+        Option<Timestamp>,
+        Option<std::time::Instant>,
+    ),
+    deadline: Deadline,
+) {
+    let write = internal(deadline.message());
+    if write_until(store, id, &write, expires).await {
+        written(id, &write, parked);
+    }
 }
 
 /// [`watch_input`] for a task whose input the inner server's own task asks
@@ -195,22 +212,12 @@ fn watch_inner_input(
     let (stop, deadline) = (work.stop.clone(), work.deadline);
     let (span, background) = (work.trace.span.clone(), work.background.clone());
     let watchdog = async move {
-        let overrun = async {
-            match deadline {
-                Some(deadline) => tokio::time::sleep(deadline.remaining()).await,
-                None => std::future::pending().await,
-            }
-        };
         let drained = tokio::select! {
             _ = stop.cancelled() => false,
             _ = abort.cancelled() => true,
-            _ = overrun => {
-                if let Some(deadline) = deadline {
-                    let write = internal(deadline.message());
-                    if write_until(work.store.as_ref(), work.id, &write, work.expires).await {
-                        written(work.id, &write, work.trace.parked);
-                    }
-                }
+            deadline = passed(deadline) => {
+                let task = (work.id, work.expires, work.trace.parked);
+                fail_past(work.store.as_ref(), task, deadline).await;
                 false
             }
         };
