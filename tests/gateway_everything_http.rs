@@ -63,6 +63,14 @@ async fn research(session: &Session, topic: &str) -> (String, Value) {
     (task, result)
 }
 
+/// Waits (up to 5 s) for `needle` in the gateway's log.
+async fn assert_logged(gateway: &support::process::Process, needle: &str) {
+    let seen = gateway
+        .wait_log(needle, std::time::Duration::from_secs(5))
+        .await;
+    assert!(seen, "{needle}: {}", gateway.log());
+}
+
 fn report(result: &Value) -> &str {
     result["result"]["content"][0]["text"]
         .as_str()
@@ -150,30 +158,16 @@ async fn cancelling_the_gateways_task_cancels_the_servers_own() {
         .unwrap_or_else(|| panic!("no task: {created}"))
         .to_owned();
     // Once the server made its task, which the gateway then follows.
-    assert!(
-        gateway
-            .wait_log(
-                "following the inner server's own task",
-                std::time::Duration::from_secs(5)
-            )
-            .await,
-        "{}",
-        gateway.log()
-    );
+    assert_logged(&gateway, "following the inner server's own task").await;
     let cancelled = through
         .request("tasks/cancel", json!({"taskId": task}))
         .await;
     assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
-    assert!(
-        gateway
-            .wait_log(
-                "tasks/cancel sent for the inner server's own task",
-                std::time::Duration::from_secs(5)
-            )
-            .await,
-        "{}",
-        gateway.log()
-    );
+    assert_logged(
+        &gateway,
+        "tasks/cancel sent for the inner server's own task",
+    )
+    .await;
 }
 
 #[tokio::test]
