@@ -6,6 +6,9 @@ mod contract;
 /// Leases: the running tasks of a lost instance are failed by another.
 #[path = "redis_store/leases.rs"]
 mod leases;
+/// `get` is one HMGET, its input requests kept rendered in the task.
+#[path = "redis_store/reads.rs"]
+mod reads;
 #[path = "support/redis_server.rs"]
 mod redis_server;
 

@@ -31,7 +31,9 @@
 //! `u` updated (ms since the epoch), `e` deadline (ms, absent without TTL),
 //! `t` TTL and `p` poll interval (ns), `m` status message, `r` result or
 //! error object (verbatim bytes), `d` the instance that drives the task
-//! (while it is `working`). Payloads are never parsed on the Redis
+//! (while it is `working`), `q` the outstanding requests of an input round
+//! as one JSON object (while it is `input_required`, so that `get` reads
+//! the whole task with one `HMGET`). Payloads are never parsed on the Redis
 //! side, so a client reads back exactly what the inner server answered.
 //!
 //! An owner index (and `<prefix>:all`) expires with its longest-lived task (`PEXPIREAT … GT`;
@@ -49,8 +51,8 @@
 //!
 //! # Atomicity
 //!
-//! Each trait method is one Lua script (`EVALSHA`, loaded on demand), so
-//! each transition reads and writes a task in one step that no other
+//! Each trait method that writes is one Lua script (`EVALSHA`, loaded on
+//! demand), so each transition reads and writes a task in one step that no other
 //! instance can interleave with: the status check and the write of
 //! `complete`, `fail`, `cancel` (with its owner check), `require_input`,
 //! `answer_input` (owner check, recording only outstanding keys, and moving
@@ -58,7 +60,9 @@
 //! and `set_status_message` (non-terminal only). Each keeps the task's
 //! driver and the driving sets in step in the same script. A late
 //! `complete` after a `cancel` on another instance sees `cancelled` and is
-//! refused.
+//! refused. `get` runs no script: one `HMGET` of the task hash, whose owner
+//! is checked in Rust (a hash is read atomically, and every field it needs
+//! is kept there by the scripts).
 //!
 //! `create` checks the [`Quota`] and writes the task in the same script, so
 //! creates on every instance together never overshoot a cap.
@@ -155,6 +159,7 @@ mod admin;
 mod answer;
 mod builder;
 mod claims;
+mod get;
 mod lease;
 mod list;
 mod reply;
@@ -425,15 +430,9 @@ impl TaskStore for RedisTaskStore {
         owner: Option<&'a str>,
     ) -> StoreFuture<'a, Option<TaskSnapshot>> {
         Box::pin(async move {
-            let keys = &self.inner.keys;
-            let [has_owner, owner] = owner_args(owner);
-            let mut call = scripts::GET.key(keys.task(id));
-            call.key(keys.round(id)).arg(has_owner).arg(owner);
-            let reply: Value = call.invoke_async(&mut self.conn()).await.map_err(backend)?;
-            if reply::is_absent(&reply) {
+            let Some(snapshot) = self.read(id, owner).await? else {
                 return Ok(None);
-            }
-            let snapshot = reply::snapshot(id, reply::items(reply)?)?;
+            };
             if snapshot.status().is_terminal() {
                 self.inner.stops.fire(id);
             }

@@ -99,8 +99,9 @@ fn nanos(text: Option<String>) -> Result<Option<Duration>, StoreError> {
     Ok(Some(Duration::new(secs, (nanos % 1_000_000_000) as u32)))
 }
 
-/// Reads the snapshot `prelude.lua` appends: status, created, updated, ttl,
-/// poll, message, payload, then outstanding request pairs.
+/// Reads the snapshot `prelude.lua` appends, which is also the reply of
+/// `get`'s `HMGET`: status, created, updated, ttl, poll, message, payload,
+/// then the outstanding requests as one JSON object (input rounds only).
 pub(super) fn snapshot(
     id: TaskId,
     fields: impl IntoIterator<Item = Value>,
@@ -114,22 +115,16 @@ pub(super) fn snapshot(
     let poll_interval = nanos(next()?)?;
     let status_message = next()?;
     let payload = next()?;
+    let requests = next()?;
     let payload = || raw(payload.clone().ok_or_else(|| corrupt("no outcome"))?);
     let state = match status {
         TaskStatus::Working => TaskState::Working,
         TaskStatus::Completed => TaskState::Completed { result: payload()? },
         TaskStatus::Failed => TaskState::Failed { error: payload()? },
         TaskStatus::Cancelled => TaskState::Cancelled,
-        TaskStatus::InputRequired => {
-            let mut pairs = Vec::new();
-            while let Some(key) = next()? {
-                let request = next()?.ok_or_else(|| corrupt("a request without a body"))?;
-                pairs.push((key, raw(request)?));
-            }
-            TaskState::InputRequired {
-                requests: render_object(&pairs)?,
-            }
-        }
+        TaskStatus::InputRequired => TaskState::InputRequired {
+            requests: raw(requests.ok_or_else(|| corrupt("an input round without requests"))?)?,
+        },
     };
     Ok(TaskSnapshot {
         id,
@@ -140,23 +135,6 @@ pub(super) fn snapshot(
         ttl,
         poll_interval,
     })
-}
-
-/// Renders `[(key, value)]` as one JSON object, values verbatim.
-pub(super) fn render_object(
-    pairs: &[(String, Box<RawValue>)],
-) -> Result<Box<RawValue>, StoreError> {
-    let mut out = String::from("{");
-    for (at, (key, value)) in pairs.iter().enumerate() {
-        if at > 0 {
-            out.push(',');
-        }
-        out.push_str(&serde_json::to_string(key).map_err(|_| corrupt("a request key"))?);
-        out.push(':');
-        out.push_str(value.get());
-    }
-    out.push('}');
-    raw(out)
 }
 
 #[cfg(test)]
@@ -173,19 +151,6 @@ mod tests {
         ] {
             assert_eq!(nanos(Some(nanos_text(duration))).unwrap(), Some(duration));
         }
-    }
-
-    #[test]
-    fn requests_render_in_order_with_escaped_keys_and_verbatim_values() {
-        let pairs = vec![
-            ("1.b".to_owned(), raw(r#"{"x": 1}"#.to_owned()).unwrap()),
-            ("1.\"a".to_owned(), raw("2".to_owned()).unwrap()),
-        ];
-        assert_eq!(
-            render_object(&pairs).unwrap().get(),
-            r#"{"1.b":{"x": 1},"1.\"a":2}"#
-        );
-        assert_eq!(render_object(&[]).unwrap().get(), "{}");
     }
 
     #[test]

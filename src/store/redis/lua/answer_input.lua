@@ -26,6 +26,7 @@ end
 redis.call('HSET', task, 'u', ARGV[3])
 if outstanding > 0 then
   redis.call('HSET', round, 'o', outstanding, 'a', answered)
+  redis.call('HSET', task, 'q', requests_object(round))
   return {'pending'}
 end
 local out = {'complete', redis.call('HGET', task, 'e'), redis.call('HGET', round, 'x')}
@@ -35,6 +36,7 @@ for j = 1, answered do
 end
 redis.call('DEL', round)
 redis.call('HSET', task, 's', 'working')
+redis.call('HDEL', task, 'q')
 drive(task, ARGV[4], ARGV[5], KEYS[3], KEYS[5], KEYS[4], ARGV[6])
 redis.call('PUBLISH', ARGV[7], ARGV[4])
 return out

@@ -9,6 +9,7 @@ if terminal(redis.call('HGET', KEYS[1], 's')) then
   return snapshot(KEYS[1], KEYS[2], {'terminal'})
 end
 redis.call('HSET', KEYS[1], 's', 'cancelled', 'u', ARGV[3])
+redis.call('HDEL', KEYS[1], 'q')
 redis.call('DEL', KEYS[2])
 undrive(KEYS[1], ARGV[5], ARGV[6])
 redis.call('PUBLISH', ARGV[4], ARGV[5])

@@ -17,6 +17,7 @@ if ARGV[1] == 'failed' then
     redis.call('HSET', KEYS[1], 'm', error.message)
   end
 end
+redis.call('HDEL', KEYS[1], 'q')
 redis.call('DEL', KEYS[2])
 undrive(KEYS[1], ARGV[5], ARGV[6])
 redis.call('PUBLISH', ARGV[4], ARGV[5])

@@ -2,7 +2,8 @@
 -- Task hash fields: s status, w owner (absent: no owner), c created ms,
 -- u updated ms, e deadline ms (absent: no TTL), t ttl ns, p poll ns,
 -- m status message, r result or error (terminal only), d the id of the
--- instance that drives the task (only while it is `working`).
+-- instance that drives the task (only while it is `working`), q the
+-- outstanding requests as one JSON object (only while `input_required`).
 
 -- Whether the task exists and belongs to exactly this owner:
 -- plain equality on Option<&str>, as in MemoryTaskStore.
@@ -36,23 +37,36 @@ local function terminal(status)
   return status == 'completed' or status == 'failed' or status == 'cancelled'
 end
 
--- Appends the snapshot to `out`: status, created, updated, ttl, poll,
--- message, payload, then the outstanding requests of an input round as
--- key, request pairs in the order the round listed them.
-local function snapshot(task, round, out)
-  local f = redis.call('HMGET', task, 's', 'c', 'u', 't', 'p', 'm', 'r')
-  for i = 1, 7 do
-    out[#out + 1] = f[i]
-  end
-  if f[1] == 'input_required' then
-    local n = tonumber(redis.call('HGET', round, 'n') or '0')
-    for i = 1, n do
-      local key = redis.call('HGET', round, 'k' .. i)
-      if key and redis.call('HEXISTS', round, 'q:' .. key) == 1 then
-        out[#out + 1] = key
-        out[#out + 1] = redis.call('HGET', round, 'v' .. i)
-      end
+-- The outstanding requests of an input round as one JSON object, each
+-- `"key":request` in the order the round listed them, requests verbatim.
+-- Keys are encoded as serde_json would (cjson also escapes '/').
+local function requests_object(round)
+  local n = tonumber(redis.call('HGET', round, 'n') or '0')
+  local parts = {}
+  for i = 1, n do
+    local key = redis.call('HGET', round, 'k' .. i)
+    if key and redis.call('HEXISTS', round, 'q:' .. key) == 1 then
+      local encoded = string.gsub(cjson.encode(key), '\\/', '/')
+      parts[#parts + 1] = encoded .. ':' .. redis.call('HGET', round, 'v' .. i)
     end
+  end
+  return '{' .. table.concat(parts, ',') .. '}'
+end
+
+-- Appends the snapshot to `out`: status, created, updated, ttl, poll,
+-- message, payload, requests. The requests (`q`, an object) are present
+-- only while the task waits for input: kept in the task hash by
+-- require_input and answer_input, so that `get` is one HMGET; a round
+-- written before `q` existed is rendered from the round instead.
+local function snapshot(task, round, out)
+  local f = redis.call('HMGET', task, 's', 'c', 'u', 't', 'p', 'm', 'r', 'q')
+  if f[1] == 'input_required' and not f[8] then
+    f[8] = requests_object(round)
+  elseif f[1] ~= 'input_required' then
+    f[8] = false
+  end
+  for i = 1, 8 do
+    out[#out + 1] = f[i]
   end
   return out
 end

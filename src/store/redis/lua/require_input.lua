@@ -3,7 +3,8 @@
 -- Replies like finish.lua: 1, false, or the status that refuses the round.
 -- Round hash fields: n requests, k<i>/v<i> key and request, q:<key> = i
 -- while outstanding, o outstanding count, a answer count, ak<j>/av<j> the
--- j-th answer, x resume context.
+-- j-th answer, x resume context. The task's `q` holds the outstanding
+-- requests rendered (prelude.lua, requests_object).
 local task, round = KEYS[1], KEYS[2]
 local status = redis.call('HGET', task, 's')
 if not status then
@@ -27,7 +28,7 @@ local deadline = redis.call('HGET', task, 'e')
 if deadline then
   redis.call('PEXPIREAT', round, deadline)
 end
-redis.call('HSET', task, 's', 'input_required', 'u', ARGV[1])
+redis.call('HSET', task, 's', 'input_required', 'u', ARGV[1], 'q', requests_object(round))
 undrive(task, ARGV[3], ARGV[4])
 redis.call('PUBLISH', ARGV[5], ARGV[3])
 return 1
