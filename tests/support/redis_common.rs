@@ -3,7 +3,7 @@
 //! loopback port, waiting for a server to come up, and one command over RESP
 //! on a plain `TcpStream`.
 //!
-//! Included by `redis_server.rs` with
+//! Included by `redis_server.rs` and `redis_cluster.rs` with
 //! `#[path = "redis_common.rs"] mod common;`.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -29,9 +29,10 @@ pub fn missing<T>(binary: &str) -> Option<T> {
         return None;
     }
     panic!(
-        "`{binary}` not found: the Redis store tests need a Redis server \
-         (e.g. `apt-get install redis-server`, or set REDIS_SERVER to its \
-         path); set MCP_TASKS_SKIP_REDIS=1 to skip them knowingly"
+        "`{binary}` not found: the Redis store tests need a Redis server, \
+         and the cluster tests its redis-cli too (e.g. `apt-get install \
+         redis-server redis-tools`, or set REDIS_SERVER and REDIS_CLI to their \
+         paths); set MCP_TASKS_SKIP_REDIS=1 to skip them knowingly"
     );
 }
 
