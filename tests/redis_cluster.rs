@@ -1,12 +1,16 @@
 //! The Redis Cluster harness (`support/redis_cluster.rs`) forms a 3+3
-//! cluster and fails a killed primary over to its replica. Each test starts
-//! its own cluster.
+//! cluster and fails a killed primary over to its replica, and
+//! `RedisTaskStore`, a single-node client, refuses a cluster node when it
+//! connects instead of failing later on the keys of another node's slots.
+//! Each test starts its own cluster.
 
 #[path = "support/redis_cluster.rs"]
 mod redis_cluster;
 
 use std::time::{Duration, Instant};
 
+use mcp_tasks::StoreError;
+use mcp_tasks::store::RedisTaskStore;
 use redis_cluster::RedisCluster;
 
 /// Every hash slot of a Redis Cluster.
@@ -81,4 +85,29 @@ fn killing_a_primary_promotes_its_replica() {
         cluster.cluster_info(replica, "cluster_slots_assigned"),
         SLOTS.to_string()
     );
+}
+
+#[tokio::test]
+async fn the_single_node_store_refuses_a_cluster_node_at_connect() {
+    let Some(cluster) = start() else {
+        return;
+    };
+    for (port, url) in cluster.ports().into_iter().zip(cluster.urls()) {
+        let refused = RedisTaskStore::builder(url.as_str())
+            .connect()
+            .await
+            .map(|_| ())
+            .expect_err("connecting to a cluster node");
+        assert!(
+            matches!(refused, StoreError::Backend(_)),
+            "not a backend error: {refused:?}"
+        );
+        let message = refused.to_string();
+        assert!(
+            message.contains("cluster mode") && message.contains("Redis Cluster"),
+            "{url}: {message}"
+        );
+        // Refused before it wrote anything (an instance's lease, say).
+        assert_eq!(cluster.command(port, &["DBSIZE"]), "0", "{url}");
+    }
 }
