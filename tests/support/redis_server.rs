@@ -5,11 +5,13 @@
 //! `MCP_TASKS_SKIP_REDIS=1` is set: a silent skip would hide a CI that forgot
 //! to install Redis.
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{TcpListener, TcpStream};
+#[path = "redis_common.rs"]
+mod common;
+
+use std::io::ErrorKind;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A running `redis-server` that nothing else uses.
 pub struct RedisServer {
@@ -31,37 +33,20 @@ impl RedisServer {
     /// temporary directory, so that the data survives [`Self::restart`].
     #[allow(dead_code)]
     pub fn start_persistent() -> Option<Self> {
-        let unique = format!(
-            "mcp-tasks-redis-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|elapsed| elapsed.as_nanos())
-                .unwrap_or_default()
-        );
-        let dir = std::env::temp_dir().join(unique);
-        std::fs::create_dir_all(&dir).expect("create the redis data directory");
+        let dir = common::fresh_dir("mcp-tasks-redis");
         Self::start_in(Some(dir))
     }
 
     fn start_in(dir: Option<PathBuf>) -> Option<Self> {
-        let binary = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned());
+        let binary = common::server_binary();
         let mut last_failure = String::new();
         // A port found free may be taken before redis binds it: try a few.
         for _ in 0..5 {
-            let port = free_port();
+            let port = common::free_port();
             let child = match spawn(&binary, port, dir.as_ref()) {
                 Ok(child) => child,
                 Err(error) if error.kind() == ErrorKind::NotFound => {
-                    if std::env::var("MCP_TASKS_SKIP_REDIS").as_deref() == Ok("1") {
-                        eprintln!("skipped: `{binary}` not found and MCP_TASKS_SKIP_REDIS=1");
-                        return None;
-                    }
-                    panic!(
-                        "`{binary}` not found: the Redis store tests need a Redis server \
-                         (e.g. `apt-get install redis-server`, or set REDIS_SERVER to its \
-                         path); set MCP_TASKS_SKIP_REDIS=1 to skip them knowingly"
-                    );
+                    return common::missing(&binary);
                 }
                 Err(error) => panic!("could not start `{binary}`: {error}"),
             };
@@ -89,7 +74,7 @@ impl RedisServer {
     /// acknowledged before.
     pub fn restart(&mut self) {
         self.kill();
-        let binary = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned());
+        let binary = common::server_binary();
         let child = spawn(&binary, self.port, self.dir.as_ref()).expect("restart redis-server");
         self.child = Some(child);
         if let Err(failure) = self.wait_until_ready(Duration::from_secs(10)) {
@@ -100,29 +85,19 @@ impl RedisServer {
     /// Kills the server now (it stays dead).
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+            common::kill(&mut child);
         }
     }
 
     fn wait_until_ready(&mut self, within: Duration) -> Result<(), String> {
-        let started = Instant::now();
-        loop {
-            if let Some(child) = self.child.as_mut()
-                && let Ok(Some(status)) = child.try_wait()
-            {
-                self.child = None;
-                return Err(format!("it exited with {status}"));
-            }
-            if ping(self.port) {
-                return Ok(());
-            }
-            if started.elapsed() > within {
-                self.kill();
-                return Err(format!("no PONG on port {} within {within:?}", self.port));
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        let Some(child) = self.child.as_mut() else {
+            return Err("it is not running".to_owned());
+        };
+        let ready = common::wait_until_up(child, self.port, within);
+        if ready.is_err() {
+            self.kill();
         }
+        ready
     }
 }
 
@@ -156,20 +131,4 @@ fn spawn(binary: &str, port: u16, dir: Option<&PathBuf>) -> std::io::Result<Chil
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-}
-
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    listener.local_addr().expect("local address").port()
-}
-
-fn ping(port: u16) -> bool {
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
-    let mut reply = [0u8; 7];
-    stream.write_all(b"PING\r\n").is_ok()
-        && stream.read_exact(&mut reply).is_ok()
-        && &reply == b"+PONG\r\n"
 }

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::ConnectionManagerConfig;
+use redis::ErrorKind;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -79,7 +80,11 @@ impl RedisTaskStoreBuilder {
     /// end-of-task channel and starts the background tasks (the subscriber,
     /// the deadline timer, and the lease renewer and sweeper), so it must run
     /// inside a Tokio runtime. Fails with [`StoreError::Backend`] when Redis
-    /// cannot be reached.
+    /// cannot be reached, and when the server is a Redis Cluster node
+    /// (`cluster_enabled:1` in `INFO cluster`), before writing anything: this
+    /// store speaks to one server, and on a cluster it would fail later on
+    /// every key of another node's slots (`MOVED`). A server that refuses
+    /// `INFO` is taken for a single node.
     pub async fn connect(self) -> Result<RedisTaskStore, StoreError> {
         let client = redis::Client::open(self.url.as_str()).map_err(backend)?;
         let config = ConnectionManagerConfig::new()
@@ -91,6 +96,7 @@ impl RedisTaskStoreBuilder {
             .get_connection_manager_with_config(config)
             .await
             .map_err(backend)?;
+        refuse_cluster(&mut conn.clone()).await?;
         let keys = Arc::new(Keys::new(self.prefix));
         let stops = Arc::new(Stops::default());
         let shutdown = CancellationToken::new();
@@ -140,4 +146,24 @@ impl RedisTaskStoreBuilder {
             }),
         })
     }
+}
+
+/// Fails when the server runs in cluster mode; see
+/// [`RedisTaskStoreBuilder::connect`].
+async fn refuse_cluster(conn: &mut ConnectionManager) -> Result<(), StoreError> {
+    let info: String = match redis::cmd("INFO").arg("cluster").query_async(conn).await {
+        Ok(info) => info,
+        // Renamed, or denied by an ACL: nothing to go by.
+        Err(error) if matches!(error.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => {
+            return Ok(());
+        }
+        Err(error) => return Err(backend(error)),
+    };
+    if info.lines().any(|line| line.trim() == "cluster_enabled:1") {
+        return Err(StoreError::backend(
+            "this Redis server runs in cluster mode; RedisTaskStore does not support \
+             Redis Cluster yet (it needs a standalone Redis, or a primary with replicas)",
+        ));
+    }
+    Ok(())
 }

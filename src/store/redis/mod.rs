@@ -153,7 +153,10 @@
 //!
 //! Needs Redis 7.0 or later (`PEXPIREAT … GT`). Redis Cluster is not
 //! supported yet: `create` writes the task, its owner index and its driver's
-//! driving set, which live in different slots.
+//! driving set, which live in different slots. [`connect`] refuses a cluster
+//! node with a [`StoreError::Backend`] that says so.
+//!
+//! [`connect`]: RedisTaskStoreBuilder::connect
 
 mod admin;
 mod answer;
