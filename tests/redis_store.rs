@@ -6,6 +6,11 @@ mod contract;
 /// Leases: the running tasks of a lost instance are failed by another.
 #[path = "redis_store/leases.rs"]
 mod leases;
+/// A deployment of the first key layout moves to today's at connect.
+#[path = "redis_store/migrate.rs"]
+mod migrate;
+#[path = "support/redis_pair.rs"]
+mod pair;
 /// `get` is one HMGET, its input requests kept rendered in the task.
 #[path = "redis_store/reads.rs"]
 mod reads;
@@ -16,34 +21,9 @@ use std::future::Future;
 use std::time::Duration;
 
 use mcp_tasks::store::{ListCursor, RedisTaskStore};
-use mcp_tasks::{
-    CancelOutcome, InputProgress, InputRound, NewTask, Quota, QuotaScope, StoreError, TaskId,
-    TaskStatus, TaskStore, Timestamp,
-};
+use mcp_tasks::{NewTask, Quota, QuotaScope, StoreError, TaskId, TaskStore, Timestamp};
+use pair::{fresh_prefix, new_task, raw};
 use redis_server::RedisServer;
-use serde_json::value::RawValue;
-
-fn raw(text: &str) -> Box<RawValue> {
-    RawValue::from_string(text.to_owned()).unwrap()
-}
-
-fn new_task(owner: Option<&str>, ttl: Option<Duration>) -> NewTask {
-    NewTask {
-        id: TaskId::generate().unwrap(),
-        owner: owner.map(str::to_owned),
-        created_at: Timestamp::now(),
-        ttl,
-        poll_interval: None,
-        status_message: None,
-        quota: Quota::default(),
-        rerun: None,
-    }
-}
-
-/// A prefix no other store in this run uses.
-fn fresh_prefix() -> String {
-    format!("test-{}", TaskId::generate().unwrap())
-}
 
 async fn connect(server: &RedisServer, prefix: &str) -> RedisTaskStore {
     RedisTaskStore::builder(server.url())
@@ -100,38 +80,7 @@ async fn a_task_created_on_one_instance_is_readable_on_another() {
         return;
     };
     let (a, b) = two_instances(&server).await;
-    let mut task = new_task(Some("alice"), Some(Duration::from_secs(60)));
-    task.poll_interval = Some(Duration::from_millis(1500));
-    task.status_message = Some("starting".into());
-    a.create(task.clone()).await.unwrap();
-    let read = b.get(task.id, Some("alice")).await.unwrap().unwrap();
-    assert_eq!(read.status(), TaskStatus::Working);
-    assert_eq!(read.created_at, task.created_at);
-    assert_eq!(read.ttl, task.ttl);
-    assert_eq!(read.poll_interval, task.poll_interval);
-    assert_eq!(read.status_message.as_deref(), Some("starting"));
-    assert!(b.get(task.id, Some("bob")).await.unwrap().is_none());
-    assert!(b.get(task.id, None).await.unwrap().is_none());
-
-    b.set_status_message(task.id, "half way".into())
-        .await
-        .unwrap();
-    b.complete(task.id, raw(r#"{"content":[], "isError":false}"#))
-        .await
-        .unwrap();
-    let read = a.get(task.id, Some("alice")).await.unwrap().unwrap();
-    assert_eq!(read.status(), TaskStatus::Completed);
-    assert_eq!(read.status_message.as_deref(), Some("half way"));
-    match read.state {
-        mcp_tasks::TaskState::Completed { result } => {
-            assert_eq!(
-                result.get(),
-                r#"{"content":[], "isError":false}"#,
-                "byte for byte"
-            )
-        }
-        other => panic!("expected completed, got {other:?}"),
-    }
+    pair::created_on_one_is_readable_on_another(&a, &b).await;
 }
 
 #[tokio::test]
@@ -140,28 +89,7 @@ async fn a_cancel_on_one_instance_fires_the_stop_signal_of_another_within_a_seco
         return;
     };
     let (a, b) = two_instances(&server).await;
-    let task = new_task(Some("alice"), None);
-    let created = a.create(task.clone()).await.unwrap();
-    assert_eq!(a.held_stop_signals(), 1);
-    let outcome = b.cancel(task.id, Some("alice")).await.unwrap();
-    assert!(matches!(outcome, Some(CancelOutcome::Cancelled(_))));
-    let fired = tokio::time::timeout(Duration::from_secs(1), created.stop.cancelled()).await;
-    assert!(fired.is_ok(), "A's stop signal fired within one second");
-    assert_eq!(a.held_stop_signals(), 0, "A forgot the ended task");
-    // A's driver finishing late is refused: cancelled stays cancelled.
-    let late = a.complete(task.id, raw("{}")).await;
-    assert!(
-        matches!(
-            late,
-            Err(StoreError::InvalidTransition {
-                from: TaskStatus::Cancelled,
-                ..
-            })
-        ),
-        "got {late:?}"
-    );
-    let read = b.get(task.id, Some("alice")).await.unwrap().unwrap();
-    assert_eq!(read.status(), TaskStatus::Cancelled);
+    pair::a_cancel_on_one_fires_the_stop_signal_of_another(&a, &b).await;
 }
 
 #[tokio::test]
@@ -170,19 +98,7 @@ async fn an_operators_delete_on_one_instance_stops_the_task_running_on_another()
         return;
     };
     let (a, b) = two_instances(&server).await;
-    let task = new_task(Some("alice"), None);
-    let created = a.create(task.clone()).await.unwrap();
-    let removed = b
-        .admin_delete(task.id)
-        .await
-        .unwrap()
-        .expect("B finds A's task");
-    assert_eq!(removed.snapshot.status(), TaskStatus::Working);
-    let fired = tokio::time::timeout(Duration::from_secs(1), created.stop.cancelled()).await;
-    assert!(fired.is_ok(), "A's stop signal fired within one second");
-    let late = a.complete(task.id, raw("{}")).await;
-    assert!(matches!(late, Err(StoreError::NotFound)), "got {late:?}");
-    assert_eq!(a.held_stop_signals(), 0, "A forgot the deleted task");
+    pair::an_operators_delete_on_one_stops_the_task_on_another(&a, &b).await;
 }
 
 #[tokio::test]
@@ -191,65 +107,7 @@ async fn an_input_round_completed_on_another_instance_returns_the_resume_context
         return;
     };
     let (a, b) = two_instances(&server).await;
-    let task = new_task(Some("alice"), Some(Duration::from_secs(60)));
-    let created = a.create(task.clone()).await.unwrap();
-    let round = InputRound {
-        requests: vec![
-            (
-                "1.confirm".into(),
-                raw(r#"{"method":"elicitation/create"}"#),
-            ),
-            ("1.roots".into(), raw(r#"{"method":"roots/list"}"#)),
-        ],
-        resume: raw(r#"{"round":1,"requestState":"opaque"}"#),
-    };
-    a.require_input(task.id, round).await.unwrap();
-    let progress = b
-        .answer_input(task.id, Some("alice"), vec![("1.roots".into(), raw("[]"))])
-        .await
-        .unwrap();
-    assert!(matches!(progress, Some(InputProgress::Pending)));
-    assert_eq!(
-        b.held_stop_signals(),
-        0,
-        "a pending round hands out nothing"
-    );
-    let progress = b
-        .answer_input(
-            task.id,
-            Some("alice"),
-            vec![("1.confirm".into(), raw(r#"{"action":"accept"}"#))],
-        )
-        .await
-        .unwrap();
-    let Some(InputProgress::RoundComplete {
-        answers,
-        resume,
-        stop,
-    }) = progress
-    else {
-        panic!("expected a complete round, got {progress:?}");
-    };
-    let answers: Vec<_> = answers.iter().map(|(k, v)| (k.as_str(), v.get())).collect();
-    assert_eq!(
-        answers,
-        vec![("1.roots", "[]"), ("1.confirm", r#"{"action":"accept"}"#)]
-    );
-    assert_eq!(resume.get(), r#"{"round":1,"requestState":"opaque"}"#);
-    assert_eq!(
-        a.get(task.id, Some("alice"))
-            .await
-            .unwrap()
-            .unwrap()
-            .status(),
-        TaskStatus::Working
-    );
-    // The resumed call runs on B now; a cancel on A stops it there.
-    a.cancel(task.id, Some("alice")).await.unwrap();
-    let fired = tokio::time::timeout(Duration::from_secs(1), stop.cancelled()).await;
-    assert!(fired.is_ok(), "B's resumed call is stopped by A's cancel");
-    assert!(created.stop.is_cancelled());
-    assert_eq!((a.held_stop_signals(), b.held_stop_signals()), (0, 0));
+    pair::a_round_completed_on_another_returns_the_resume_context(&a, &b).await;
 }
 
 #[tokio::test]
@@ -258,45 +116,7 @@ async fn racing_instances_get_exactly_one_winner_per_transition() {
         return;
     };
     let (a, b) = two_instances(&server).await;
-    for _ in 0..40 {
-        // A's driver finishes while B's client cancels.
-        let task = new_task(None, None);
-        let created = a.create(task.clone()).await.unwrap();
-        let (completed, cancelled) =
-            tokio::join!(a.complete(task.id, raw("{}")), b.cancel(task.id, None));
-        let cancelled = matches!(cancelled.unwrap(), Some(CancelOutcome::Cancelled(_)));
-        assert!(completed.is_ok() != cancelled, "exactly one of them wins");
-        let status = b.get(task.id, None).await.unwrap().unwrap().status();
-        let winner = if cancelled {
-            TaskStatus::Cancelled
-        } else {
-            TaskStatus::Completed
-        };
-        assert_eq!(status, winner);
-        assert!(created.stop.is_cancelled());
-
-        // Two instances answer the last outstanding key at once.
-        let task = new_task(None, None);
-        a.create(task.clone()).await.unwrap();
-        let round = InputRound {
-            requests: vec![("1.a".into(), raw("{}"))],
-            resume: raw(r#"{"r":1}"#),
-        };
-        a.require_input(task.id, round).await.unwrap();
-        let answer = || vec![("1.a".to_owned(), raw("true"))];
-        let (on_a, on_b) = tokio::join!(
-            a.answer_input(task.id, None, answer()),
-            b.answer_input(task.id, None, answer())
-        );
-        let completes = [on_a.unwrap(), on_b.unwrap()]
-            .iter()
-            .filter(|p| matches!(p, Some(InputProgress::RoundComplete { .. })))
-            .count();
-        assert_eq!(completes, 1, "one round, one resumed call");
-        a.complete(task.id, raw("{}")).await.unwrap();
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!((a.held_stop_signals(), b.held_stop_signals()), (0, 0));
+    pair::racing_instances_get_exactly_one_winner_per_transition(&a, &b).await;
 }
 
 #[tokio::test]
@@ -402,7 +222,7 @@ async fn live_sets_are_written_only_under_a_quota_and_expire_with_their_longest_
     let client = redis::Client::open(server.url()).unwrap();
     let mut raw_conn = client.get_multiplexed_async_connection().await.unwrap();
     let mut pttl = async |name: &str| -> i64 {
-        let key = format!("{}:live:{name}", store.prefix());
+        let key = format!("{{{}}}:live:{name}", store.prefix());
         let cmd = redis::cmd("PTTL").arg(key).to_owned();
         cmd.query_async(&mut raw_conn).await.unwrap()
     };

@@ -44,7 +44,7 @@ use tokio_util::sync::CancellationToken;
 use crate::task::{TaskId, TaskSnapshot, TaskStatus, Timestamp};
 
 #[cfg(feature = "redis")]
-pub use self::redis::{RedisTaskStore, RedisTaskStoreBuilder, TaskPage};
+pub use self::redis::{RedisNodes, RedisTaskStore, RedisTaskStoreBuilder, TaskPage};
 #[cfg(feature = "sqlite")]
 pub use self::sqlite::{SqliteTaskStore, SqliteTaskStoreBuilder, Synchronous};
 pub use admin::{AdminPage, AdminTask, StatusCounts, TaskCounts};

@@ -63,7 +63,7 @@ async fn lease_left(
     iid: &str,
 ) -> Duration {
     let left: i64 = redis::cmd("PTTL")
-        .arg(format!("{prefix}:instance:{{{iid}}}"))
+        .arg(format!("{{{prefix}}}:instance:{iid}"))
         .query_async(conn)
         .await
         .unwrap();
@@ -107,7 +107,7 @@ async fn an_instance_that_dies_has_its_running_tasks_failed_by_another_within_th
     let client = redis::Client::open(server.url()).unwrap();
     let mut raw_conn = client.get_multiplexed_async_connection().await.unwrap();
     let lost_id = a.instance_id().to_owned();
-    let driving = format!("{prefix}:driving:{{{lost_id}}}");
+    let driving = format!("{{{prefix}}}:driving:{lost_id}");
     let driven: Vec<String> = redis::cmd("SMEMBERS")
         .arg(&driving)
         .query_async(&mut raw_conn)
@@ -119,7 +119,10 @@ async fn an_instance_that_dies_has_its_running_tasks_failed_by_another_within_th
         "A drives only `running`"
     );
     let mut pubsub = client.get_async_pubsub().await.unwrap();
-    pubsub.subscribe(format!("{prefix}:ended")).await.unwrap();
+    pubsub
+        .subscribe(format!("{{{prefix}}}:ended"))
+        .await
+        .unwrap();
 
     // A dies: no more renewals. Its lease was renewed at most lease / 3 ago.
     drop(a);
@@ -165,7 +168,7 @@ async fn an_instance_that_dies_has_its_running_tasks_failed_by_another_within_th
     );
     assert_eq!(status_of(&c, &on_b).await, TaskStatus::Working);
     let instances: Vec<String> = redis::cmd("SMEMBERS")
-        .arg(format!("{prefix}:instances"))
+        .arg(format!("{{{prefix}}}:instances"))
         .query_async(&mut raw_conn)
         .await
         .unwrap();
@@ -272,7 +275,7 @@ async fn an_instance_that_lost_its_lease_has_its_tasks_failed_and_its_late_outco
     let created = a.create(task.clone()).await.unwrap();
     let client = redis::Client::open(server.url()).unwrap();
     let mut raw_conn = client.get_multiplexed_async_connection().await.unwrap();
-    let lease_key = format!("{prefix}:instance:{{{}}}", a.instance_id());
+    let lease_key = format!("{{{prefix}}}:instance:{}", a.instance_id());
     let deleted: i64 = redis::cmd("DEL")
         .arg(&lease_key)
         .query_async(&mut raw_conn)

@@ -52,7 +52,7 @@ async fn raw_connection(server: &RedisServer) -> redis::aio::MultiplexedConnecti
 }
 
 fn task_key(store: &RedisTaskStore, id: mcp_tasks::TaskId) -> String {
-    format!("{}:task:{{{id}}}", store.prefix())
+    format!("{{{}}}:task:{id}", store.prefix())
 }
 
 #[tokio::test]

@@ -97,7 +97,7 @@ impl RedisTaskStore {
         call.key(keys.round(id))
             .key(keys.all())
             .arg(id.to_string())
-            .arg(keys.prefix())
+            .arg(keys.base())
             .arg(keys.channel())
             .arg(keys.driving_head());
         let reply: Value = call

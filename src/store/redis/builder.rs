@@ -4,12 +4,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::ErrorKind;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManagerConfig;
+use redis::cluster::ClusterClientBuilder;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::claims::Claims;
+use super::conn::Conn;
 use super::lease::{self, Lease};
+use super::migrate;
 use super::scripts::Keys;
 use super::stops::{self, Stops, Subscriber};
 use super::{Inner, RedisTaskStore, backend};
@@ -18,10 +21,57 @@ use crate::store::StoreError;
 /// The key prefix unless [`RedisTaskStoreBuilder::prefix`] says otherwise.
 const DEFAULT_PREFIX: &str = "mcp-tasks";
 
+/// Where a [`RedisTaskStore`] connects: one server's URL, or the seed nodes
+/// of a Redis Cluster (`redis://host:port`, any of its nodes; the client
+/// learns the rest).
+///
+/// Converts from one URL (`&str`, `String`) or several (`Vec<String>`,
+/// `Vec<&str>`, `[&str; N]`). Several URLs always mean a cluster; one URL
+/// means a cluster when that server runs in cluster mode (`INFO cluster`),
+/// else a single server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedisNodes(Vec<String>);
+
+impl From<&str> for RedisNodes {
+    fn from(url: &str) -> Self {
+        Self(vec![url.to_owned()])
+    }
+}
+
+impl From<String> for RedisNodes {
+    fn from(url: String) -> Self {
+        Self(vec![url])
+    }
+}
+
+impl From<&String> for RedisNodes {
+    fn from(url: &String) -> Self {
+        Self(vec![url.clone()])
+    }
+}
+
+impl From<Vec<String>> for RedisNodes {
+    fn from(urls: Vec<String>) -> Self {
+        Self(urls)
+    }
+}
+
+impl From<Vec<&str>> for RedisNodes {
+    fn from(urls: Vec<&str>) -> Self {
+        Self(urls.into_iter().map(str::to_owned).collect())
+    }
+}
+
+impl<const N: usize> From<[&str; N]> for RedisNodes {
+    fn from(urls: [&str; N]) -> Self {
+        Self(urls.into_iter().map(str::to_owned).collect())
+    }
+}
+
 /// Settings of a [`RedisTaskStore`] before it connects.
 #[derive(Clone, Debug)]
 pub struct RedisTaskStoreBuilder {
-    url: String,
+    nodes: RedisNodes,
     prefix: String,
     response_timeout: Duration,
     connection_timeout: Duration,
@@ -29,9 +79,9 @@ pub struct RedisTaskStoreBuilder {
 }
 
 impl RedisTaskStoreBuilder {
-    pub(super) fn new(url: String) -> Self {
+    pub(super) fn new(nodes: RedisNodes) -> Self {
         Self {
-            url,
+            nodes,
             prefix: DEFAULT_PREFIX.to_owned(),
             response_timeout: Duration::from_secs(5),
             connection_timeout: Duration::from_secs(1),
@@ -41,6 +91,8 @@ impl RedisTaskStoreBuilder {
 
     /// The key prefix (default `mcp-tasks`). Instances that share tasks must
     /// use the same one; deployments that share a Redis use different ones.
+    /// Every key starts with `{<prefix>}`, a Redis Cluster hash tag, so the
+    /// prefix must not contain `{` or `}` (`connect` refuses it).
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self
@@ -79,25 +131,21 @@ impl RedisTaskStoreBuilder {
     /// Connects, registers this instance with its lease, subscribes to the
     /// end-of-task channel and starts the background tasks (the subscriber,
     /// the deadline timer, and the lease renewer and sweeper), so it must run
-    /// inside a Tokio runtime. Fails with [`StoreError::Backend`] when Redis
-    /// cannot be reached, and when the server is a Redis Cluster node
-    /// (`cluster_enabled:1` in `INFO cluster`), before writing anything: this
-    /// store speaks to one server, and on a cluster it would fail later on
-    /// every key of another node's slots (`MOVED`). A server that refuses
-    /// `INFO` is taken for a single node.
+    /// inside a Tokio runtime. One URL of a server in cluster mode
+    /// (`cluster_enabled:1` in `INFO cluster`), or several URLs, connect to a
+    /// Redis Cluster; a server that refuses `INFO` is taken for a single
+    /// node. Fails with [`StoreError::Backend`] when Redis cannot be reached
+    /// and when the prefix contains `{` or `}`.
     pub async fn connect(self) -> Result<RedisTaskStore, StoreError> {
-        let client = redis::Client::open(self.url.as_str()).map_err(backend)?;
-        let config = ConnectionManagerConfig::new()
-            .set_response_timeout(Some(self.response_timeout))
-            .set_connection_timeout(Some(self.connection_timeout))
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_secs(1));
-        let conn = client
-            .get_connection_manager_with_config(config)
-            .await
-            .map_err(backend)?;
-        refuse_cluster(&mut conn.clone()).await?;
+        if self.prefix.contains(['{', '}']) {
+            return Err(StoreError::backend(
+                "the Redis key prefix must not contain `{` or `}`: it becomes the keys' hash tag",
+            ));
+        }
+        let (conn, clients) = self.open().await?;
         let keys = Arc::new(Keys::new(self.prefix));
+        let cluster = matches!(conn, Conn::Cluster(_));
+        migrate::run(&conn, &keys, cluster).await?;
         let stops = Arc::new(Stops::default());
         let shutdown = CancellationToken::new();
         // Stops the background tasks unless a store comes out of this call,
@@ -110,7 +158,7 @@ impl RedisTaskStoreBuilder {
         let changes = tokio::sync::broadcast::channel(crate::store::CHANGES).0;
         let subscriber = Subscriber {
             changes: changes.clone(),
-            client,
+            clients,
             conn: conn.clone(),
             keys: keys.clone(),
             stops: stops.clone(),
@@ -146,24 +194,67 @@ impl RedisTaskStoreBuilder {
             }),
         })
     }
-}
 
-/// Fails when the server runs in cluster mode; see
-/// [`RedisTaskStoreBuilder::connect`].
-async fn refuse_cluster(conn: &mut ConnectionManager) -> Result<(), StoreError> {
-    let info: String = match redis::cmd("INFO").arg("cluster").query_async(conn).await {
-        Ok(info) => info,
-        // Renamed, or denied by an ACL: nothing to go by.
-        Err(error) if matches!(error.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => {
-            return Ok(());
+    /// The command connection, and a client per seed node for the
+    /// subscriber (a `PUBLISH` on a cluster reaches every node, so any one
+    /// will do; the next seed is tried when one fails).
+    async fn open(&self) -> Result<(Conn, Vec<redis::Client>), StoreError> {
+        let clients = self
+            .nodes
+            .0
+            .iter()
+            .map(|url| redis::Client::open(url.as_str()).map_err(backend))
+            .collect::<Result<Vec<_>, _>>()?;
+        let Some(first) = clients.first() else {
+            return Err(StoreError::backend("no Redis URL given"));
+        };
+        if clients.len() == 1 && !self.is_cluster_node(first).await? {
+            let config = ConnectionManagerConfig::new()
+                .set_response_timeout(Some(self.response_timeout))
+                .set_connection_timeout(Some(self.connection_timeout))
+                .set_number_of_retries(2)
+                .set_max_delay(Duration::from_secs(1));
+            let conn = first
+                .get_connection_manager_with_config(config)
+                .await
+                .map_err(backend)?;
+            return Ok((Conn::Single(conn), clients));
         }
-        Err(error) => return Err(backend(error)),
-    };
-    if info.lines().any(|line| line.trim() == "cluster_enabled:1") {
-        return Err(StoreError::backend(
-            "this Redis server runs in cluster mode; RedisTaskStore does not support \
-             Redis Cluster yet (it needs a standalone Redis, or a primary with replicas)",
-        ));
+        let cluster = ClusterClientBuilder::new(self.nodes.0.clone())
+            .connection_timeout(self.connection_timeout)
+            .response_timeout(self.response_timeout)
+            .retries(3)
+            .build()
+            .map_err(backend)?;
+        let conn = tokio::time::timeout(
+            self.connection_timeout + self.response_timeout,
+            cluster.get_async_connection(),
+        )
+        .await
+        .map_err(|_| StoreError::backend("timed out connecting to the Redis Cluster"))?
+        .map_err(backend)?;
+        Ok((Conn::Cluster(conn), clients))
     }
-    Ok(())
+
+    /// Whether the server at `client` runs in cluster mode.
+    async fn is_cluster_node(&self, client: &redis::Client) -> Result<bool, StoreError> {
+        let probe = async {
+            let mut conn = client.get_multiplexed_async_connection().await?;
+            redis::cmd("INFO")
+                .arg("cluster")
+                .query_async::<String>(&mut conn)
+                .await
+        };
+        let info = tokio::time::timeout(self.connection_timeout + self.response_timeout, probe)
+            .await
+            .map_err(|_| StoreError::backend("timed out asking Redis for its mode"))?;
+        match info {
+            Ok(info) => Ok(info.lines().any(|line| line.trim() == "cluster_enabled:1")),
+            // Renamed, or denied by an ACL: nothing to go by, so one server.
+            Err(error) if matches!(error.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => {
+                Ok(false)
+            }
+            Err(error) => Err(backend(error)),
+        }
+    }
 }

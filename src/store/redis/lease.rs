@@ -11,8 +11,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::conn::Conn;
 use redis::Value;
-use redis::aio::ConnectionManager;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
@@ -39,7 +39,7 @@ const LOST_ERROR: &str =
 
 /// This instance's identity and lease.
 pub(super) struct Lease {
-    conn: ConnectionManager,
+    conn: Conn,
     keys: Arc<Keys>,
     id: String,
     lease: Duration,
@@ -47,11 +47,7 @@ pub(super) struct Lease {
 
 impl Lease {
     /// A fresh random instance id; nothing is written yet.
-    pub(super) fn new(
-        conn: ConnectionManager,
-        keys: Arc<Keys>,
-        lease: Duration,
-    ) -> Result<Self, StoreError> {
+    pub(super) fn new(conn: Conn, keys: Arc<Keys>, lease: Duration) -> Result<Self, StoreError> {
         let id = TaskId::generate()
             .map_err(|error| StoreError::backend(format!("no randomness: {error}")))?
             .to_string();

@@ -9,23 +9,28 @@
 //! # Keys
 //!
 //! Every key starts with a configurable prefix (default `mcp-tasks`), so that
-//! several deployments can share one Redis. The id is wrapped in a hash tag
-//! (`{…}`) so that a task's two keys always share a cluster slot.
+//! several deployments can share one Redis, wrapped in a hash tag
+//! (`{<prefix>}`) so that every key of a store shares one Redis Cluster slot:
+//! each script's keys, including those it derives from stored ids, are on
+//! one node. The layout's version is kept in `{<prefix>}:meta` (field `v`,
+//! today 2); keys of the first layout (`<prefix>:task:{<id>}`, …) are moved
+//! once when this version first connects (see
+//! [`connect`](RedisTaskStoreBuilder::connect)).
 //!
 //! | Key / channel               | Type       | Holds                                   | Why                                                                        |
 //! |-----------------------------|------------|-----------------------------------------|----------------------------------------------------------------------------|
-//! | `<prefix>:task:{<id>}`      | hash       | status, owner, times, TTL, poll interval, message, result or error | one key per task, so that one `PEXPIREAT created+ttl` ends all of it and an expired task reads like one that never existed |
-//! | `<prefix>:round:{<id>}`     | hash       | the open input round: requests in order, which keys are outstanding, answers in order, the resume context | deleted in one step when the round completes or the task ends; expires with the task |
-//! | `<prefix>:owned:<owner>`    | sorted set | the owner's task ids, scored by creation time (ms) | the per-owner listing (`tasks/list`) pages it by cursor instead of scanning the keyspace |
-//! | `<prefix>:unowned`          | sorted set | ids of tasks created without a principal | a distinct key for "no owner": unowned tasks are a security context of their own |
-//! | `<prefix>:all`              | sorted set | every task's id, scored by creation time (ms) | the operator's listing across owners ([`Admin`](crate::Admin)) pages it like an owner index |
-//! | `<prefix>:live:owned:<owner>`, `<prefix>:live:unowned` | sorted set | the owner's tasks created under a [`Quota`], scored by deadline (ms; `+inf` without TTL) | the per-owner cap counts live tasks with one trim and one `ZCARD`; the owner index, scored by creation, cannot |
-//! | `<prefix>:live:all`         | sorted set | every task created under a [`Quota`], scored by deadline | the same for the total cap |
-//! | `<prefix>:ended` (channel)  | pub/sub    | the id of each task that just became terminal | fires the stop signal on whichever instance runs the task's work |
-//! | `<prefix>:changed` (channel) | pub/sub   | the id of each task whose status message changed, that asked for input or resumed | with `ended`, the change feed of [`TaskStore::changes`]: status push on every instance |
-//! | `<prefix>:instances`        | set        | the ids of the registered instances     | the sweepers' list of instances to check for a lapsed lease                |
-//! | `<prefix>:instance:{<iid>}` | string     | `1`, with `PX` = the instance's lease   | an instance is alive exactly while this key exists ([leases](#leases))     |
-//! | `<prefix>:driving:{<iid>}`  | set        | ids of the `working` tasks the instance drives | what a sweeper fails when the instance is lost, without scanning tasks |
+//! | `{<prefix>}:task:<id>`      | hash       | status, owner, times, TTL, poll interval, message, result or error | one key per task, so that one `PEXPIREAT created+ttl` ends all of it and an expired task reads like one that never existed |
+//! | `{<prefix>}:round:<id>`     | hash       | the open input round: requests in order, which keys are outstanding, answers in order, the resume context | deleted in one step when the round completes or the task ends; expires with the task |
+//! | `{<prefix>}:owned:<owner>`    | sorted set | the owner's task ids, scored by creation time (ms) | the per-owner listing (`tasks/list`) pages it by cursor instead of scanning the keyspace |
+//! | `{<prefix>}:unowned`          | sorted set | ids of tasks created without a principal | a distinct key for "no owner": unowned tasks are a security context of their own |
+//! | `{<prefix>}:all`              | sorted set | every task's id, scored by creation time (ms) | the operator's listing across owners ([`Admin`](crate::Admin)) pages it like an owner index |
+//! | `{<prefix>}:live:owned:<owner>`, `{<prefix>}:live:unowned` | sorted set | the owner's tasks created under a [`Quota`], scored by deadline (ms; `+inf` without TTL) | the per-owner cap counts live tasks with one trim and one `ZCARD`; the owner index, scored by creation, cannot |
+//! | `{<prefix>}:live:all`         | sorted set | every task created under a [`Quota`], scored by deadline | the same for the total cap |
+//! | `{<prefix>}:ended` (channel)  | pub/sub    | the id of each task that just became terminal | fires the stop signal on whichever instance runs the task's work |
+//! | `{<prefix>}:changed` (channel) | pub/sub   | the id of each task whose status message changed, that asked for input or resumed | with `ended`, the change feed of [`TaskStore::changes`]: status push on every instance |
+//! | `{<prefix>}:instances`        | set        | the ids of the registered instances     | the sweepers' list of instances to check for a lapsed lease                |
+//! | `{<prefix>}:instance:<iid>` | string     | `1`, with `PX` = the instance's lease   | an instance is alive exactly while this key exists ([leases](#leases))     |
+//! | `{<prefix>}:driving:<iid>`  | set        | ids of the `working` tasks the instance drives | what a sweeper fails when the instance is lost, without scanning tasks |
 //!
 //! Task hash fields: `s` status, `w` owner (absent for none), `c` created and
 //! `u` updated (ms since the epoch), `e` deadline (ms, absent without TTL),
@@ -36,7 +41,7 @@
 //! the whole task with one `HMGET`). Payloads are never parsed on the Redis
 //! side, so a client reads back exactly what the inner server answered.
 //!
-//! An owner index (and `<prefix>:all`) expires with its longest-lived task (`PEXPIREAT … GT`;
+//! An owner index (and `{<prefix>}:all`) expires with its longest-lived task (`PEXPIREAT … GT`;
 //! never while it holds a task without TTL). Entries of expired tasks are
 //! dropped lazily: the two oldest are checked at each `create`, and every
 //! listing removes those it steps over.
@@ -79,7 +84,7 @@
 //!
 //! - the task becomes terminal anywhere: the scripts that end a task (the
 //!   sweep of a lost instance's tasks too) `PUBLISH` its id on
-//!   `<prefix>:ended` in the same atomic step, and every instance's
+//!   `{<prefix>}:ended` in the same atomic step, and every instance's
 //!   subscriber fires its own token (after `complete` or `fail` the work is
 //!   over already, and firing frees the entry);
 //! - its deadline passes: a local timer, since Redis expiry announces nothing;
@@ -98,14 +103,14 @@
 //!
 //! An instance that dies leaves no task `working` forever. Each store
 //! instance has a random id ([`RedisTaskStore::instance_id`]), lists itself
-//! in `<prefix>:instances` and keeps `<prefix>:instance:{<iid>}` alive with
+//! in `{<prefix>}:instances` and keeps `{<prefix>}:instance:<iid>` alive with
 //! `PX` = its lease (default 10 s, [`RedisTaskStoreBuilder::lease`]), renewed
 //! every `lease / 3` by a background task that stops with the last clone.
 //!
 //! A task is *driven* by the instance whose call runs it: the one that
 //! created it, or the one whose `answer_input` completed its round (it
 //! re-issues the call). The same script that makes the task `working`
-//! records the driver (`d`) and adds the id to `<prefix>:driving:{<iid>}`;
+//! records the driver (`d`) and adds the id to `{<prefix>}:driving:<iid>`;
 //! the scripts that end a task, or make it wait for input (nothing runs
 //! then), take it out again.
 //!
@@ -114,7 +119,7 @@
 //! driving set fails each task that is still `working` *and* still driven
 //! by it, with the JSON-RPC error `{"code":-32603,"message":"The server
 //! instance running this task was lost"}` and that status message,
-//! announces it on `<prefix>:ended`, and forgets the instance once its
+//! announces it on `{<prefix>}:ended`, and forgets the instance once its
 //! driving set is empty. The script checks the lease key in the same atomic
 //! step, so an instance whose lease is alive is never swept, however slow;
 //! two sweepers racing pop disjoint entries and find a task failed already,
@@ -125,7 +130,7 @@
 //! fields `rr`, `at` attempt so far, `am` attempts in all) and attempts left
 //! is not failed but *claimed* by the sweeper in the same step: `at` counts
 //! one more, the sweeper becomes its driver, its status message says which
-//! attempt runs, and the change goes out on `<prefix>:changed` (not
+//! attempt runs, and the change goes out on `{<prefix>}:changed` (not
 //! `ended`, which would fire its stop signal). The sweeper's layer takes it
 //! ([`TaskStore::orphans`], woken by
 //! [`TaskStore::orphan_signal`]) and runs
@@ -151,20 +156,22 @@
 //! Instances should keep their clocks in sync: creation and update times come
 //! from the instance, expiry from the Redis server's clock.
 //!
-//! Needs Redis 7.0 or later (`PEXPIREAT … GT`). Redis Cluster is not
-//! supported yet: `create` writes the task, its owner index and its driver's
-//! driving set, which live in different slots. [`connect`] refuses a cluster
-//! node with a [`StoreError::Backend`] that says so.
-//!
-//! [`connect`]: RedisTaskStoreBuilder::connect
+//! Needs Redis 7.0 or later (`PEXPIREAT … GT`). Runs on one server (with
+//! replicas) and on a Redis Cluster: give [`RedisTaskStore::builder`] several
+//! node URLs, or one URL of a node in cluster mode. On a cluster one primary
+//! (the one that serves the prefix's slot) holds every task of a prefix and
+//! does all of its work; its replica takes over when it fails. Spreading one
+//! deployment's tasks over several primaries is not done yet.
 
 mod admin;
 mod answer;
 mod builder;
 mod claims;
+mod conn;
 mod get;
 mod lease;
 mod list;
+mod migrate;
 mod reply;
 mod scripts;
 mod stops;
@@ -172,8 +179,8 @@ mod stops;
 use std::fmt;
 use std::sync::Arc;
 
+use conn::Conn;
 use redis::Value;
-use redis::aio::ConnectionManager;
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
@@ -188,7 +195,7 @@ use scripts::{Keys, cap_arg, owner_args};
 use stops::Stops;
 
 pub use super::ListCursor;
-pub use builder::RedisTaskStoreBuilder;
+pub use builder::{RedisNodes, RedisTaskStoreBuilder};
 pub use list::TaskPage;
 
 /// Deadlines past this (about year 142,000) are stored without expiry, as
@@ -223,12 +230,12 @@ pub struct RedisTaskStore {
 }
 
 struct Inner {
-    conn: ConnectionManager,
+    conn: Conn,
     keys: Arc<Keys>,
     stops: Arc<Stops>,
     lease: Arc<Lease>,
     shutdown: CancellationToken,
-    /// What the subscriber heard on `<prefix>:ended` and `<prefix>:changed`.
+    /// What the subscriber heard on `{<prefix>}:ended` and `{<prefix>}:changed`.
     changes: tokio::sync::broadcast::Sender<super::TaskChange>,
     /// Tasks claimed from lost instances, to run again.
     claims: Arc<claims::Claims>,
@@ -268,14 +275,16 @@ fn now_text() -> String {
 }
 
 impl RedisTaskStore {
-    /// Connects to `url` (`redis://host:port/db`) with the default settings.
+    /// Connects to `url` (`redis://host:port/db`, or any node of a Redis
+    /// Cluster) with the default settings.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         Self::builder(url).connect().await
     }
 
-    /// Settings for a store at `url`, before connecting.
-    pub fn builder(url: impl Into<String>) -> RedisTaskStoreBuilder {
-        RedisTaskStoreBuilder::new(url.into())
+    /// Settings for a store at `nodes` (one URL, or the seed nodes of a
+    /// Redis Cluster; see [`RedisNodes`]), before connecting.
+    pub fn builder(nodes: impl Into<RedisNodes>) -> RedisTaskStoreBuilder {
+        RedisTaskStoreBuilder::new(nodes.into())
     }
 
     /// The key prefix.
@@ -284,7 +293,7 @@ impl RedisTaskStore {
     }
 
     /// The random id this instance registered under (its lease is
-    /// `<prefix>:instance:{<id>}`), new at every `connect`.
+    /// `{<prefix>}:instance:<id>`), new at every `connect`.
     pub fn instance_id(&self) -> &str {
         self.inner.lease.id()
     }
@@ -295,7 +304,7 @@ impl RedisTaskStore {
         self.inner.stops.len()
     }
 
-    fn conn(&self) -> ConnectionManager {
+    fn conn(&self) -> Conn {
         self.inner.conn.clone()
     }
 

@@ -37,105 +37,127 @@ pub(super) static SWEEP: LazyLock<Script> = script!("lua/sweep.lua");
 pub(super) static DELETE: LazyLock<Script> = script!("lua/delete.lua");
 pub(super) static OWNER_STATUS: LazyLock<Script> = script!("lua/owner_status.lua");
 
-/// Key and channel names under one prefix (see the module docs for the table).
+/// Key and channel names under one prefix (see the module docs for the
+/// table). Every name starts with the hash tag `{<prefix>}`, so all of a
+/// store's keys share one Redis Cluster slot and every script's keys, the
+/// ones it builds from stored ids included, are on one node.
 #[derive(Debug)]
 pub(super) struct Keys {
     prefix: String,
+    /// `{<prefix>}`: what every name starts with.
+    base: String,
 }
 
 impl Keys {
     pub(super) fn new(prefix: String) -> Self {
-        Self { prefix }
+        let base = format!("{{{prefix}}}");
+        Self { prefix, base }
     }
 
     pub(super) fn prefix(&self) -> &str {
         &self.prefix
     }
 
-    /// `<prefix>:task:{<id>}`: the task hash.
-    pub(super) fn task(&self, id: TaskId) -> String {
-        format!("{}{id}{}", self.task_head(), Self::TASK_TAIL)
+    /// `{<prefix>}`: the hash tag every key and channel name starts with.
+    pub(super) fn base(&self) -> &str {
+        &self.base
     }
 
-    /// `<prefix>:round:{<id>}`: the open input round of a task.
+    /// `{<prefix>}:task:<id>`: the task hash.
+    pub(super) fn task(&self, id: TaskId) -> String {
+        format!("{}{id}", self.task_head())
+    }
+
+    /// `{<prefix>}:round:<id>`: the open input round of a task.
     pub(super) fn round(&self, id: TaskId) -> String {
-        format!("{}{id}{}", self.round_head(), Self::TASK_TAIL)
+        format!("{}{id}", self.round_head())
     }
 
     /// What precedes the id in a round key.
     pub(super) fn round_head(&self) -> String {
-        format!("{}:round:{{", self.prefix)
+        format!("{}:round:", self.base)
     }
 
-    /// `<prefix>:instances`: the ids of the registered instances.
+    /// `{<prefix>}:meta`: the key layout's version (field `v`).
+    pub(super) fn meta(&self) -> String {
+        format!("{}:meta", self.base)
+    }
+
+    /// `{<prefix>}:migrating`: held by the instance that moves layout-1 keys.
+    pub(super) fn migrating(&self) -> String {
+        format!("{}:migrating", self.base)
+    }
+
+    /// `{<prefix>}:instances`: the ids of the registered instances.
     pub(super) fn instances(&self) -> String {
-        format!("{}:instances", self.prefix)
+        format!("{}:instances", self.base)
     }
 
-    /// `<prefix>:instance:{<iid>}`: the lease of an instance.
+    /// `{<prefix>}:instance:<iid>`: the lease of an instance.
     pub(super) fn instance(&self, iid: &str) -> String {
-        format!("{}:instance:{{{iid}}}", self.prefix)
+        format!("{}:instance:{iid}", self.base)
     }
 
-    /// `<prefix>:driving:{<iid>}`: the ids of the tasks an instance drives.
+    /// `{<prefix>}:driving:<iid>`: the ids of the tasks an instance drives.
     pub(super) fn driving(&self, iid: &str) -> String {
-        format!("{}{iid}{}", self.driving_head(), Self::TASK_TAIL)
+        format!("{}{iid}", self.driving_head())
     }
 
     /// What precedes the instance id in a driving key, for scripts that
     /// build it from a task's driver.
     pub(super) fn driving_head(&self) -> String {
-        format!("{}:driving:{{", self.prefix)
+        format!("{}:driving:", self.base)
     }
 
-    /// `<prefix>:owned:<owner>` or `<prefix>:unowned`: the owner index.
+    /// `{<prefix>}:owned:<owner>` or `{<prefix>}:unowned`: the owner index.
     pub(super) fn index(&self, owner: Option<&str>) -> String {
         match owner {
-            Some(owner) => format!("{}:owned:{owner}", self.prefix),
-            None => format!("{}:unowned", self.prefix),
+            Some(owner) => format!("{}:owned:{owner}", self.base),
+            None => format!("{}:unowned", self.base),
         }
     }
 
-    /// `<prefix>:all`: every task's id, by creation time, for the
+    /// `{<prefix>}:all`: every task's id, by creation time, for the
     /// operator's listing.
     pub(super) fn all(&self) -> String {
-        format!("{}:all", self.prefix)
+        format!("{}:all", self.base)
     }
 
-    /// `<prefix>:live:owned:<owner>` or `<prefix>:live:unowned`: the live
+    /// `{<prefix>}:live:owned:<owner>` or `{<prefix>}:live:unowned`: the live
     /// tasks of an owner created under a quota, by deadline.
     pub(super) fn live(&self, owner: Option<&str>) -> String {
         match owner {
-            Some(owner) => format!("{}:live:owned:{owner}", self.prefix),
-            None => format!("{}:live:unowned", self.prefix),
+            Some(owner) => format!("{}:live:owned:{owner}", self.base),
+            None => format!("{}:live:unowned", self.base),
         }
     }
 
-    /// `<prefix>:live:all`: every live task created under a quota, by
+    /// `{<prefix>}:live:all`: every live task created under a quota, by
     /// deadline.
     pub(super) fn live_all(&self) -> String {
-        format!("{}:live:all", self.prefix)
+        format!("{}:live:all", self.base)
     }
 
-    /// `<prefix>:changed`: the channel that announces the other changes a
+    /// `{<prefix>}:changed`: the channel that announces the other changes a
     /// status subscriber sees (status message, input asked, resumed).
     pub(super) fn changed(&self) -> String {
-        format!("{}:changed", self.prefix)
+        format!("{}:changed", self.base)
     }
 
-    /// `<prefix>:ended`: the channel that announces terminal transitions.
+    /// `{<prefix>}:ended`: the channel that announces terminal transitions.
     pub(super) fn channel(&self) -> String {
-        format!("{}:ended", self.prefix)
+        format!("{}:ended", self.base)
     }
 
     /// What precedes the id in a task key, for scripts that build task keys
     /// from index entries.
     pub(super) fn task_head(&self) -> String {
-        format!("{}:task:{{", self.prefix)
+        format!("{}:task:", self.base)
     }
 
-    /// What follows the id in a task, round or driving key.
-    pub(super) const TASK_TAIL: &'static str = "}";
+    /// What follows the id in a task or round key (nothing: the hash tag is
+    /// the prefix's).
+    pub(super) const TASK_TAIL: &'static str = "";
 }
 
 /// The two script arguments that carry an owner: a presence flag, so that no

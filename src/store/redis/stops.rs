@@ -15,8 +15,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use super::conn::Conn;
 use futures_util::StreamExt;
-use redis::aio::ConnectionManager;
 use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -171,8 +171,10 @@ pub(super) async fn reap(stops: Arc<Stops>, shutdown: CancellationToken) {
 
 /// What the subscriber needs.
 pub(super) struct Subscriber {
-    pub(super) client: redis::Client,
-    pub(super) conn: ConnectionManager,
+    /// One client per seed node; the subscription moves to the next one
+    /// when it is lost (a `PUBLISH` reaches every node of a cluster).
+    pub(super) clients: Vec<redis::Client>,
+    pub(super) conn: Conn,
     pub(super) keys: Arc<Keys>,
     pub(super) stops: Arc<Stops>,
     pub(super) shutdown: CancellationToken,
@@ -196,9 +198,12 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::Red
     let mut backoff = Duration::from_millis(100);
     let channel = sub.keys.channel();
     let changed = sub.keys.changed();
+    let mut node = 0;
     loop {
+        let client = &sub.clients[node % sub.clients.len()];
+        node += 1;
         let attempt = async {
-            let mut pubsub = bounded(sub.timeout, sub.client.get_async_pubsub()).await?;
+            let mut pubsub = bounded(sub.timeout, client.get_async_pubsub()).await?;
             bounded(sub.timeout, pubsub.subscribe(&[&channel, &changed])).await?;
             if ready.is_none() {
                 reconcile(&sub).await?;

@@ -1,5 +1,5 @@
 -- The operator's delete. KEYS: task, round, the index of every task.
--- ARGV: id, key prefix, channel, driving key head.
+-- ARGV: id, key base (`{<prefix>}`), channel, driving key head.
 -- Replies false for no such task, else the owner flag, the owner and the
 -- snapshot of the task as it was. The task leaves every index and live set
 -- (its quota place is free at once); a task that had not ended is
@@ -8,14 +8,14 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   return false
 end
 local out = snapshot(KEYS[1], KEYS[2], owner_of(KEYS[1]))
-local id, prefix = ARGV[1], ARGV[2]
-local index, live = prefix .. ':unowned', prefix .. ':live:unowned'
+local id, base = ARGV[1], ARGV[2]
+local index, live = base .. ':unowned', base .. ':live:unowned'
 if out[1] == '1' then
-  index, live = prefix .. ':owned:' .. out[2], prefix .. ':live:owned:' .. out[2]
+  index, live = base .. ':owned:' .. out[2], base .. ':live:owned:' .. out[2]
 end
 local ended = terminal(redis.call('HGET', KEYS[1], 's'))
 undrive(KEYS[1], id, ARGV[4])
-for _, set in ipairs({index, live, prefix .. ':live:all', KEYS[3]}) do
+for _, set in ipairs({index, live, base .. ':live:all', KEYS[3]}) do
   redis.call('ZREM', set, id)
 end
 redis.call('DEL', KEYS[1], KEYS[2])

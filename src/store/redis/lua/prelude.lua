@@ -72,11 +72,11 @@ local function snapshot(task, round, out)
 end
 
 -- The task stops being driven (it ended, or waits for input): it leaves its
--- driver's driving set, `head .. driver .. '}'` (Keys::driving).
+-- driver's driving set, `head .. driver` (Keys::driving).
 local function undrive(task, id, head)
   local driver = redis.call('HGET', task, 'd')
   if driver then
-    redis.call('SREM', head .. driver .. '}', id)
+    redis.call('SREM', head .. driver, id)
     redis.call('HDEL', task, 'd')
   end
 end
