@@ -170,3 +170,102 @@ async fn the_running_tasks_of_a_lost_instance_are_failed_on_a_cluster() {
         "{read:?}"
     );
 }
+
+/// What the writer of the failover test had acknowledged for a task.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Acked {
+    Created,
+    Completed,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failover_keeps_every_task_the_store_acknowledged() {
+    let Some(mut cluster) = start() else {
+        return;
+    };
+    let urls = cluster.urls();
+    let prefix = fresh_prefix();
+    let connect = || {
+        RedisTaskStore::builder(urls.clone())
+            .prefix(&prefix)
+            .wait_for_replicas(1, Duration::from_millis(200))
+            .connect()
+    };
+    let (a, b) = (connect().await.unwrap(), connect().await.unwrap());
+    // The primary that serves the prefix's slot: the only one with keys.
+    let holder = *cluster
+        .primaries()
+        .iter()
+        .find(|&&port| cluster.command(port, &["DBSIZE"]) != "0")
+        .expect("a primary holds the store's keys");
+
+    // A writer creates and completes tasks one after another, noting what
+    // each acknowledged call wrote, and carries on through the failover
+    // until it has 20 more tasks (after the failover the new primary has no
+    // replica left, so each write waits the whole 200 ms for none).
+    let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let wanted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(usize::MAX));
+    let writer = {
+        let (acked, wanted) = (acked.clone(), wanted.clone());
+        tokio::spawn(async move {
+            let (mut refused, deadline) = (0, Instant::now() + Duration::from_secs(60));
+            while acked.lock().unwrap().len() < wanted.load(std::sync::atomic::Ordering::SeqCst)
+                && Instant::now() < deadline
+            {
+                let task = new_task(Some("alice"), Some(Duration::from_secs(600)));
+                if a.create(task.clone()).await.is_err() {
+                    refused += 1;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+                acked.lock().unwrap().push((task.id, Acked::Created));
+                if a.complete(task.id, pair::raw("{}")).await.is_ok() {
+                    acked.lock().unwrap().last_mut().unwrap().1 = Acked::Completed;
+                }
+            }
+            refused
+        })
+    };
+    while acked.lock().unwrap().len() < 100 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let killed_after = acked.lock().unwrap().len();
+    // Each acknowledged write waited for the replica (one WAIT per script).
+    let stats = cluster.command(holder, &["INFO", "commandstats"]);
+    let waits: usize = stats
+        .lines()
+        .find_map(|line| line.strip_prefix("cmdstat_wait:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |calls| calls.parse().unwrap());
+    assert!(
+        waits >= killed_after,
+        "{waits} WAITs for {killed_after} tasks"
+    );
+    let killed = Instant::now();
+    tokio::task::block_in_place(|| {
+        cluster.kill(holder);
+        cluster.wait_for_failover(holder, Duration::from_secs(30));
+    });
+    let failed_over = killed.elapsed();
+    let after = acked.lock().unwrap().len();
+    wanted.store(after + 20, std::sync::atomic::Ordering::SeqCst);
+    let refused = writer.await.unwrap();
+    let acked = acked.lock().unwrap().clone();
+    eprintln!(
+        "{} tasks acknowledged ({killed_after} before the kill, {after} when the replica had \
+         taken over after {failed_over:?}), {refused} creates refused during the failover",
+        acked.len()
+    );
+    assert!(
+        acked.len() >= after + 20,
+        "the writer carried on after the failover: {} acknowledged",
+        acked.len()
+    );
+    for (id, what) in acked {
+        let read = b.get(id, Some("alice")).await.unwrap();
+        let read = read.unwrap_or_else(|| panic!("acknowledged task {id} was lost ({what:?})"));
+        if what == Acked::Completed {
+            assert_eq!(read.status(), TaskStatus::Completed, "{id}");
+        }
+    }
+}

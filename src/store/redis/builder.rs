@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::claims::Claims;
-use super::conn::Conn;
+use super::conn::{Conn, Replicas};
 use super::lease::{self, Lease};
 use super::migrate;
 use super::scripts::Keys;
@@ -76,6 +76,7 @@ pub struct RedisTaskStoreBuilder {
     response_timeout: Duration,
     connection_timeout: Duration,
     lease: Duration,
+    replicas: Option<Replicas>,
 }
 
 impl RedisTaskStoreBuilder {
@@ -86,6 +87,7 @@ impl RedisTaskStoreBuilder {
             response_timeout: Duration::from_secs(5),
             connection_timeout: Duration::from_secs(1),
             lease: lease::DEFAULT_LEASE,
+            replicas: None,
         }
     }
 
@@ -128,6 +130,21 @@ impl RedisTaskStoreBuilder {
         self
     }
 
+    /// After every write, waits up to `timeout` until `count` replicas of
+    /// the primary have it (Redis `WAIT`, sent with the write), so that a
+    /// failover to one of them keeps every task the store acknowledged.
+    /// Off by default: Redis replicates asynchronously, and a failover loses
+    /// the writes its new primary had not received yet.
+    ///
+    /// A write that reaches fewer replicas in time still succeeds (it is on
+    /// the primary, and the caller's task is real); the store logs a warning
+    /// that says so. A `count` of 0 turns the wait off. Each write costs one
+    /// replication round trip more (on loopback, tens of microseconds).
+    pub fn wait_for_replicas(mut self, count: u32, timeout: Duration) -> Self {
+        self.replicas = (count > 0).then_some(Replicas { count, timeout });
+        self
+    }
+
     /// Connects, registers this instance with its lease, subscribes to the
     /// end-of-task channel and starts the background tasks (the subscriber,
     /// the deadline timer, and the lease renewer and sweeper), so it must run
@@ -144,8 +161,8 @@ impl RedisTaskStoreBuilder {
         }
         let (conn, clients) = self.open().await?;
         let keys = Arc::new(Keys::new(self.prefix));
-        let cluster = matches!(conn, Conn::Cluster(_));
-        migrate::run(&conn, &keys, cluster).await?;
+        migrate::run(&conn, &keys, conn.is_cluster()).await?;
+        let conn = conn.waiting_for(self.replicas);
         let stops = Arc::new(Stops::default());
         let shutdown = CancellationToken::new();
         // Stops the background tasks unless a store comes out of this call,
@@ -218,7 +235,7 @@ impl RedisTaskStoreBuilder {
                 .get_connection_manager_with_config(config)
                 .await
                 .map_err(backend)?;
-            return Ok((Conn::Single(conn), clients));
+            return Ok((Conn::single(conn), clients));
         }
         let cluster = ClusterClientBuilder::new(self.nodes.0.clone())
             .connection_timeout(self.connection_timeout)
@@ -233,7 +250,7 @@ impl RedisTaskStoreBuilder {
         .await
         .map_err(|_| StoreError::backend("timed out connecting to the Redis Cluster"))?
         .map_err(backend)?;
-        Ok((Conn::Cluster(conn), clients))
+        Ok((Conn::cluster(conn), clients))
     }
 
     /// Whether the server at `client` runs in cluster mode.
