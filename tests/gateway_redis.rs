@@ -1,4 +1,5 @@
-//! Two `mcp-tasks-gateway` replicas over one real `redis-server`: a task
+//! Two `mcp-tasks-gateway` replicas over one real `redis-server` (and over a
+//! 3+3 Redis Cluster, `--redis-cluster`): a task
 //! created through one is read, answered and cancelled through the other,
 //! as a load balancer without affinity would send the requests. Once with
 //! each gateway in front of its own rmcp fixture replica, once with both in
@@ -9,6 +10,10 @@
 
 #[path = "support/gateway.rs"]
 mod gateway;
+// The cluster and the server harness both include support/redis_common.rs.
+#[allow(dead_code, clippy::duplicate_mod)] // the failover is for tests/redis_cluster.rs
+#[path = "support/redis_cluster.rs"]
+mod redis_cluster;
 #[allow(dead_code)] // restarting is for the outage tests
 #[path = "support/redis_server.rs"]
 mod redis_server;
@@ -16,6 +21,7 @@ mod support;
 
 use std::time::Duration;
 
+use redis_cluster::RedisCluster;
 use redis_server::RedisServer;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -32,12 +38,15 @@ struct Replica {
 }
 
 async fn replica(redis: &RedisServer) -> Replica {
+    replica_on(&["--redis", &redis.url()]).await
+}
+
+/// A replica on the Redis that `store` (the gateway's Redis flags) names.
+async fn replica_on(store: &[&str]) -> Replica {
     let (upstream, probe) = serve_fixture(FixtureMode::Stateless).await;
-    let gateway = gateway::start(
-        &upstream.url,
-        &["--redis", &redis.url(), "--policy", "confirm_delete=always"],
-    )
-    .await;
+    let mut args = store.to_vec();
+    args.extend(["--policy", "confirm_delete=always"]);
+    let gateway = gateway::start(&upstream.url, &args).await;
     let client = McpClient::new(&gateway.url);
     Replica {
         _upstream: upstream,
@@ -62,7 +71,24 @@ async fn a_task_made_through_one_gateway_is_read_answered_and_cancelled_through_
     };
     let a = replica(&redis).await;
     let b = replica(&redis).await;
+    read_answered_and_cancelled_through_another(&a, &b).await;
+}
 
+#[tokio::test]
+async fn gateways_over_a_redis_cluster_share_their_tasks() {
+    let Some(cluster) = RedisCluster::start() else {
+        panic!("redis-server and redis-cli are needed for this test (.ci/run installs them)");
+    };
+    let seeds = cluster.urls().join(",");
+    let a = replica_on(&["--redis-cluster", &seeds, "--redis-wait-replicas", "1"]).await;
+    // The other one knows a single node, and finds the cluster from it.
+    let b = replica_on(&["--redis", &cluster.urls()[4]]).await;
+    read_answered_and_cancelled_through_another(&a, &b).await;
+}
+
+/// Created through `a` and answered through `b`; then running on `a` and
+/// cancelled through `b`.
+async fn read_answered_and_cancelled_through_another(a: &Replica, b: &Replica) {
     // Created through A, waiting for input: B sees it and answers it.
     let created = a
         .client

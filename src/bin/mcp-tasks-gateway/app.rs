@@ -240,18 +240,35 @@ fn json(body: bytes::Bytes) -> Response {
     response
 }
 
+/// The Redis nodes named by `--redis` or `--redis-cluster` (at most one of
+/// them), with the flag that named them.
+fn redis_nodes(args: &Args) -> Result<Option<(&'static str, Vec<String>)>, String> {
+    match (&args.redis, args.redis_cluster.is_empty()) {
+        (Some(_), false) => Err("--redis and --redis-cluster both name a Redis: choose one \
+                                 (--redis-cluster takes the seed nodes of a cluster)"
+            .to_owned()),
+        (Some(url), true) => Ok(Some(("--redis", vec![url.clone()]))),
+        (None, false) => Ok(Some(("--redis-cluster", args.redis_cluster.clone()))),
+        (None, true) => Ok(None),
+    }
+}
+
 /// `TasksLayer` with the store and the task settings.
 async fn layer(args: &Args) -> Result<TasksLayer, String> {
-    let mut layer = match (&args.redis, &args.sqlite) {
+    let redis = redis_nodes(args)?;
+    let mut layer = match (redis, &args.sqlite) {
         (Some(_), Some(_)) => {
             return Err("--redis and --sqlite both name a task store: choose one \
                         (--sqlite for a single gateway, --redis for several)"
                 .to_owned());
         }
-        (Some(url), None) => {
-            let store = RedisTaskStore::connect(url)
+        (Some((flag, nodes)), None) => {
+            let wait = args.redis_wait_replicas.unwrap_or(0);
+            let store = RedisTaskStore::builder(nodes.clone())
+                .wait_for_replicas(wait, Duration::from_millis(250))
+                .connect()
                 .await
-                .map_err(|e| format!("--redis {url}: {e}"))?;
+                .map_err(|e| format!("{flag} {}: {e}", nodes.join(",")))?;
             TasksLayer::new(store)
         }
         (None, Some(path)) => {
@@ -327,6 +344,24 @@ mod tests {
         let refused = refused.expect("two task stores are refused");
         assert!(
             refused.contains("--redis and --sqlite") && refused.contains("choose one"),
+            "{refused}"
+        );
+    }
+
+    #[tokio::test]
+    async fn naming_both_redis_and_a_redis_cluster_is_an_error_at_start() {
+        let args = Args::parse_from([
+            "gw",
+            "--redis",
+            "redis://127.0.0.1:1/",
+            "--redis-cluster",
+            "redis://127.0.0.1:2,redis://127.0.0.1:3",
+        ]);
+        assert_eq!(args.redis_cluster.len(), 2, "comma-separated seeds");
+        let refused = layer(&args).await.err();
+        let refused = refused.expect("two Redis stores are refused");
+        assert!(
+            refused.contains("--redis and --redis-cluster") && refused.contains("choose one"),
             "{refused}"
         );
     }

@@ -224,6 +224,26 @@ pub struct Args {
         value_name = "URL"
     )]
     pub redis: Option<String>,
+    /// Keep tasks in a Redis Cluster, given seed nodes
+    /// (redis://HOST:PORT, comma-separated or repeated); instead of --redis.
+    #[arg(
+        help_heading = "Storage",
+        long,
+        env = "MCP_TASKS_REDIS_CLUSTER",
+        value_name = "URL",
+        value_delimiter = ','
+    )]
+    pub redis_cluster: Vec<String>,
+    /// With --redis or --redis-cluster: acknowledge a task write only once
+    /// this many replicas have it, waiting at most 250 ms (Redis WAIT), so a
+    /// failover keeps it [default: 0, asynchronous replication].
+    #[arg(
+        help_heading = "Storage",
+        long,
+        env = "MCP_TASKS_REDIS_WAIT_REPLICAS",
+        value_name = "N"
+    )]
+    pub redis_wait_replicas: Option<u32>,
     /// Keep tasks in this SQLite file, across a restart and a `kill -9` of
     /// this gateway (one instance; use --redis for several).
     #[arg(
@@ -561,7 +581,7 @@ impl Args {
             };
         }
         pick!(
-            upstream, cwd, start_timeout, instances, max_in_flight, place_timeout, max_body_bytes, listen, path, threshold, ttl, max_ttl, poll_interval, redis, sqlite, retry_hints, fallback_after, fallback_tools,
+            upstream, cwd, start_timeout, instances, max_in_flight, place_timeout, max_body_bytes, listen, path, threshold, ttl, max_ttl, poll_interval, redis, redis_wait_replicas, sqlite, retry_hints, fallback_after, fallback_tools,
             max_tasks, max_tasks_per_principal, max_running, max_runtime,
             header_timeout, body_timeout, keep_alive, max_connections, max_connections_per_client,
             upstream_connect_timeout, upstream_header_timeout, upstream_request_timeout,
@@ -569,7 +589,7 @@ impl Args {
             shutdown_grace, metrics, otlp,
             forward_authorization, require_upstream, oauth_issuer, oauth_resource, oauth_jwks,
             oauth_hs256_secret_file, oauth_authorization_server, oauth_leeway;
-            policy, retry, fallback, allowed_host, allowed_origin, oauth_audience, oauth_scopes,
+            policy, retry, fallback, redis_cluster, allowed_host, allowed_origin, oauth_audience, oauth_scopes,
             command, env
         )
     }
