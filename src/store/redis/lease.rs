@@ -11,12 +11,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::conn::Conn;
 use redis::Value;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 use super::claims::Claims;
+use super::conn::Conn;
 use super::scripts::{self, Keys};
 use super::stops::Stops;
 use super::{backend, now_text, reply};
@@ -116,7 +116,6 @@ impl Lease {
                     .arg(SWEEP_BATCH)
                     .arg(self.keys.task_head())
                     .arg(self.keys.round_head())
-                    .arg(Keys::TASK_TAIL)
                     .arg(now_text())
                     .arg(self.keys.channel())
                     .arg(LOST_ERROR)

@@ -59,7 +59,6 @@ impl RedisTaskStore {
         };
         let mut call = LIST.key(index);
         call.arg(keys.task_head())
-            .arg(Keys::TASK_TAIL)
             .arg(has_owner)
             .arg(owner_text)
             .arg(score)

@@ -406,7 +406,6 @@ impl TaskStore for RedisTaskStore {
                 .arg(task.status_message.as_deref().unwrap_or_default())
                 .arg(id.to_string())
                 .arg(keys.task_head())
-                .arg(Keys::TASK_TAIL)
                 .arg(lease.id())
                 .arg(lease.millis())
                 .arg(cap_arg(task.quota.per_owner))

@@ -154,10 +154,6 @@ impl Keys {
     pub(super) fn task_head(&self) -> String {
         format!("{}:task:", self.base)
     }
-
-    /// What follows the id in a task or round key (nothing: the hash tag is
-    /// the prefix's).
-    pub(super) const TASK_TAIL: &'static str = "";
 }
 
 /// The two script arguments that carry an owner: a presence flag, so that no

@@ -2,7 +2,7 @@
 --       the index of every task, then, only when the task is created under a quota, the owner's live
 --       set and the store's live set.
 -- ARGV: has_owner, owner, created ms, deadline ms or '', ttl ns or '',
---       poll ns or '', has_message, message, id, task key head, task key tail,
+--       poll ns or '', has_message, message, id, task key head,
 --       instance id, lease ms, per-owner cap or '', total cap or '',
 --       re-run record or '', attempts in all.
 -- Replies 1 when created, 0 on an id collision, -1 (per owner) or -2 (total)
@@ -24,10 +24,10 @@ if counted then
   redis.call('ZREMRANGEBYSCORE', mine, '-inf', now)
   redis.call('ZREMRANGEBYSCORE', all, '-inf', now)
   held, total = redis.call('ZCARD', mine), redis.call('ZCARD', all)
-  if ARGV[14] ~= '' and held >= tonumber(ARGV[14]) then
+  if ARGV[13] ~= '' and held >= tonumber(ARGV[13]) then
     return -1
   end
-  if ARGV[15] ~= '' and total >= tonumber(ARGV[15]) then
+  if ARGV[14] ~= '' and total >= tonumber(ARGV[14]) then
     return -2
   end
 end
@@ -45,12 +45,12 @@ end
 if ARGV[7] == '1' then
   redis.call('HSET', task, 'm', ARGV[8])
 end
-if ARGV[16] ~= '' then
+if ARGV[15] ~= '' then
   -- What it takes to run the call again if this instance is lost.
-  redis.call('HSET', task, 'rr', ARGV[16], 'at', 1, 'am', ARGV[17])
+  redis.call('HSET', task, 'rr', ARGV[15], 'at', 1, 'am', ARGV[16])
 end
 -- This instance drives the task (before the expiry, which may be past).
-drive(task, ARGV[9], ARGV[12], KEYS[3], KEYS[5], KEYS[4], ARGV[13])
+drive(task, ARGV[9], ARGV[11], KEYS[3], KEYS[5], KEYS[4], ARGV[12])
 local deadline = ARGV[4]
 if deadline ~= '' then
   redis.call('HSET', task, 'e', deadline)
@@ -79,7 +79,7 @@ end
 -- Amortized trimming: the oldest entries are the first to expire.
 for _, set in ipairs({index, KEYS[6]}) do
   for _, id in ipairs(redis.call('ZRANGE', set, 0, 1)) do
-    if redis.call('EXISTS', ARGV[10] .. id .. ARGV[11]) == 0 then
+    if redis.call('EXISTS', ARGV[10] .. id) == 0 then
       redis.call('ZREM', set, id)
     end
   end
@@ -88,7 +88,7 @@ end
 -- Entries of tasks that expired while working leave the driving set the
 -- same way: two random ones are checked at each create.
 for _, id in ipairs(redis.call('SRANDMEMBER', KEYS[3], 2)) do
-  if redis.call('HGET', ARGV[10] .. id .. ARGV[11], 'd') ~= ARGV[12] then
+  if redis.call('HGET', ARGV[10] .. id, 'd') ~= ARGV[11] then
     redis.call('SREM', KEYS[3], id)
   end
 end

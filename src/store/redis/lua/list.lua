@@ -1,12 +1,12 @@
 -- KEYS: owner index (or the index of every task, with has_owner '*').
--- ARGV: task key head, task key tail, has_owner ('*': any owner), owner, after score or '',
+-- ARGV: task key head, has_owner ('*': any owner), owner, after score or '',
 --       after id, limit, budget (most entries to inspect).
 -- Replies {more '1'/'0', last score or '', last id or '', ids...}, oldest
 -- first. Entries whose task is gone are removed on the way.
 local index = KEYS[1]
-local head, tail = ARGV[1], ARGV[2]
-local limit, budget = tonumber(ARGV[7]), tonumber(ARGV[8])
-local after_score, after_id = ARGV[5], ARGV[6]
+local head = ARGV[1]
+local limit, budget = tonumber(ARGV[6]), tonumber(ARGV[7])
+local after_score, after_id = ARGV[4], ARGV[5]
 
 -- Where to start: just after the cursor entry, found by rank when it is
 -- still indexed, else by its (score, id) position.
@@ -39,8 +39,8 @@ while #ids < limit and scanned < budget and pos < total do
     local id = batch[i]
     pos, scanned = pos + 1, scanned + 1
     last_id, last_score = id, batch[i + 1]
-    local task = head .. id .. tail
-    if reachable(task, ARGV[3], ARGV[4]) then
+    local task = head .. id
+    if reachable(task, ARGV[2], ARGV[3]) then
       ids[#ids + 1] = id
     elseif redis.call('EXISTS', task) == 0 then
       gone[#gone + 1] = id

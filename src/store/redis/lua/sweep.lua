@@ -1,8 +1,8 @@
 -- KEYS: lease, driving set of the instance to sweep, instance registry,
 --       driving set of the sweeping instance.
--- ARGV: instance id, batch size, task key head, round key head, key tail,
---       now ms, end channel, error object, status message, sweeping instance
---       id, change channel.
+-- ARGV: instance id, batch size, task key head, round key head, now ms,
+--       end channel, error object, status message, sweeping instance id,
+--       change channel.
 -- Replies {state, failed, claimed...}: state -1 when the instance's lease is
 -- alive (it is left alone), 1 when tasks remain to sweep (call again), 0 when
 -- done and the instance is forgotten; failed counts the tasks failed by this
@@ -19,7 +19,7 @@ end
 local reply = {0, 0}
 local failed = 0
 for _, id in ipairs(redis.call('SPOP', driving, ARGV[2])) do
-  local task = ARGV[3] .. id .. ARGV[5]
+  local task = ARGV[3] .. id
   local f = redis.call('HMGET', task, 's', 'd', 'rr', 'at', 'am', 'w', 'c', 't')
   if f[1] == 'working' and f[2] == iid then
     if f[3] and tonumber(f[4]) < tonumber(f[5]) then
@@ -27,25 +27,25 @@ for _, id in ipairs(redis.call('SPOP', driving, ARGV[2])) do
       local at = redis.call('HINCRBY', task, 'at', 1)
       local message = 'The server instance running this task was lost; running its call again (attempt '
         .. at .. ' of ' .. f[5] .. ')'
-      redis.call('HSET', task, 'd', ARGV[10], 'm', message, 'u', ARGV[6])
+      redis.call('HSET', task, 'd', ARGV[9], 'm', message, 'u', ARGV[5])
       redis.call('SADD', KEYS[4], id)
       -- A change, not an end: the end channel would fire its stop signal.
-      redis.call('PUBLISH', ARGV[11], id)
+      redis.call('PUBLISH', ARGV[10], id)
       local owned = f[6] and '1' or '0'
       for _, item in ipairs({id, owned, f[6] or '', f[7], f[8] or '', f[3], tostring(at), f[5]}) do
         table.insert(reply, item)
       end
     else
-      local error, message = ARGV[8], ARGV[9]
+      local error, message = ARGV[7], ARGV[8]
       if f[3] then
         message = 'The server instance running this task was lost, on the last of its '
           .. f[5] .. ' attempts; it is not run again'
         error = cjson.encode({code = -32603, message = message})
       end
-      redis.call('HSET', task, 's', 'failed', 'r', error, 'm', message, 'u', ARGV[6])
+      redis.call('HSET', task, 's', 'failed', 'r', error, 'm', message, 'u', ARGV[5])
       redis.call('HDEL', task, 'd')
-      redis.call('DEL', ARGV[4] .. id .. ARGV[5])
-      redis.call('PUBLISH', ARGV[7], id)
+      redis.call('DEL', ARGV[4] .. id)
+      redis.call('PUBLISH', ARGV[6], id)
       failed = failed + 1
     end
   end
