@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::ErrorKind;
-use redis::aio::ConnectionManagerConfig;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -161,7 +161,7 @@ impl RedisTaskStoreBuilder {
         }
         let (conn, clients) = self.open().await?;
         let keys = Arc::new(Keys::new(self.prefix));
-        migrate::run(&conn, &keys, conn.is_cluster()).await?;
+        migrate::run(&conn, &keys).await?;
         let conn = conn.waiting_for(self.replicas);
         let stops = Arc::new(Stops::default());
         let shutdown = CancellationToken::new();
@@ -225,17 +225,19 @@ impl RedisTaskStoreBuilder {
         let Some(first) = clients.first() else {
             return Err(StoreError::backend("no Redis URL given"));
         };
-        if clients.len() == 1 && !self.is_cluster_node(first).await? {
+        if clients.len() == 1 {
             let config = ConnectionManagerConfig::new()
                 .set_response_timeout(Some(self.response_timeout))
                 .set_connection_timeout(Some(self.connection_timeout))
                 .set_number_of_retries(2)
                 .set_max_delay(Duration::from_secs(1));
-            let conn = first
+            let mut conn = first
                 .get_connection_manager_with_config(config)
                 .await
                 .map_err(backend)?;
-            return Ok((Conn::single(conn), clients));
+            if !is_cluster_node(&mut conn).await? {
+                return Ok((Conn::single(conn), clients));
+            }
         }
         let cluster = ClusterClientBuilder::new(self.nodes.0.clone())
             .connection_timeout(self.connection_timeout)
@@ -252,26 +254,21 @@ impl RedisTaskStoreBuilder {
         .map_err(backend)?;
         Ok((Conn::cluster(conn), clients))
     }
+}
 
-    /// Whether the server at `client` runs in cluster mode.
-    async fn is_cluster_node(&self, client: &redis::Client) -> Result<bool, StoreError> {
-        let probe = async {
-            let mut conn = client.get_multiplexed_async_connection().await?;
-            redis::cmd("INFO")
-                .arg("cluster")
-                .query_async::<String>(&mut conn)
-                .await
-        };
-        let info = tokio::time::timeout(self.connection_timeout + self.response_timeout, probe)
-            .await
-            .map_err(|_| StoreError::backend("timed out asking Redis for its mode"))?;
-        match info {
-            Ok(info) => Ok(info.lines().any(|line| line.trim() == "cluster_enabled:1")),
-            // Renamed, or denied by an ACL: nothing to go by, so one server.
-            Err(error) if matches!(error.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => {
-                Ok(false)
-            }
-            Err(error) => Err(backend(error)),
+/// Whether the server behind `conn` runs in cluster mode; a server that
+/// refuses `INFO` is taken for a single node.
+async fn is_cluster_node(conn: &mut ConnectionManager) -> Result<bool, StoreError> {
+    match redis::cmd("INFO")
+        .arg("cluster")
+        .query_async::<String>(conn)
+        .await
+    {
+        Ok(info) => Ok(info.lines().any(|line| line.trim() == "cluster_enabled:1")),
+        // Renamed, or denied by an ACL: nothing to go by, so one server.
+        Err(error) if matches!(error.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => {
+            Ok(false)
         }
+        Err(error) => Err(backend(error)),
     }
 }

@@ -51,8 +51,9 @@ return moved
 
 /// Brings the keys of `keys`' prefix to [`LAYOUT`]. On a cluster only the
 /// layout is checked: layout 1 never ran on one.
-pub(super) async fn run(conn: &Conn, keys: &Keys, cluster: bool) -> Result<(), StoreError> {
+pub(super) async fn run(conn: &Conn, keys: &Keys) -> Result<(), StoreError> {
     let mut conn = conn.clone();
+    let cluster = conn.is_cluster();
     let meta = keys.meta();
     loop {
         let layout: Option<u32> = conn.hget(&meta, "v").await.map_err(backend)?;

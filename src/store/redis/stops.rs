@@ -15,11 +15,11 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use super::conn::Conn;
 use futures_util::StreamExt;
 use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::conn::Conn;
 use super::scripts::Keys;
 use crate::store::TaskChange;
 use crate::task::{TaskId, Timestamp};
