@@ -143,6 +143,35 @@ async fn two_instances_share_tasks_and_stop_signals_on_a_cluster() {
 }
 
 #[tokio::test]
+async fn tasks_of_different_owners_land_on_different_primaries() {
+    let Some(cluster) = start() else {
+        return;
+    };
+    let store = connect(&cluster, &fresh_prefix(), LEASE).await;
+    let primaries = cluster.primaries();
+    let mut per_primary = std::collections::BTreeMap::<u16, usize>::new();
+    for n in 0..48 {
+        let owner = format!("owner-{n}");
+        let task = new_task(Some(&owner), Some(Duration::from_secs(60)));
+        store.create(task.clone()).await.unwrap();
+        let key = store.task_key(task.id, Some(&owner));
+        let slot = cluster.command(primaries[0], &["CLUSTER", "KEYSLOT", &key]);
+        let holder = primaries
+            .iter()
+            .copied()
+            .find(|&port| cluster.command(port, &["CLUSTER", "COUNTKEYSINSLOT", &slot]) != "0")
+            .unwrap_or_else(|| panic!("no primary holds {key}"));
+        *per_primary.entry(holder).or_default() += 1;
+        assert!(store.get(task.id, Some(&owner)).await.unwrap().is_some());
+    }
+    eprintln!("tasks of 48 owners per primary: {per_primary:?}");
+    assert!(
+        per_primary.len() >= 2,
+        "every owner's tasks on one primary: {per_primary:?}"
+    );
+}
+
+#[tokio::test]
 async fn the_running_tasks_of_a_lost_instance_are_failed_on_a_cluster() {
     let Some(cluster) = start() else {
         return;
@@ -192,12 +221,6 @@ async fn a_failover_keeps_every_task_the_store_acknowledged() {
             .connect()
     };
     let (a, b) = (connect().await.unwrap(), connect().await.unwrap());
-    // The primary that serves the prefix's slot: the only one with keys.
-    let holder = *cluster
-        .primaries()
-        .iter()
-        .find(|&&port| cluster.command(port, &["DBSIZE"]) != "0")
-        .expect("a primary holds the store's keys");
 
     // A writer creates and completes tasks one after another, noting what
     // each acknowledged call wrote, and carries on through the failover
@@ -230,6 +253,14 @@ async fn a_failover_keeps_every_task_the_store_acknowledged() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let killed_after = acked.lock().unwrap().len();
+    // The primary that serves alice's shard: the one with her task keys.
+    let first = b.task_key(acked.lock().unwrap()[0].0, Some("alice"));
+    let slot = cluster.command(cluster.primaries()[0], &["CLUSTER", "KEYSLOT", &first]);
+    let holder = *cluster
+        .primaries()
+        .iter()
+        .find(|&&port| cluster.command(port, &["CLUSTER", "COUNTKEYSINSLOT", &slot]) != "0")
+        .expect("a primary holds alice's tasks");
     // Each acknowledged write waited for the replica (one WAIT per script).
     let stats = cluster.command(holder, &["INFO", "commandstats"]);
     let waits: usize = stats

@@ -16,6 +16,9 @@ mod pair;
 mod reads;
 #[path = "support/redis_server.rs"]
 mod redis_server;
+/// A store split into shards, each under a hash tag of its own.
+#[path = "redis_store/shards.rs"]
+mod shards;
 
 use std::future::Future;
 use std::time::Duration;

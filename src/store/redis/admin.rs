@@ -1,7 +1,8 @@
 //! The operator's methods of [`RedisTaskStore`]: every owner's tasks, from
-//! the index of every task (`<prefix>:all`), and the owner-less cancel and
-//! delete.
+//! each shard's index of every task (`<tag>:all`), merged in creation
+//! order, and the owner-less cancel and delete.
 
+use futures_util::future::try_join_all;
 use redis::Value;
 
 use super::scripts::{ANY_OWNER, DELETE, Keys, OWNER_STATUS};
@@ -26,32 +27,46 @@ impl RedisTaskStore {
         limit: usize,
     ) -> Result<AdminPage, StoreError> {
         let after = ListCursor::param(cursor)?;
-        let page = self
-            .page_ids(self.inner.keys.all(), ANY_OWNER, after, limit)
-            .await?;
-        let mut tasks = Vec::with_capacity(page.ids.len());
-        for (id, items) in self.snapshot_items(ANY_OWNER, &page.ids).await? {
-            let mut items = items.into_iter();
-            let owner = owner(&mut items)?;
-            let snapshot = reply::snapshot(id, items)?;
-            tasks.push(AdminTask { owner, snapshot });
-        }
-        Ok(AdminPage {
-            tasks,
-            next_cursor: page.next.map(|cursor| cursor.to_string()),
-        })
+        let limit = limit.clamp(1, MAX_PAGE);
+        let pages = self.inner.shards.all().map(|(shard, keys)| async move {
+            let page = self
+                .page_ids(shard, keys.all(), ANY_OWNER, after, limit)
+                .await?;
+            let mut tasks = Vec::with_capacity(page.ids.len());
+            for (id, items) in self.snapshot_items(shard, ANY_OWNER, &page.ids).await? {
+                let mut items = items.into_iter();
+                let owner = owner(&mut items)?;
+                let snapshot = reply::snapshot(id, items)?;
+                tasks.push(AdminTask { owner, snapshot });
+            }
+            Ok::<_, StoreError>((tasks, page.next))
+        });
+        let pages = try_join_all(pages).await?;
+        Ok(merge(pages, limit))
     }
 
     /// [`TaskStore::admin_counts`](crate::TaskStore::admin_counts): the
     /// index of every task a page of ids at a time, each page's owners and
     /// statuses in one more script call.
     pub(super) async fn admin_tally(&self) -> Result<TaskCounts, StoreError> {
-        let keys: &Keys = &self.inner.keys;
         let mut counts = TaskCounts::default();
+        for (shard, keys) in self.inner.shards.all() {
+            self.tally_shard(shard, keys, &mut counts).await?;
+        }
+        Ok(counts)
+    }
+
+    /// Adds the tasks of one shard to `counts`.
+    async fn tally_shard(
+        &self,
+        shard: usize,
+        keys: &Keys,
+        counts: &mut TaskCounts,
+    ) -> Result<(), StoreError> {
         let mut after = None;
         loop {
             let page = self
-                .page_ids(keys.all(), ANY_OWNER, after, MAX_PAGE)
+                .page_ids(shard, keys.all(), ANY_OWNER, after, MAX_PAGE)
                 .await?;
             if !page.ids.is_empty() {
                 let mut call = OWNER_STATUS.prepare_invoke();
@@ -74,7 +89,7 @@ impl RedisTaskStore {
             }
             match page.next {
                 Some(next) => after = Some(next),
-                None => return Ok(counts),
+                None => return Ok(()),
             }
         }
     }
@@ -85,14 +100,15 @@ impl RedisTaskStore {
         &self,
         id: TaskId,
     ) -> Result<Option<CancelOutcome>, StoreError> {
-        self.cancel_as(id, ANY_OWNER).await
+        let shard = self.locate(id).await?;
+        self.cancel_as(id, shard, ANY_OWNER).await
     }
 
     /// [`TaskStore::admin_delete`](crate::TaskStore::admin_delete): one
     /// script removes the task from everywhere and announces it if it was
     /// running; this instance's stop signal, if it holds one, fires here.
     pub(super) async fn admin_remove(&self, id: TaskId) -> Result<Option<AdminTask>, StoreError> {
-        let keys: &Keys = &self.inner.keys;
+        let keys: &Keys = self.inner.shards.get(self.locate(id).await?);
         let mut call = DELETE.key(keys.task(id));
         call.key(keys.round(id))
             .key(keys.all())
@@ -108,9 +124,48 @@ impl RedisTaskStore {
             return Ok(None);
         }
         self.inner.stops.fire(id);
+        if self.inner.shards.count() > 1 {
+            // Its place under the total cap is free too.
+            self.unreserve(id).await;
+        }
         let mut items = reply::items(reply)?.into_iter();
         let owner = owner(&mut items)?;
         let snapshot = reply::snapshot(id, items)?;
         Ok(Some(AdminTask { owner, snapshot }))
+    }
+}
+
+/// The first `limit` tasks of the shards' pages, in creation order, and the
+/// cursor after them. A shard whose page stopped early (`next` set) has
+/// entries past its last one that nobody has seen, so nothing past the
+/// earliest such stop is returned: the next page starts there.
+fn merge(pages: Vec<(Vec<AdminTask>, Option<ListCursor>)>, limit: usize) -> AdminPage {
+    let stop = pages
+        .iter()
+        .filter_map(|(_, next)| next.map(ListCursor::key))
+        .min();
+    let mut tasks: Vec<AdminTask> = pages.into_iter().flat_map(|(tasks, _)| tasks).collect();
+    let key =
+        |task: &AdminTask| ListCursor::after(task.snapshot.created_at, task.snapshot.id).key();
+    tasks.sort_by_key(key);
+    tasks.retain(|task| stop.is_none_or(|stop| key(task) <= stop));
+    let full = tasks.len() > limit;
+    tasks.truncate(limit);
+    let next = match tasks.last() {
+        Some(last) if full || stop.is_some() => Some(ListCursor::after(
+            last.snapshot.created_at,
+            last.snapshot.id,
+        )),
+        None => stop.map(|(created, id)| {
+            ListCursor::after(
+                crate::task::Timestamp::from_millis(created),
+                TaskId::from_u128(id),
+            )
+        }),
+        _ => None,
+    };
+    AdminPage {
+        tasks,
+        next_cursor: next.map(|cursor| cursor.to_string()),
     }
 }

@@ -30,7 +30,7 @@ impl RedisTaskStore {
         owner: Option<&str>,
         answers: Vec<(String, Box<RawValue>)>,
     ) -> Result<Answered, StoreError> {
-        let keys = &self.inner.keys;
+        let keys = self.inner.shards.of(owner).1;
         let [has_owner, owner] = owner_args(owner);
         let lease = &self.inner.lease;
         let mut call = scripts::ANSWER_INPUT.key(keys.task(id));

@@ -13,13 +13,19 @@ use super::claims::Claims;
 use super::conn::{Conn, Replicas};
 use super::lease::{self, Lease};
 use super::migrate;
-use super::scripts::Keys;
+use super::shards::{MAX_SHARDS, Shards};
 use super::stops::{self, Stops, Subscriber};
 use super::{Inner, RedisTaskStore, backend};
 use crate::store::StoreError;
 
 /// The key prefix unless [`RedisTaskStoreBuilder::prefix`] says otherwise.
 const DEFAULT_PREFIX: &str = "mcp-tasks";
+
+/// The shards on a Redis Cluster unless [`RedisTaskStoreBuilder::shards`]
+/// says otherwise: enough that owners spread evenly over a handful of
+/// primaries, few enough that a lease renewal (one write per shard) stays
+/// cheap.
+pub const CLUSTER_SHARDS: u16 = 16;
 
 /// Where a [`RedisTaskStore`] connects: one server's URL, or the seed nodes
 /// of a Redis Cluster (`redis://host:port`, any of its nodes; the client
@@ -77,6 +83,7 @@ pub struct RedisTaskStoreBuilder {
     connection_timeout: Duration,
     lease: Duration,
     replicas: Option<Replicas>,
+    shards: Option<u16>,
 }
 
 impl RedisTaskStoreBuilder {
@@ -88,6 +95,7 @@ impl RedisTaskStoreBuilder {
             connection_timeout: Duration::from_secs(1),
             lease: lease::DEFAULT_LEASE,
             replicas: None,
+            shards: None,
         }
     }
 
@@ -145,6 +153,20 @@ impl RedisTaskStoreBuilder {
         self
     }
 
+    /// Splits the store into `count` shards (1 to 1024; default 1 on a
+    /// single server, [`CLUSTER_SHARDS`] on a Redis Cluster), each under a
+    /// hash tag of its own, so that on a cluster the tasks of different
+    /// owners spread over the primaries. An owner's tasks all live in one
+    /// shard (chosen by a hash of the owner), so per-owner listing and quota
+    /// stay exact; the total quota then works by reservation (see the
+    /// [module docs](super#shards)). Every instance of a prefix must use
+    /// the same count: the first to connect records it, and `connect`
+    /// refuses a different one.
+    pub fn shards(mut self, count: u16) -> Self {
+        self.shards = Some(count.clamp(1, MAX_SHARDS));
+        self
+    }
+
     /// Connects, registers this instance with its lease, subscribes to the
     /// end-of-task channel and starts the background tasks (the subscriber,
     /// the deadline timer, and the lease renewer and sweeper), so it must run
@@ -160,15 +182,18 @@ impl RedisTaskStoreBuilder {
             ));
         }
         let (conn, clients) = self.open().await?;
-        let keys = Arc::new(Keys::new(self.prefix));
-        migrate::run(&conn, &keys).await?;
+        let count = self
+            .shards
+            .unwrap_or(if conn.is_cluster() { CLUSTER_SHARDS } else { 1 });
+        let shards = Arc::new(Shards::new(self.prefix, count));
+        migrate::run(&conn, &shards).await?;
         let conn = conn.waiting_for(self.replicas);
         let stops = Arc::new(Stops::default());
         let shutdown = CancellationToken::new();
         // Stops the background tasks unless a store comes out of this call,
         // also when the caller gives up on it half way.
         let abandoned = shutdown.clone().drop_guard();
-        let lease = Arc::new(Lease::new(conn.clone(), keys.clone(), self.lease)?);
+        let lease = Arc::new(Lease::new(conn.clone(), shards.clone(), self.lease)?);
         // Registered before anything else: a create needs a live instance.
         lease.renew().await.map_err(backend)?;
         let (ready, subscribed) = oneshot::channel();
@@ -177,7 +202,7 @@ impl RedisTaskStoreBuilder {
             changes: changes.clone(),
             clients,
             conn: conn.clone(),
-            keys: keys.clone(),
+            shards: shards.clone(),
             stops: stops.clone(),
             shutdown: shutdown.clone(),
             timeout: self.response_timeout.max(self.connection_timeout),
@@ -202,7 +227,7 @@ impl RedisTaskStoreBuilder {
         Ok(RedisTaskStore {
             inner: Arc::new(Inner {
                 conn,
-                keys,
+                shards,
                 stops,
                 lease,
                 shutdown,

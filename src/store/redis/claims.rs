@@ -34,8 +34,13 @@ impl Claims {
     }
 
     /// Reads the claims of one sweep reply (after its state and count) and
-    /// holds their stop signals; how many.
-    pub(super) fn add(&self, stops: &Stops, items: Vec<Value>) -> Result<usize, StoreError> {
+    /// holds their stop signals (the tasks are in `shard`); how many.
+    pub(super) fn add(
+        &self,
+        stops: &Stops,
+        shard: usize,
+        items: Vec<Value>,
+    ) -> Result<usize, StoreError> {
         let mut claimed = Vec::new();
         let mut items = items.into_iter();
         loop {
@@ -55,7 +60,7 @@ impl Claims {
             };
             let created_at = Timestamp::from_millis(created.parse().unwrap_or(0));
             let ttl = ttl.parse().ok().map(Duration::from_nanos);
-            let stop = stops.hold(id);
+            let stop = stops.hold(id, shard);
             stops.confirm(id, ttl.map(|ttl| created_at.saturating_add(ttl)));
             claimed.push(Orphan {
                 id,

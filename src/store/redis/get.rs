@@ -25,7 +25,7 @@ impl RedisTaskStore {
         owner: Option<&str>,
     ) -> Result<Option<TaskSnapshot>, StoreError> {
         let mut fields: Vec<Value> = redis::cmd("HMGET")
-            .arg(self.inner.keys.task(id))
+            .arg(self.inner.shards.of(owner).1.task(id))
             .arg(&FIELDS)
             .query_async(&mut self.conn())
             .await
@@ -51,7 +51,7 @@ impl RedisTaskStore {
         id: TaskId,
         owner: Option<&str>,
     ) -> Result<Option<TaskSnapshot>, StoreError> {
-        let keys = &self.inner.keys;
+        let keys = self.inner.shards.of(owner).1;
         let [has_owner, owner] = scripts::owner_args(owner);
         let mut call = scripts::GET.key(keys.task(id));
         call.key(keys.round(id)).arg(has_owner).arg(owner);

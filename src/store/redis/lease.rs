@@ -1,23 +1,28 @@
 //! Instance leases, and the sweeper that fails the running tasks of lost
 //! instances (see the module docs of [`redis`](super#leases)).
 //!
-//! Each instance keeps `<prefix>:instance:{<iid>}` alive (`PX` = the lease,
-//! renewed every third of it) and is listed in `<prefix>:instances`. Every
-//! half lease, each instance looks for listed instances whose lease key is
-//! gone and runs `lua/sweep.lua` on each: it fails the lost instance's
-//! `working` tasks that it still drives, announces them on the end-of-task
-//! channel, and forgets the instance once its driving set is empty.
+//! Each instance keeps `<tag>:instance:<iid>` alive in every shard (`PX` =
+//! the lease, renewed every third of it) and is listed in each shard's
+//! `<tag>:instances`. Every half lease, each instance looks, shard by
+//! shard, for listed instances whose lease key is gone and runs
+//! `lua/sweep.lua` on each: it fails the lost instance's `working` tasks
+//! of that shard that it still drives, announces them on the shard's
+//! end-of-task channel, and forgets the instance there once its driving set
+//! is empty. Each shard judges an instance by its own copy of the lease, so
+//! the lease check and the sweep stay one atomic step.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::try_join_all;
 use redis::Value;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 use super::claims::Claims;
 use super::conn::Conn;
-use super::scripts::{self, Keys};
+use super::scripts;
+use super::shards::Shards;
 use super::stops::Stops;
 use super::{backend, now_text, reply};
 use crate::store::StoreError;
@@ -40,20 +45,24 @@ const LOST_ERROR: &str =
 /// This instance's identity and lease.
 pub(super) struct Lease {
     conn: Conn,
-    keys: Arc<Keys>,
+    shards: Arc<Shards>,
     id: String,
     lease: Duration,
 }
 
 impl Lease {
     /// A fresh random instance id; nothing is written yet.
-    pub(super) fn new(conn: Conn, keys: Arc<Keys>, lease: Duration) -> Result<Self, StoreError> {
+    pub(super) fn new(
+        conn: Conn,
+        shards: Arc<Shards>,
+        lease: Duration,
+    ) -> Result<Self, StoreError> {
         let id = TaskId::generate()
             .map_err(|error| StoreError::backend(format!("no randomness: {error}")))?
             .to_string();
         Ok(Self {
             conn,
-            keys,
+            shards,
             id,
             lease,
         })
@@ -69,29 +78,40 @@ impl Lease {
         u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// Keeps this instance alive for one more lease, and listed.
+    /// Keeps this instance alive for one more lease, and listed, in every
+    /// shard (one transaction per shard, all sent at once).
     pub(super) async fn renew(&self) -> redis::RedisResult<()> {
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .cmd("SET")
-            .arg(self.keys.instance(&self.id))
-            .arg("1")
-            .arg("PX")
-            .arg(self.millis())
-            .ignore()
-            .sadd(self.keys.instances(), &self.id)
-            .ignore();
-        pipe.query_async(&mut self.conn.clone()).await
+        let renewals = self.shards.all().map(|(_, keys)| {
+            let mut pipe = redis::pipe();
+            pipe.atomic()
+                .cmd("SET")
+                .arg(keys.instance(&self.id))
+                .arg("1")
+                .arg("PX")
+                .arg(self.millis())
+                .ignore()
+                .sadd(keys.instances(), &self.id)
+                .ignore();
+            let mut conn = self.conn.clone();
+            async move { pipe.query_async::<()>(&mut conn).await }
+        });
+        try_join_all(renewals).await.map(drop)
     }
 
     /// Drops this instance's lease at once, so that the next sweep of any
     /// other instance fails the tasks this one still drives.
     pub(super) async fn release(&self) -> Result<(), StoreError> {
-        redis::cmd("DEL")
-            .arg(self.keys.instance(&self.id))
-            .query_async::<()>(&mut self.conn.clone())
-            .await
-            .map_err(backend)
+        let drops = self.shards.all().map(|(_, keys)| {
+            let mut conn = self.conn.clone();
+            let key = keys.instance(&self.id);
+            async move {
+                redis::cmd("DEL")
+                    .arg(key)
+                    .query_async::<()>(&mut conn)
+                    .await
+            }
+        });
+        try_join_all(drops).await.map(drop).map_err(backend)
     }
 
     /// Sweeps every listed instance whose lease is gone, except this one
@@ -100,36 +120,38 @@ impl Lease {
     /// `claims`. Returns how many tasks were failed and claimed.
     async fn sweep_once(&self, claims: &Claims, stops: &Stops) -> Result<(u64, usize), StoreError> {
         let mut conn = self.conn.clone();
-        let instances: Vec<String> = redis::cmd("SMEMBERS")
-            .arg(self.keys.instances())
-            .query_async(&mut conn)
-            .await
-            .map_err(backend)?;
         let (mut failed, mut claimed) = (0, 0);
-        for lost in instances.iter().filter(|&iid| *iid != self.id) {
-            loop {
-                let mut call = scripts::SWEEP.key(self.keys.instance(lost));
-                call.key(self.keys.driving(lost))
-                    .key(self.keys.instances())
-                    .key(self.keys.driving(&self.id))
-                    .arg(lost)
-                    .arg(SWEEP_BATCH)
-                    .arg(self.keys.task_head())
-                    .arg(self.keys.round_head())
-                    .arg(now_text())
-                    .arg(self.keys.channel())
-                    .arg(LOST_ERROR)
-                    .arg(LOST_MESSAGE)
-                    .arg(&self.id)
-                    .arg(self.keys.changed());
-                let reply: Value = call.invoke_async(&mut conn).await.map_err(backend)?;
-                let mut items = reply::items(reply)?.into_iter();
-                let more = reply::required(items.next(), "sweep state")?;
-                let count = reply::required(items.next(), "sweep count")?;
-                failed += count.parse::<u64>().unwrap_or(0);
-                claimed += claims.add(stops, items.collect())?;
-                if more != "1" {
-                    break;
+        for (shard, keys) in self.shards.all() {
+            let instances: Vec<String> = redis::cmd("SMEMBERS")
+                .arg(keys.instances())
+                .query_async(&mut conn)
+                .await
+                .map_err(backend)?;
+            for lost in instances.iter().filter(|&iid| *iid != self.id) {
+                loop {
+                    let mut call = scripts::SWEEP.key(keys.instance(lost));
+                    call.key(keys.driving(lost))
+                        .key(keys.instances())
+                        .key(keys.driving(&self.id))
+                        .arg(lost)
+                        .arg(SWEEP_BATCH)
+                        .arg(keys.task_head())
+                        .arg(keys.round_head())
+                        .arg(now_text())
+                        .arg(keys.channel())
+                        .arg(LOST_ERROR)
+                        .arg(LOST_MESSAGE)
+                        .arg(&self.id)
+                        .arg(keys.changed());
+                    let reply: Value = call.invoke_async(&mut conn).await.map_err(backend)?;
+                    let mut items = reply::items(reply)?.into_iter();
+                    let more = reply::required(items.next(), "sweep state")?;
+                    let count = reply::required(items.next(), "sweep count")?;
+                    failed += count.parse::<u64>().unwrap_or(0);
+                    claimed += claims.add(stops, shard, items.collect())?;
+                    if more != "1" {
+                        break;
+                    }
                 }
             }
         }

@@ -35,21 +35,23 @@ impl RedisTaskStore {
         after: Option<ListCursor>,
         limit: usize,
     ) -> Result<TaskPage, StoreError> {
-        let index = self.inner.keys.index(owner);
-        self.page_ids(index, owner_args(owner), after, limit).await
+        let (shard, keys) = self.inner.shards.of(owner);
+        self.page_ids(shard, keys.index(owner), owner_args(owner), after, limit)
+            .await
     }
 
     /// One page of the ids in `index` that `owner` (the script's owner
     /// arguments; `ANY_OWNER` for every task) may see, after `after`.
     pub(super) async fn page_ids(
         &self,
+        shard: usize,
         index: String,
         [has_owner, owner_text]: [&str; 2],
         after: Option<ListCursor>,
         limit: usize,
     ) -> Result<TaskPage, StoreError> {
         let limit = limit.clamp(1, MAX_PAGE);
-        let keys: &Keys = &self.inner.keys;
+        let keys: &Keys = self.inner.shards.get(shard);
         let (score, id) = match after {
             Some(cursor) => (
                 cursor.created.as_millis().to_string(),
@@ -105,7 +107,8 @@ impl RedisTaskStore {
     ) -> Result<TaskList, StoreError> {
         let after = ListCursor::param(cursor)?;
         let page = self.list_owned(owner, after, limit).await?;
-        let tasks = self.snapshots(owner, &page.ids).await?;
+        let shard = self.inner.shards.index_of(owner);
+        let tasks = self.snapshots(shard, owner, &page.ids).await?;
         Ok(TaskList {
             tasks,
             next_cursor: page.next.map(|cursor| cursor.to_string()),
@@ -115,11 +118,12 @@ impl RedisTaskStore {
     /// The snapshots of the tasks `owner` may still see among `ids`, in order.
     async fn snapshots(
         &self,
+        shard: usize,
         owner: Option<&str>,
         ids: &[TaskId],
     ) -> Result<Vec<TaskSnapshot>, StoreError> {
         let mut tasks = Vec::with_capacity(ids.len());
-        for (id, items) in self.snapshot_items(owner_args(owner), ids).await? {
+        for (id, items) in self.snapshot_items(shard, owner_args(owner), ids).await? {
             tasks.push(reply::snapshot(id, items)?);
         }
         Ok(tasks)
@@ -130,13 +134,14 @@ impl RedisTaskStore {
     /// starts with the task's owner flag and owner).
     pub(super) async fn snapshot_items(
         &self,
+        shard: usize,
         [has_owner, owner_text]: [&str; 2],
         ids: &[TaskId],
     ) -> Result<Vec<(TaskId, Vec<redis::Value>)>, StoreError> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let keys: &Keys = &self.inner.keys;
+        let keys: &Keys = self.inner.shards.get(shard);
         let mut call = SNAPSHOTS.arg(has_owner);
         call.arg(owner_text);
         for &id in ids {

@@ -24,6 +24,7 @@ use redis::AsyncCommands;
 use super::backend;
 use super::conn::Conn;
 use super::scripts::Keys;
+use super::shards::Shards;
 use crate::store::StoreError;
 
 /// The key layout this version writes.
@@ -49,9 +50,53 @@ end
 return moved
 ";
 
+/// Brings the keys of the prefix to [`LAYOUT`], then checks (or records,
+/// the first time) the shard count in `{<prefix>}:meta` (field `n`).
+pub(super) async fn run(conn: &Conn, shards: &Shards) -> Result<(), StoreError> {
+    let keys = shards.home();
+    if shards.count() > 1 && has_v1_keys(&mut conn.clone(), keys.prefix()).await? {
+        return Err(StoreError::backend(format!(
+            "the Redis keys under prefix `{}` are in layout 1, which moves to one shard only: \
+             connect once with `shards(1)` first",
+            keys.prefix()
+        )));
+    }
+    to_layout(conn, keys).await?;
+    shard_count(&mut conn.clone(), shards).await
+}
+
+/// Records the shard count on the first connect; refuses a different one
+/// later. A store written before counts were recorded has one shard.
+async fn shard_count(conn: &mut Conn, shards: &Shards) -> Result<(), StoreError> {
+    let keys = shards.home();
+    let meta = keys.meta();
+    let mut recorded: Option<usize> = conn.hget(&meta, "n").await.map_err(backend)?;
+    if recorded.is_none() {
+        let unsharded: u32 = redis::cmd("EXISTS")
+            .arg(keys.all())
+            .arg(keys.instances())
+            .query_async(conn)
+            .await
+            .map_err(backend)?;
+        let count = if unsharded > 0 { 1 } else { shards.count() };
+        let _: bool = conn.hset_nx(&meta, "n", count).await.map_err(backend)?;
+        recorded = conn.hget(&meta, "n").await.map_err(backend)?;
+    }
+    match recorded {
+        Some(count) if count == shards.count() => Ok(()),
+        Some(count) => Err(StoreError::backend(format!(
+            "the Redis keys under prefix `{}` are in {count} shard(s), and this store was set \
+             to {}: give every instance `shards({count})`",
+            keys.prefix(),
+            shards.count()
+        ))),
+        None => Err(StoreError::backend("the shard count vanished from Redis")),
+    }
+}
+
 /// Brings the keys of `keys`' prefix to [`LAYOUT`]. On a cluster only the
 /// layout is checked: layout 1 never ran on one.
-pub(super) async fn run(conn: &Conn, keys: &Keys) -> Result<(), StoreError> {
+async fn to_layout(conn: &Conn, keys: &Keys) -> Result<(), StoreError> {
     let mut conn = conn.clone();
     let cluster = conn.is_cluster();
     let meta = keys.meta();

@@ -9,13 +9,15 @@
 //! # Keys
 //!
 //! Every key starts with a configurable prefix (default `mcp-tasks`), so that
-//! several deployments can share one Redis, wrapped in a hash tag
-//! (`{<prefix>}`) so that every key of a store shares one Redis Cluster slot:
-//! each script's keys, including those it derives from stored ids, are on
-//! one node. The layout's version is kept in `{<prefix>}:meta` (field `v`,
-//! today 2); keys of the first layout (`<prefix>:task:{<id>}`, …) are moved
-//! once when this version first connects (see
-//! [`connect`](RedisTaskStoreBuilder::connect)).
+//! several deployments can share one Redis, wrapped in a hash tag so that
+//! every key of a [shard](#shards) shares one Redis Cluster slot: each
+//! script's keys, including those it derives from stored ids, are on one
+//! node. With one shard the tag is `{<prefix>}` (written so below); shard
+//! `k` of several is `{<prefix>:s<k>}` (so a second deployment must not take
+//! `<prefix>:s<k>` as its prefix). The layout's version and the shard count
+//! are kept in `{<prefix>}:meta` (fields `v`, today 2, and `n`); keys of the
+//! first layout (`<prefix>:task:{<id>}`, …) are moved once when this
+//! version first connects (see [`connect`](RedisTaskStoreBuilder::connect)).
 //!
 //! | Key / channel               | Type       | Holds                                   | Why                                                                        |
 //! |-----------------------------|------------|-----------------------------------------|----------------------------------------------------------------------------|
@@ -158,22 +160,49 @@
 //!
 //! Needs Redis 7.0 or later (`PEXPIREAT … GT`). Runs on one server (with
 //! replicas) and on a Redis Cluster: give [`RedisTaskStore::builder`] several
-//! node URLs, or one URL of a node in cluster mode. On a cluster one primary
-//! (the one that serves the prefix's slot) holds every task of a prefix and
-//! does all of its work; its replica takes over when it fails. Spreading one
-//! deployment's tasks over several primaries is not done yet.
+//! node URLs, or one URL of a node in cluster mode.
+//!
+//! # Shards
+//!
+//! A store is split into [`shards`](RedisTaskStoreBuilder::shards) (one on
+//! a single server, [`CLUSTER_SHARDS`] on a cluster), each a complete set of
+//! the keys above under its own hash tag, so that on a cluster the shards,
+//! and the work, fall on different primaries. An owner's tasks all live in
+//! the shard given by a hash of the owner (SHA-256, unkeyed: the shard says
+//! nothing an ordinary Redis reader could not see in `w`), so the calls
+//! that carry the owner go straight there and a foreign principal's read
+//! looks in its own shard: a miss by construction, short of a shared shard,
+//! where the owner check refuses it as before. The driver's calls, which
+//! carry only the id, find the shard in the stop signal the driver holds
+//! (any other instance asks every shard, one `EXISTS` each, at once).
+//!
+//! Each shard keeps its own copy of every instance's lease, registry and
+//! driving sets, and is swept on its own, so the lease check and the sweep
+//! stay one atomic step; an instance that misses its renewal in one shard
+//! (a primary unreachable for longer than the lease) is treated as lost in
+//! that shard only. The operator's listing merges the shards' indexes in
+//! creation order. Per-owner quotas stay exact; the total cap, which spans
+//! shards, is kept by reservation in `{<prefix>}:reserved` before the
+//! shard's script runs (what that weakens is written at `create`, in
+//! `src/store/redis/create.rs`: a failed create holds its place one round
+//! trip, a crash between the two steps holds it until the deadline). The
+//! count is fixed for a prefix: `connect` refuses another one. One owner
+//! (and all unowned tasks, together) is still one shard, on one primary.
 
 mod admin;
 mod answer;
 mod builder;
 mod claims;
 mod conn;
+mod create;
 mod get;
 mod lease;
 mod list;
 mod migrate;
 mod reply;
+mod route;
 mod scripts;
+mod shards;
 mod stops;
 
 use std::fmt;
@@ -185,17 +214,18 @@ use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    AdminPage, AdminTask, CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, Quota,
-    QuotaScope, StoreError, StoreFuture, TaskCounts, TaskList, TaskStore,
+    AdminPage, AdminTask, CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask,
+    StoreError, StoreFuture, TaskCounts, TaskList, TaskStore,
 };
 use crate::task::{TaskId, TaskSnapshot, TaskStatus, Timestamp};
 use answer::Answered;
 use lease::Lease;
-use scripts::{Keys, cap_arg, owner_args};
+use scripts::owner_args;
+use shards::Shards;
 use stops::Stops;
 
 pub use super::ListCursor;
-pub use builder::{RedisNodes, RedisTaskStoreBuilder};
+pub use builder::{CLUSTER_SHARDS, RedisNodes, RedisTaskStoreBuilder};
 pub use list::TaskPage;
 
 /// Deadlines past this (about year 142,000) are stored without expiry, as
@@ -231,7 +261,7 @@ pub struct RedisTaskStore {
 
 struct Inner {
     conn: Conn,
-    keys: Arc<Keys>,
+    shards: Arc<Shards>,
     stops: Arc<Stops>,
     lease: Arc<Lease>,
     shutdown: CancellationToken,
@@ -289,7 +319,7 @@ impl RedisTaskStore {
 
     /// The key prefix.
     pub fn prefix(&self) -> &str {
-        self.inner.keys.prefix()
+        self.inner.shards.prefix()
     }
 
     /// The random id this instance registered under (its lease is
@@ -304,6 +334,13 @@ impl RedisTaskStore {
         self.inner.stops.len()
     }
 
+    /// The Redis key of task `id` of `owner`, for tests that look at Redis
+    /// itself. Not part of the API.
+    #[doc(hidden)]
+    pub fn task_key(&self, id: TaskId, owner: Option<&str>) -> String {
+        self.inner.shards.of(owner).1.task(id)
+    }
+
     fn conn(&self) -> Conn {
         self.inner.conn.clone()
     }
@@ -313,9 +350,10 @@ impl RedisTaskStore {
     async fn cancel_as(
         &self,
         id: TaskId,
+        shard: usize,
         [has_owner, owner]: [&str; 2],
     ) -> Result<Option<CancelOutcome>, StoreError> {
-        let keys = &self.inner.keys;
+        let keys = self.inner.shards.get(shard);
         let mut call = scripts::CANCEL.key(keys.task(id));
         call.key(keys.round(id))
             .arg(has_owner)
@@ -348,7 +386,7 @@ impl RedisTaskStore {
         to: TaskStatus,
         payload: Box<RawValue>,
     ) -> Result<(), StoreError> {
-        let keys = &self.inner.keys;
+        let keys = self.inner.shards.get(self.locate(id).await?);
         let mut call = scripts::FINISH.key(keys.task(id));
         call.key(keys.round(id))
             .arg(to.as_str())
@@ -368,71 +406,7 @@ impl RedisTaskStore {
 
 impl TaskStore for RedisTaskStore {
     fn create(&self, task: NewTask) -> StoreFuture<'_, CreatedTask> {
-        Box::pin(async move {
-            let id = task.id;
-            let keys = &self.inner.keys;
-            let deadline = task
-                .ttl
-                .map(|ttl| task.created_at.saturating_add(ttl))
-                .filter(|at| at.as_millis() <= MAX_DEADLINE_MS);
-            let owner = task.owner.as_deref();
-            let [has_owner, owner_text] = owner_args(owner);
-            let lease = &self.inner.lease;
-            let mut call = scripts::CREATE.key(keys.task(id));
-            call.key(keys.index(owner))
-                .key(keys.driving(lease.id()))
-                .key(keys.instance(lease.id()))
-                .key(keys.instances())
-                .key(keys.all())
-                .arg(has_owner)
-                .arg(owner_text)
-                .arg(task.created_at.as_millis())
-                .arg(
-                    deadline
-                        .map(|at| at.as_millis().to_string())
-                        .unwrap_or_default(),
-                )
-                .arg(task.ttl.map(reply::nanos_text).unwrap_or_default())
-                .arg(
-                    task.poll_interval
-                        .map(reply::nanos_text)
-                        .unwrap_or_default(),
-                )
-                .arg(if task.status_message.is_some() {
-                    "1"
-                } else {
-                    "0"
-                })
-                .arg(task.status_message.as_deref().unwrap_or_default())
-                .arg(id.to_string())
-                .arg(keys.task_head())
-                .arg(lease.id())
-                .arg(lease.millis())
-                .arg(cap_arg(task.quota.per_owner))
-                .arg(cap_arg(task.quota.total))
-                .arg(task.rerun.as_ref().map_or("", |rerun| rerun.call.get()))
-                .arg(task.rerun.as_ref().map_or(1, |rerun| rerun.attempts.max(1)));
-            if task.quota != Quota::default() {
-                call.key(keys.live(owner)).key(keys.live_all());
-            }
-            // Held before the write: an announcement may overtake the reply.
-            let stop = self.inner.stops.hold(id);
-            let refused = match call.invoke_async::<i64>(&mut self.conn()).await {
-                Ok(1) => None,
-                Ok(0) => Some(StoreError::backend("task id collision")),
-                Ok(-1) => Some(StoreError::QuotaExceeded(QuotaScope::Owner)),
-                Ok(-2) => Some(StoreError::QuotaExceeded(QuotaScope::Total)),
-                Ok(_) => Some(reply::corrupt("an unknown create reply")),
-                Err(error) => Some(backend(error)),
-            };
-            if let Some(error) = refused {
-                self.inner.stops.release(id);
-                return Err(error);
-            }
-            self.inner.stops.confirm(id, deadline);
-            let snapshot = task.into_working();
-            Ok(CreatedTask { snapshot, stop })
-        })
+        Box::pin(self.create_task(task))
     }
 
     fn get<'a>(
@@ -453,10 +427,11 @@ impl TaskStore for RedisTaskStore {
 
     fn set_status_message(&self, id: TaskId, message: String) -> StoreFuture<'_, ()> {
         Box::pin(async move {
-            let mut call = scripts::SET_MESSAGE.key(self.inner.keys.task(id));
+            let keys = self.inner.shards.get(self.locate(id).await?);
+            let mut call = scripts::SET_MESSAGE.key(keys.task(id));
             call.arg(message)
                 .arg(now_text())
-                .arg(self.inner.keys.changed())
+                .arg(keys.changed())
                 .arg(id.to_string());
             let reply: Value = call.invoke_async(&mut self.conn()).await.map_err(backend)?;
             let result = reply::written(reply, |from| from);
@@ -480,7 +455,8 @@ impl TaskStore for RedisTaskStore {
         id: TaskId,
         owner: Option<&'a str>,
     ) -> StoreFuture<'a, Option<CancelOutcome>> {
-        Box::pin(self.cancel_as(id, owner_args(owner)))
+        let shard = self.inner.shards.index_of(owner);
+        Box::pin(self.cancel_as(id, shard, owner_args(owner)))
     }
 
     fn admin_list<'a>(
@@ -505,7 +481,7 @@ impl TaskStore for RedisTaskStore {
 
     fn require_input(&self, id: TaskId, round: InputRound) -> StoreFuture<'_, ()> {
         Box::pin(async move {
-            let keys = &self.inner.keys;
+            let keys = self.inner.shards.get(self.locate(id).await?);
             let mut call = scripts::REQUIRE_INPUT.key(keys.task(id));
             call.key(keys.round(id))
                 .arg(now_text())
@@ -534,7 +510,7 @@ impl TaskStore for RedisTaskStore {
         Box::pin(async move {
             // Held before the write: the resumed call needs a token that a
             // cancel racing this round's completion still reaches.
-            let stop = self.inner.stops.hold(id);
+            let stop = self.inner.stops.hold(id, self.inner.shards.index_of(owner));
             let answered = self.answer(id, owner, answers).await;
             let stops = &self.inner.stops;
             match &answered {

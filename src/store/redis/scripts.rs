@@ -37,10 +37,11 @@ pub(super) static SWEEP: LazyLock<Script> = script!("lua/sweep.lua");
 pub(super) static DELETE: LazyLock<Script> = script!("lua/delete.lua");
 pub(super) static OWNER_STATUS: LazyLock<Script> = script!("lua/owner_status.lua");
 
-/// Key and channel names under one prefix (see the module docs for the
-/// table). Every name starts with the hash tag `{<prefix>}`, so all of a
-/// store's keys share one Redis Cluster slot and every script's keys, the
-/// ones it builds from stored ids included, are on one node.
+/// Key and channel names of one shard (see the module docs for the table).
+/// Every name starts with the shard's hash tag (`{<prefix>}`, or
+/// `{<prefix>:s<k>}` with several shards), so all of a shard's keys share
+/// one Redis Cluster slot and every script's keys, the ones it builds from
+/// stored ids included, are on one node.
 #[derive(Debug)]
 pub(super) struct Keys {
     prefix: String,
@@ -49,8 +50,8 @@ pub(super) struct Keys {
 }
 
 impl Keys {
-    pub(super) fn new(prefix: String) -> Self {
-        let base = format!("{{{prefix}}}");
+    /// The names under `base`, a hash tag, for a store under `prefix`.
+    pub(super) fn new(prefix: String, base: String) -> Self {
         Self { prefix, base }
     }
 
@@ -58,7 +59,7 @@ impl Keys {
         &self.prefix
     }
 
-    /// `{<prefix>}`: the hash tag every key and channel name starts with.
+    /// The hash tag every key and channel name of the shard starts with.
     pub(super) fn base(&self) -> &str {
         &self.base
     }
@@ -136,6 +137,12 @@ impl Keys {
     /// deadline.
     pub(super) fn live_all(&self) -> String {
         format!("{}:live:all", self.base)
+    }
+
+    /// `{<prefix>}:reserved`: with several shards, the places taken under
+    /// the total cap (ids by deadline); kept under the home tag.
+    pub(super) fn reserved(&self) -> String {
+        format!("{}:reserved", self.base)
     }
 
     /// `{<prefix>}:changed`: the channel that announces the other changes a

@@ -20,7 +20,7 @@ use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::conn::Conn;
-use super::scripts::Keys;
+use super::shards::Shards;
 use crate::store::TaskChange;
 use crate::task::{TaskId, Timestamp};
 
@@ -40,6 +40,8 @@ struct Local {
 
 struct Entry {
     stop: CancellationToken,
+    /// The shard that holds the task.
+    shard: usize,
     deadline: Option<u64>,
     /// Registrations whose Redis write has not answered yet.
     pending: u32,
@@ -56,10 +58,11 @@ impl Stops {
     /// The token of `id`, registering one before a write that may hand it out.
     /// Every `hold` is followed by one [`confirm`](Self::confirm) or
     /// [`release`](Self::release).
-    pub(super) fn hold(&self, id: TaskId) -> CancellationToken {
+    pub(super) fn hold(&self, id: TaskId, shard: usize) -> CancellationToken {
         let mut local = self.lock();
         let entry = local.tasks.entry(id.as_u128()).or_insert_with(|| Entry {
             stop: CancellationToken::new(),
+            shard,
             deadline: None,
             pending: 0,
             confirmed: false,
@@ -122,12 +125,22 @@ impl Stops {
         self.lock().tasks.len()
     }
 
-    /// The tasks whose write took. Entries still waiting for their write
-    /// are left out: their task may not be in Redis yet.
-    fn confirmed(&self) -> Vec<TaskId> {
+    /// The shard of a task whose token this instance holds.
+    pub(super) fn shard_of(&self, id: TaskId) -> Option<usize> {
+        self.lock()
+            .tasks
+            .get(&id.as_u128())
+            .map(|entry| entry.shard)
+    }
+
+    /// The tasks whose write took, with their shards. Entries still waiting
+    /// for their write are left out: their task may not be in Redis yet.
+    fn confirmed(&self) -> Vec<(TaskId, usize)> {
         let local = self.lock();
         let confirmed = local.tasks.iter().filter(|(_, entry)| entry.confirmed);
-        confirmed.map(|(&id, _)| TaskId::from_u128(id)).collect()
+        confirmed
+            .map(|(&id, entry)| (TaskId::from_u128(id), entry.shard))
+            .collect()
     }
 
     /// Takes the tokens due at `now`; returns the next deadline.
@@ -175,7 +188,7 @@ pub(super) struct Subscriber {
     /// when it is lost (a `PUBLISH` reaches every node of a cluster).
     pub(super) clients: Vec<redis::Client>,
     pub(super) conn: Conn,
-    pub(super) keys: Arc<Keys>,
+    pub(super) shards: Arc<Shards>,
     pub(super) stops: Arc<Stops>,
     pub(super) shutdown: CancellationToken,
     pub(super) timeout: Duration,
@@ -196,15 +209,18 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::RedisResult<()>>) {
     let mut ready = Some(ready);
     let mut backoff = Duration::from_millis(100);
-    let channel = sub.keys.channel();
-    let changed = sub.keys.changed();
+    // Every shard's two channels; `ended` fires stop signals too.
+    let ended: Vec<String> = sub.shards.all().map(|(_, keys)| keys.channel()).collect();
+    let mut channels = ended.clone();
+    channels.extend(sub.shards.all().map(|(_, keys)| keys.changed()));
+    let channel = sub.shards.home().channel();
     let mut node = 0;
     loop {
         let client = &sub.clients[node % sub.clients.len()];
         node += 1;
         let attempt = async {
             let mut pubsub = bounded(sub.timeout, client.get_async_pubsub()).await?;
-            bounded(sub.timeout, pubsub.subscribe(&[&channel, &changed])).await?;
+            bounded(sub.timeout, pubsub.subscribe(&channels)).await?;
             if ready.is_none() {
                 reconcile(&sub).await?;
             }
@@ -252,7 +268,7 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::Red
                     Some(message) => {
                         let id = std::str::from_utf8(message.get_payload_bytes());
                         if let Some(id) = id.ok().and_then(TaskId::parse) {
-                            if message.get_channel_name() == channel {
+                            if ended.iter().any(|name| name == message.get_channel_name()) {
                                 sub.stops.fire(id);
                             }
                             // Nobody listening is not an error.
@@ -275,17 +291,23 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::Red
 /// Fires the tokens of held tasks that are gone or terminal in Redis.
 async fn reconcile(sub: &Subscriber) -> redis::RedisResult<()> {
     let mut conn = sub.conn.clone();
-    for ids in sub.stops.confirmed().chunks(256) {
-        let mut pipe = redis::pipe();
-        for &id in ids {
-            pipe.hget(sub.keys.task(id), "s");
-        }
-        let statuses: Vec<Option<String>> =
-            bounded(sub.timeout, pipe.query_async(&mut conn)).await?;
-        for (&id, status) in ids.iter().zip(statuses) {
-            let live = matches!(status.as_deref(), Some("working" | "input_required"));
-            if !live {
-                sub.stops.fire(id);
+    let mut held = sub.stops.confirmed();
+    // One pipeline stays in one shard, hence in one slot.
+    held.sort_unstable_by_key(|&(_, shard)| shard);
+    for group in held.chunk_by(|a, b| a.1 == b.1) {
+        for ids in group.chunks(256) {
+            let keys = sub.shards.get(ids[0].1);
+            let mut pipe = redis::pipe();
+            for &(id, _) in ids {
+                pipe.hget(keys.task(id), "s");
+            }
+            let statuses: Vec<Option<String>> =
+                bounded(sub.timeout, pipe.query_async(&mut conn)).await?;
+            for (&(id, _), status) in ids.iter().zip(statuses) {
+                let live = matches!(status.as_deref(), Some("working" | "input_required"));
+                if !live {
+                    sub.stops.fire(id);
+                }
             }
         }
     }

@@ -1,0 +1,187 @@
+//! `create`: the task in its owner's shard, and with several shards the
+//! total quota by reservation.
+//!
+//! With one shard, `create.lua` checks both caps and writes the task in one
+//! step. With several, the tasks of all owners are in different slots, so
+//! the total cap is kept in `{<prefix>}:reserved` (a sorted set of the ids
+//! created under a quota, scored by deadline, like a live set): a
+//! reservation there comes first, then the shard's script, which checks the
+//! per-owner cap and writes the task; a refusal or an error then gives the
+//! place back. What this weakens, precisely: a failed create holds its place
+//! for one round trip (a concurrent create may be refused meanwhile), a
+//! crash between the two steps leaks one place until the task's deadline,
+//! reservations expire by the clock of the node that holds them, and when
+//! both caps are full the per-owner refusal is told from the owner's live
+//! set at this instance's clock.
+
+use redis::Script;
+use std::sync::LazyLock;
+
+use super::scripts::{self, Keys, cap_arg, owner_args};
+use super::{MAX_DEADLINE_MS, RedisTaskStore, backend, reply};
+use crate::store::{CreatedTask, NewTask, Quota, QuotaScope, StoreError};
+use crate::task::Timestamp;
+
+/// Takes a place under the total cap. KEYS: the reservations. ARGV: cap or
+/// `''` (the task is counted, whatever the cap), id, deadline ms or `+inf`.
+/// Replies 1 when taken, 0 when the cap is full.
+static RESERVE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local time = redis.call('TIME')
+local now = time[1] .. string.format('%03d', math.floor(tonumber(time[2]) / 1000))
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if ARGV[1] ~= '' and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
+return 1
+",
+    )
+});
+
+impl RedisTaskStore {
+    /// [`TaskStore::create`](crate::TaskStore::create).
+    pub(super) async fn create_task(&self, task: NewTask) -> Result<CreatedTask, StoreError> {
+        let id = task.id;
+        let deadline = task
+            .ttl
+            .map(|ttl| task.created_at.saturating_add(ttl))
+            .filter(|at| at.as_millis() <= MAX_DEADLINE_MS);
+        let owner = task.owner.as_deref();
+        let shards = &self.inner.shards;
+        let (shard, keys) = shards.of(owner);
+        let mut quota = task.quota;
+        // Every task created under a quota counts in the total, as in one
+        // shard's live set, whether or not this create has a total cap.
+        let reserve = shards.count() > 1 && quota != Quota::default();
+        if reserve {
+            self.reserve(quota.total, &task, deadline).await?;
+            // The shard checks only the owner's cap (and still counts the
+            // task in the owner's live set without one); the place is taken.
+            quota.total = None;
+            quota.per_owner = quota.per_owner.or(Some(u32::MAX));
+        }
+        let call = self.create_call(keys, &task, deadline, quota);
+        // Held before the write: an announcement may overtake the reply.
+        let stop = self.inner.stops.hold(id, shard);
+        let refused = match call.invoke_async::<i64>(&mut self.conn()).await {
+            Ok(1) => None,
+            Ok(0) => Some(StoreError::backend("task id collision")),
+            Ok(-1) => Some(StoreError::QuotaExceeded(QuotaScope::Owner)),
+            Ok(-2) => Some(StoreError::QuotaExceeded(QuotaScope::Total)),
+            Ok(_) => Some(reply::corrupt("an unknown create reply")),
+            Err(error) => Some(backend(error)),
+        };
+        if let Some(error) = refused {
+            self.inner.stops.release(id);
+            if reserve {
+                self.unreserve(task.id).await;
+            }
+            return Err(error);
+        }
+        self.inner.stops.confirm(id, deadline);
+        let snapshot = task.into_working();
+        Ok(CreatedTask { snapshot, stop })
+    }
+
+    /// `create.lua` for `task` in the shard of `keys`, under `quota`.
+    fn create_call(
+        &self,
+        keys: &Keys,
+        task: &NewTask,
+        deadline: Option<Timestamp>,
+        quota: Quota,
+    ) -> redis::ScriptInvocation<'static> {
+        let id = task.id;
+        let owner = task.owner.as_deref();
+        let [has_owner, owner_text] = owner_args(owner);
+        let lease = &self.inner.lease;
+        let mut call = scripts::CREATE.key(keys.task(id));
+        call.key(keys.index(owner))
+            .key(keys.driving(lease.id()))
+            .key(keys.instance(lease.id()))
+            .key(keys.instances())
+            .key(keys.all())
+            .arg(has_owner)
+            .arg(owner_text)
+            .arg(task.created_at.as_millis())
+            .arg(
+                deadline
+                    .map(|at| at.as_millis().to_string())
+                    .unwrap_or_default(),
+            )
+            .arg(task.ttl.map(reply::nanos_text).unwrap_or_default())
+            .arg(
+                task.poll_interval
+                    .map(reply::nanos_text)
+                    .unwrap_or_default(),
+            )
+            .arg(if task.status_message.is_some() {
+                "1"
+            } else {
+                "0"
+            })
+            .arg(task.status_message.as_deref().unwrap_or_default())
+            .arg(id.to_string())
+            .arg(keys.task_head())
+            .arg(lease.id())
+            .arg(lease.millis())
+            .arg(cap_arg(quota.per_owner))
+            .arg(cap_arg(quota.total))
+            .arg(task.rerun.as_ref().map_or("", |rerun| rerun.call.get()))
+            .arg(task.rerun.as_ref().map_or(1, |rerun| rerun.attempts.max(1)));
+        if quota != Quota::default() {
+            call.key(keys.live(owner)).key(keys.live_all());
+        }
+        call
+    }
+
+    /// Takes a place under the total cap for `task`, or refuses: with the
+    /// owner's scope when the owner's own cap is full too (the per-owner
+    /// refusal is reported first, as with one shard).
+    async fn reserve(
+        &self,
+        cap: Option<u32>,
+        task: &NewTask,
+        deadline: Option<Timestamp>,
+    ) -> Result<(), StoreError> {
+        let score = deadline.map_or_else(|| "+inf".to_owned(), |at| at.as_millis().to_string());
+        let mut call = RESERVE.key(self.inner.shards.home().reserved());
+        call.arg(cap_arg(cap)).arg(task.id.to_string()).arg(score);
+        let taken: i64 = call.invoke_async(&mut self.conn()).await.map_err(backend)?;
+        if taken == 1 {
+            return Ok(());
+        }
+        let owner = task.owner.as_deref();
+        if let Some(per_owner) = task.quota.per_owner {
+            let live = self.inner.shards.of(owner).1.live(owner);
+            let now = Timestamp::now().as_millis();
+            let held: u64 = redis::cmd("ZCOUNT")
+                .arg(live)
+                .arg(format!("({now}"))
+                .arg("+inf")
+                .query_async(&mut self.conn())
+                .await
+                .map_err(backend)?;
+            if held >= u64::from(per_owner) {
+                return Err(StoreError::QuotaExceeded(QuotaScope::Owner));
+            }
+        }
+        Err(StoreError::QuotaExceeded(QuotaScope::Total))
+    }
+
+    /// Gives back the place of a task that was not created (or was deleted).
+    /// Best effort: a place that stays taken is freed at the deadline.
+    pub(super) async fn unreserve(&self, id: crate::task::TaskId) {
+        let key = self.inner.shards.home().reserved();
+        let freed = redis::cmd("ZREM")
+            .arg(key)
+            .arg(id.to_string())
+            .query_async::<i64>(&mut self.conn())
+            .await;
+        if let Err(error) = freed {
+            tracing::warn!(%error, %id, "task store: a quota reservation was not given back");
+        }
+    }
+}
