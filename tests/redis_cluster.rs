@@ -142,6 +142,44 @@ async fn two_instances_share_tasks_and_stop_signals_on_a_cluster() {
     pair::racing_instances_get_exactly_one_winner_per_transition(&a, &b).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_given_one_node_keeps_its_change_feed_when_that_node_dies() {
+    let Some(mut cluster) = start() else {
+        return;
+    };
+    let prefix = fresh_prefix();
+    // A subscribes through the one node it was given: a replica, which
+    // hears every PUBLISH like any node and can die without a failover.
+    let node = cluster.replicas()[0];
+    let a = RedisTaskStore::builder(redis_cluster::url(node))
+        .prefix(&prefix)
+        .connect()
+        .await
+        .expect("connect through one node");
+    let b = connect(&cluster, &prefix, LEASE).await;
+    tokio::task::block_in_place(|| cluster.kill(node));
+    // A finds the other nodes in `CLUSTER NODES`: a cancel on B reaches a
+    // task running on A again.
+    let (killed, bound) = (Instant::now(), Duration::from_secs(20));
+    loop {
+        let task = new_task(Some("alice"), None);
+        let created = a.create(task.clone()).await.unwrap();
+        b.cancel(task.id, Some("alice")).await.unwrap();
+        let fired = tokio::time::timeout(Duration::from_secs(1), created.stop.cancelled()).await;
+        if fired.is_ok() {
+            eprintln!(
+                "A's change feed back {:?} after its node died",
+                killed.elapsed()
+            );
+            break;
+        }
+        assert!(
+            killed.elapsed() < bound,
+            "A's stop signals stayed deaf for {bound:?} after its only node died"
+        );
+    }
+}
+
 #[tokio::test]
 async fn tasks_of_different_owners_land_on_different_primaries() {
     let Some(cluster) = start() else {

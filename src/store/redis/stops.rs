@@ -215,8 +215,10 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::Red
     channels.extend(sub.shards.all().map(|(_, keys)| keys.changed()));
     let channel = sub.shards.home().channel();
     let mut node = 0;
+    // The seeds, and on a cluster the nodes it lists once one is lost.
+    let mut nodes = sub.clients.clone();
     loop {
-        let client = &sub.clients[node % sub.clients.len()];
+        let client = nodes[node % nodes.len()].clone();
         node += 1;
         let attempt = async {
             let mut pubsub = bounded(sub.timeout, client.get_async_pubsub()).await?;
@@ -249,6 +251,7 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::Red
             }
             (Err(error), None) => {
                 tracing::warn!(%error, "task store: resubscribing to {channel} failed");
+                nodes = known_nodes(&sub).await;
                 tokio::select! {
                     _ = sub.shutdown.cancelled() => return,
                     _ = tokio::time::sleep(backoff) => {}
@@ -285,7 +288,49 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::Red
             }
         }
         tracing::warn!("task store: subscription to {channel} lost, resubscribing");
+        nodes = known_nodes(&sub).await;
     }
+}
+
+/// The seeds, then on a cluster every node that `CLUSTER NODES` lists as
+/// reachable (with the seeds' settings: credentials, database), so that a
+/// store given one node's URL keeps its subscription when that node fails.
+async fn known_nodes(sub: &Subscriber) -> Vec<redis::Client> {
+    let mut nodes = sub.clients.clone();
+    let Some(seed) = sub.clients.first().filter(|_| sub.conn.is_cluster()) else {
+        return nodes;
+    };
+    let mut conn = sub.conn.clone();
+    let mut ask = redis::cmd("CLUSTER");
+    ask.arg("NODES");
+    let Ok(listed) = bounded(sub.timeout, ask.query_async::<String>(&mut conn)).await else {
+        return nodes;
+    };
+    for (host, port) in listed.lines().filter_map(reachable_node) {
+        let addr = redis::ConnectionAddr::Tcp(host, port);
+        let known = nodes
+            .iter()
+            .any(|client| client.get_connection_info().addr() == &addr);
+        let info = seed.get_connection_info().clone().set_addr(addr);
+        if let (false, Ok(client)) = (known, redis::Client::open(info)) {
+            nodes.push(client);
+        }
+    }
+    nodes
+}
+
+/// The address of a node in a line of `CLUSTER NODES` (`<id>
+/// <ip>:<port>@<cport>[,<hostname>] <flags> …`), unless it is failing,
+/// without an address or still joining.
+fn reachable_node(line: &str) -> Option<(String, u16)> {
+    let mut fields = line.split(' ');
+    let (_, address, flags) = (fields.next()?, fields.next()?, fields.next()?);
+    let down = ["fail", "fail?", "noaddr", "handshake"];
+    if flags.split(',').any(|flag| down.contains(&flag)) {
+        return None;
+    }
+    let (host, port) = address.split(['@', ',']).next()?.rsplit_once(':')?;
+    Some((host.to_owned(), port.parse().ok().filter(|&port| port > 0)?))
 }
 
 /// Fires the tokens of held tasks that are gone or terminal in Redis.
@@ -321,4 +366,22 @@ async fn bounded<T>(
     tokio::time::timeout(timeout, future)
         .await
         .unwrap_or_else(|_| Err(redis::RedisError::from((redis::ErrorKind::Io, "timed out"))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reachable_node;
+
+    #[test]
+    fn cluster_nodes_lines_give_the_addresses_of_live_nodes() {
+        let live = "e7d1 127.0.0.1:30004@40004 slave 67ed 0 1426238317239 4 connected";
+        assert_eq!(reachable_node(live), Some(("127.0.0.1".into(), 30004)));
+        let named = "e7d1 10.0.0.5:6379@16379,redis-3 myself,master - 0 0 1 connected 0-5460";
+        assert_eq!(reachable_node(named), Some(("10.0.0.5".into(), 6379)));
+        let failed = "e7d1 127.0.0.1:30001@40001 master,fail - 0 0 1 disconnected";
+        assert_eq!(reachable_node(failed), None);
+        let joining = "e7d1 :0@0 master,noaddr - 0 0 1 disconnected";
+        assert_eq!(reachable_node(joining), None);
+        assert_eq!(reachable_node(""), None);
+    }
 }
