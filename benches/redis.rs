@@ -252,8 +252,12 @@ async fn through_the_store(server: &RedisServer, concurrency: usize) -> Vec<Meas
     // park → complete: each cycle parks a call and waits, through the store,
     // until its task is terminal.
     let store = connect(server).await;
+    // Completed tasks stay live until their TTL: the default caps would
+    // soon refuse to park (the call is then answered as without the layer).
     let layered = TasksLayer::new(store.clone())
         .threshold(Duration::ZERO)
+        .max_tasks(None)
+        .max_tasks_per_principal(None)
         .layer(Inner {
             answers: Answers::AfterYield,
         });
