@@ -13,6 +13,7 @@ use super::claims::Claims;
 use super::conn::{Conn, Replicas};
 use super::lease::{self, Lease};
 use super::migrate;
+use super::sharded;
 use super::shards::{MAX_SHARDS, Shards};
 use super::stops::{self, Stops, Subscriber};
 use super::{Inner, RedisTaskStore, backend};
@@ -185,7 +186,7 @@ impl RedisTaskStoreBuilder {
         let count = self
             .shards
             .unwrap_or(if conn.is_cluster() { CLUSTER_SHARDS } else { 1 });
-        let shards = Arc::new(Shards::new(self.prefix, count));
+        let shards = Arc::new(Shards::new(self.prefix, count, conn.is_cluster()));
         migrate::run(&conn, &shards).await?;
         let conn = conn.waiting_for(self.replicas);
         let stops = Arc::new(Stops::default());
@@ -207,7 +208,11 @@ impl RedisTaskStoreBuilder {
             shutdown: shutdown.clone(),
             timeout: self.response_timeout.max(self.connection_timeout),
         };
-        tokio::spawn(stops::subscribe(subscriber, ready));
+        if conn.is_cluster() {
+            tokio::spawn(sharded::subscribe(subscriber, ready));
+        } else {
+            tokio::spawn(stops::subscribe(subscriber, ready));
+        }
         let subscribed = match subscribed.await {
             Ok(subscribed) => subscribed.map_err(backend),
             Err(_) => Err(StoreError::backend("the task store subscriber ended")),

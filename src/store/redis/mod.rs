@@ -26,8 +26,8 @@
 //! | `{<prefix>}:owned:<owner>`    | sorted set | the owner's task ids, scored by creation time (ms) | the per-owner listing (`tasks/list`) pages it by cursor instead of scanning the keyspace |
 //! | `{<prefix>}:unowned`          | sorted set | ids of tasks created without a principal | a distinct key for "no owner": unowned tasks are a security context of their own |
 //! | `{<prefix>}:all`              | sorted set | every task's id, scored by creation time (ms) | the operator's listing across owners ([`Admin`](crate::Admin)) pages it like an owner index |
-//! | `{<prefix>}:live:owned:<owner>`, `{<prefix>}:live:unowned` | sorted set | the owner's tasks created under a [`Quota`], scored by deadline (ms; `+inf` without TTL) | the per-owner cap counts live tasks with one trim and one `ZCARD`; the owner index, scored by creation, cannot |
-//! | `{<prefix>}:live:all`         | sorted set | every task created under a [`Quota`], scored by deadline | the same for the total cap |
+//! | `{<prefix>}:live:owned:<owner>`, `{<prefix>}:live:unowned` | sorted set | the owner's tasks created under a [`Quota`](super::Quota), scored by deadline (ms; `+inf` without TTL) | the per-owner cap counts live tasks with one trim and one `ZCARD`; the owner index, scored by creation, cannot |
+//! | `{<prefix>}:live:all`         | sorted set | every task created under a [`Quota`](super::Quota), scored by deadline | the same for the total cap |
 //! | `{<prefix>}:ended` (channel)  | pub/sub    | the id of each task that just became terminal | fires the stop signal on whichever instance runs the task's work |
 //! | `{<prefix>}:changed` (channel) | pub/sub   | the id of each task whose status message changed, that asked for input or resumed | with `ended`, the change feed of [`TaskStore::changes`]: status push on every instance |
 //! | `{<prefix>}:instances`        | set        | the ids of the registered instances     | the sweepers' list of instances to check for a lapsed lease                |
@@ -71,7 +71,7 @@
 //! is checked in Rust (a hash is read atomically, and every field it needs
 //! is kept there by the scripts).
 //!
-//! `create` checks the [`Quota`] and writes the task in the same script, so
+//! `create` checks the [`Quota`](super::Quota) and writes the task in the same script, so
 //! creates on every instance together never overshoot a cap.
 //!
 //! `create` returns once Redis acknowledged the write (the script's reply);
@@ -86,9 +86,11 @@
 //!
 //! - the task becomes terminal anywhere: the scripts that end a task (the
 //!   sweep of a lost instance's tasks too) `PUBLISH` its id on
-//!   `{<prefix>}:ended` in the same atomic step, and every instance's
-//!   subscriber fires its own token (after `complete` or `fail` the work is
-//!   over already, and firing frees the entry);
+//!   `{<prefix>}:ended` in the same atomic step (on a Redis Cluster
+//!   `SPUBLISH`, sharded pub/sub: the message stays with the nodes of the
+//!   shard's slot, where every instance holds an `SSUBSCRIBE`), and every
+//!   instance's subscriber fires its own token (after `complete` or `fail`
+//!   the work is over already, and firing frees the entry);
 //! - its deadline passes: a local timer, since Redis expiry announces nothing;
 //! - a call on this instance finds the task terminal or gone.
 //!
@@ -202,6 +204,7 @@ mod migrate;
 mod reply;
 mod route;
 mod scripts;
+mod sharded;
 mod shards;
 mod stops;
 

@@ -47,12 +47,19 @@ pub(super) struct Keys {
     prefix: String,
     /// `{<prefix>}`: what every name starts with.
     base: String,
+    /// Whether announcements use sharded pub/sub (on a Redis Cluster).
+    sharded: bool,
 }
 
 impl Keys {
-    /// The names under `base`, a hash tag, for a store under `prefix`.
-    pub(super) fn new(prefix: String, base: String) -> Self {
-        Self { prefix, base }
+    /// The names under `base`, a hash tag, for a store under `prefix`;
+    /// `sharded` announces with `SPUBLISH` (a Redis Cluster).
+    pub(super) fn new(prefix: String, base: String, sharded: bool) -> Self {
+        Self {
+            prefix,
+            base,
+            sharded,
+        }
     }
 
     pub(super) fn prefix(&self) -> &str {
@@ -147,13 +154,32 @@ impl Keys {
 
     /// `{<prefix>}:changed`: the channel that announces the other changes a
     /// status subscriber sees (status message, input asked, resumed).
-    pub(super) fn changed(&self) -> String {
+    pub(super) fn changed_name(&self) -> String {
         format!("{}:changed", self.base)
     }
 
     /// `{<prefix>}:ended`: the channel that announces terminal transitions.
-    pub(super) fn channel(&self) -> String {
+    pub(super) fn ended_name(&self) -> String {
         format!("{}:ended", self.base)
+    }
+
+    /// [`changed_name`](Self::changed_name) as the scripts take it: marked
+    /// `#` for sharded pub/sub (`announce` in `lua/prelude.lua`).
+    pub(super) fn changed(&self) -> String {
+        self.script_channel(self.changed_name())
+    }
+
+    /// [`ended_name`](Self::ended_name) as the scripts take it.
+    pub(super) fn channel(&self) -> String {
+        self.script_channel(self.ended_name())
+    }
+
+    fn script_channel(&self, name: String) -> String {
+        if self.sharded {
+            format!("#{name}")
+        } else {
+            name
+        }
     }
 
     /// What precedes the id in a task key, for scripts that build task keys

@@ -30,15 +30,17 @@ pub(super) struct Shards {
 }
 
 impl Shards {
-    /// `count` shards (at least one) under `prefix`.
-    pub(super) fn new(prefix: String, count: u16) -> Self {
+    /// `count` shards (at least one) under `prefix`; `sharded` announces
+    /// changes with sharded pub/sub (a Redis Cluster).
+    pub(super) fn new(prefix: String, count: u16, sharded: bool) -> Self {
         let count = count.clamp(1, MAX_SHARDS);
-        let meta = Keys::new(prefix.clone(), format!("{{{prefix}}}"));
+        let keys = |base| Keys::new(prefix.clone(), base, sharded);
+        let meta = keys(format!("{{{prefix}}}"));
         let list = if count == 1 {
-            vec![Keys::new(prefix.clone(), format!("{{{prefix}}}"))]
+            vec![keys(format!("{{{prefix}}}"))]
         } else {
             (0..count)
-                .map(|k| Keys::new(prefix.clone(), format!("{{{prefix}:s{k}}}")))
+                .map(|k| keys(format!("{{{prefix}:s{k}}}")))
                 .collect()
         };
         Self { prefix, list, meta }
@@ -101,7 +103,7 @@ mod tests {
 
     #[test]
     fn one_shard_keeps_the_prefix_tag() {
-        let shards = Shards::new("p".into(), 1);
+        let shards = Shards::new("p".into(), 1, false);
         assert_eq!(shards.of(Some("alice")).1.base(), "{p}");
         assert_eq!(shards.of(None).1.base(), "{p}");
         assert_eq!(shards.home().base(), "{p}");
@@ -109,7 +111,7 @@ mod tests {
 
     #[test]
     fn owners_spread_over_the_shards_and_stay_put() {
-        let shards = Shards::new("p".into(), 16);
+        let shards = Shards::new("p".into(), 16, false);
         let mut seen = [0usize; 16];
         for n in 0..1600 {
             let owner = format!("user-{n}");
@@ -122,7 +124,10 @@ mod tests {
         assert_eq!(shards.get(3).base(), "{p:s3}");
         // A fixed owner always lands in the same shard, on every machine.
         let alice = shards.index_of(Some("alice"));
-        assert_eq!(Shards::new("q".into(), 16).index_of(Some("alice")), alice);
+        assert_eq!(
+            Shards::new("q".into(), 16, false).index_of(Some("alice")),
+            alice
+        );
         assert!(shards.index_of(None) < 16);
     }
 }

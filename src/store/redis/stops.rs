@@ -197,11 +197,13 @@ pub(super) struct Subscriber {
 }
 
 const KEEPALIVE: Duration = Duration::from_secs(15);
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
+pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
-/// Listens on `<prefix>:ended` and fires the tokens of ended tasks, and on
-/// `<prefix>:changed`, passing every id heard to the change feed, until
-/// `shutdown`. Reports the first subscription (or its failure) on `ready`.
+/// On a single server: listens on every shard's `ended` channel and fires
+/// the tokens of ended tasks, and on its `changed` channel, passing every id
+/// heard to the change feed, until `shutdown` (a cluster has
+/// [`sharded::subscribe`](super::sharded::subscribe)). Reports the first
+/// subscription (or its failure) on `ready`.
 ///
 /// A connection lost and made again may have missed announcements, so every
 /// resubscription is followed by a check of each held task in Redis: a task
@@ -209,16 +211,11 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::RedisResult<()>>) {
     let mut ready = Some(ready);
     let mut backoff = Duration::from_millis(100);
-    // Every shard's two channels; `ended` fires stop signals too.
-    let ended: Vec<String> = sub.shards.all().map(|(_, keys)| keys.channel()).collect();
-    let mut channels = ended.clone();
-    channels.extend(sub.shards.all().map(|(_, keys)| keys.changed()));
-    let channel = sub.shards.home().channel();
+    let (ended, channels) = channels(&sub);
+    let channel = sub.shards.home().ended_name();
     let mut node = 0;
-    // The seeds, and on a cluster the nodes it lists once one is lost.
-    let mut nodes = sub.clients.clone();
     loop {
-        let client = nodes[node % nodes.len()].clone();
+        let client = &sub.clients[node % sub.clients.len()];
         node += 1;
         let attempt = async {
             let mut pubsub = bounded(sub.timeout, client.get_async_pubsub()).await?;
@@ -251,7 +248,6 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::Red
             }
             (Err(error), None) => {
                 tracing::warn!(%error, "task store: resubscribing to {channel} failed");
-                nodes = known_nodes(&sub).await;
                 tokio::select! {
                     _ = sub.shutdown.cancelled() => return,
                     _ = tokio::time::sleep(backoff) => {}
@@ -269,14 +265,7 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::Red
                 _ = sub.shutdown.cancelled() => return,
                 message = messages.next() => match message {
                     Some(message) => {
-                        let id = std::str::from_utf8(message.get_payload_bytes());
-                        if let Some(id) = id.ok().and_then(TaskId::parse) {
-                            if ended.iter().any(|name| name == message.get_channel_name()) {
-                                sub.stops.fire(id);
-                            }
-                            // Nobody listening is not an error.
-                            let _ = sub.changes.send(TaskChange::Changed(id));
-                        }
+                        heard(&sub, &ended, message.get_channel_name(), message.get_payload_bytes());
                     }
                     None => break,
                 },
@@ -288,53 +277,37 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::Red
             }
         }
         tracing::warn!("task store: subscription to {channel} lost, resubscribing");
-        nodes = known_nodes(&sub).await;
     }
 }
 
-/// The seeds, then on a cluster every node that `CLUSTER NODES` lists as
-/// reachable (with the seeds' settings: credentials, database), so that a
-/// store given one node's URL keeps its subscription when that node fails.
-async fn known_nodes(sub: &Subscriber) -> Vec<redis::Client> {
-    let mut nodes = sub.clients.clone();
-    let Some(seed) = sub.clients.first().filter(|_| sub.conn.is_cluster()) else {
-        return nodes;
-    };
-    let mut conn = sub.conn.clone();
-    let mut ask = redis::cmd("CLUSTER");
-    ask.arg("NODES");
-    let Ok(listed) = bounded(sub.timeout, ask.query_async::<String>(&mut conn)).await else {
-        return nodes;
-    };
-    for (host, port) in listed.lines().filter_map(reachable_node) {
-        let addr = redis::ConnectionAddr::Tcp(host, port);
-        let known = nodes
-            .iter()
-            .any(|client| client.get_connection_info().addr() == &addr);
-        let info = seed.get_connection_info().clone().set_addr(addr);
-        if let (false, Ok(client)) = (known, redis::Client::open(info)) {
-            nodes.push(client);
+/// The end-of-task channel of every shard, and every channel to listen
+/// to: those and each shard's channel of other changes.
+pub(super) fn channels(sub: &Subscriber) -> (Vec<String>, Vec<String>) {
+    let ended: Vec<String> = sub
+        .shards
+        .all()
+        .map(|(_, keys)| keys.ended_name())
+        .collect();
+    let mut channels = ended.clone();
+    channels.extend(sub.shards.all().map(|(_, keys)| keys.changed_name()));
+    (ended, channels)
+}
+
+/// An announcement heard on `channel`: the id's stop signal fires when the
+/// task ended, and the change feed hears the id either way.
+pub(super) fn heard(sub: &Subscriber, ended: &[String], channel: &str, payload: &[u8]) {
+    let id = std::str::from_utf8(payload).ok().and_then(TaskId::parse);
+    if let Some(id) = id {
+        if ended.iter().any(|name| name == channel) {
+            sub.stops.fire(id);
         }
+        // Nobody listening is not an error.
+        let _ = sub.changes.send(TaskChange::Changed(id));
     }
-    nodes
-}
-
-/// The address of a node in a line of `CLUSTER NODES` (`<id>
-/// <ip>:<port>@<cport>[,<hostname>] <flags> …`), unless it is failing,
-/// without an address or still joining.
-fn reachable_node(line: &str) -> Option<(String, u16)> {
-    let mut fields = line.split(' ');
-    let (_, address, flags) = (fields.next()?, fields.next()?, fields.next()?);
-    let down = ["fail", "fail?", "noaddr", "handshake"];
-    if flags.split(',').any(|flag| down.contains(&flag)) {
-        return None;
-    }
-    let (host, port) = address.split(['@', ',']).next()?.rsplit_once(':')?;
-    Some((host.to_owned(), port.parse().ok().filter(|&port| port > 0)?))
 }
 
 /// Fires the tokens of held tasks that are gone or terminal in Redis.
-async fn reconcile(sub: &Subscriber) -> redis::RedisResult<()> {
+pub(super) async fn reconcile(sub: &Subscriber) -> redis::RedisResult<()> {
     let mut conn = sub.conn.clone();
     let mut held = sub.stops.confirmed();
     // One pipeline stays in one shard, hence in one slot.
@@ -359,29 +332,11 @@ async fn reconcile(sub: &Subscriber) -> redis::RedisResult<()> {
     Ok(())
 }
 
-async fn bounded<T>(
+pub(super) async fn bounded<T>(
     timeout: Duration,
     future: impl Future<Output = redis::RedisResult<T>>,
 ) -> redis::RedisResult<T> {
     tokio::time::timeout(timeout, future)
         .await
         .unwrap_or_else(|_| Err(redis::RedisError::from((redis::ErrorKind::Io, "timed out"))))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::reachable_node;
-
-    #[test]
-    fn cluster_nodes_lines_give_the_addresses_of_live_nodes() {
-        let live = "e7d1 127.0.0.1:30004@40004 slave 67ed 0 1426238317239 4 connected";
-        assert_eq!(reachable_node(live), Some(("127.0.0.1".into(), 30004)));
-        let named = "e7d1 10.0.0.5:6379@16379,redis-3 myself,master - 0 0 1 connected 0-5460";
-        assert_eq!(reachable_node(named), Some(("10.0.0.5".into(), 6379)));
-        let failed = "e7d1 127.0.0.1:30001@40001 master,fail - 0 0 1 disconnected";
-        assert_eq!(reachable_node(failed), None);
-        let joining = "e7d1 :0@0 master,noaddr - 0 0 1 disconnected";
-        assert_eq!(reachable_node(joining), None);
-        assert_eq!(reachable_node(""), None);
-    }
 }

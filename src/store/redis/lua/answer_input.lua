@@ -38,5 +38,5 @@ redis.call('DEL', round)
 redis.call('HSET', task, 's', 'working')
 redis.call('HDEL', task, 'q')
 drive(task, ARGV[4], ARGV[5], KEYS[3], KEYS[5], KEYS[4], ARGV[6])
-redis.call('PUBLISH', ARGV[7], ARGV[4])
+announce(ARGV[7], ARGV[4])
 return out

@@ -20,6 +20,6 @@ for _, set in ipairs({index, live, base .. ':live:all', KEYS[3]}) do
 end
 redis.call('DEL', KEYS[1], KEYS[2])
 if not ended then
-  redis.call('PUBLISH', ARGV[3], id)
+  announce(ARGV[3], id)
 end
 return out

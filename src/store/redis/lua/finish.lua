@@ -20,5 +20,5 @@ end
 redis.call('HDEL', KEYS[1], 'q')
 redis.call('DEL', KEYS[2])
 undrive(KEYS[1], ARGV[5], ARGV[6])
-redis.call('PUBLISH', ARGV[4], ARGV[5])
+announce(ARGV[4], ARGV[5])
 return 1

@@ -5,6 +5,17 @@
 -- instance that drives the task (only while it is `working`), q the
 -- outstanding requests as one JSON object (only while `input_required`).
 
+-- Announces `message` on `channel`. A channel argument that starts with
+-- '#' names a sharded channel (SPUBLISH: on a Redis Cluster the message
+-- stays with the nodes of this slot); any other, a plain one (PUBLISH).
+local function announce(channel, message)
+  if string.byte(channel, 1) == 35 then
+    redis.call('SPUBLISH', string.sub(channel, 2), message)
+  else
+    redis.call('PUBLISH', channel, message)
+  end
+end
+
 -- Whether the task exists and belongs to exactly this owner:
 -- plain equality on Option<&str>, as in MemoryTaskStore.
 local function visible(task, has_owner, owner)

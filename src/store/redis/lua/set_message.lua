@@ -8,5 +8,5 @@ if terminal(status) then
   return status
 end
 redis.call('HSET', KEYS[1], 'm', ARGV[1], 'u', ARGV[2])
-redis.call('PUBLISH', ARGV[3], ARGV[4])
+announce(ARGV[3], ARGV[4])
 return 1

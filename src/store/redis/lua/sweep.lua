@@ -30,7 +30,7 @@ for _, id in ipairs(redis.call('SPOP', driving, ARGV[2])) do
       redis.call('HSET', task, 'd', ARGV[9], 'm', message, 'u', ARGV[5])
       redis.call('SADD', KEYS[4], id)
       -- A change, not an end: the end channel would fire its stop signal.
-      redis.call('PUBLISH', ARGV[10], id)
+      announce(ARGV[10], id)
       local owned = f[6] and '1' or '0'
       for _, item in ipairs({id, owned, f[6] or '', f[7], f[8] or '', f[3], tostring(at), f[5]}) do
         table.insert(reply, item)
@@ -45,7 +45,7 @@ for _, id in ipairs(redis.call('SPOP', driving, ARGV[2])) do
       redis.call('HSET', task, 's', 'failed', 'r', error, 'm', message, 'u', ARGV[5])
       redis.call('HDEL', task, 'd')
       redis.call('DEL', ARGV[4] .. id)
-      redis.call('PUBLISH', ARGV[6], id)
+      announce(ARGV[6], id)
       failed = failed + 1
     end
   end
