@@ -104,8 +104,8 @@ pub use store::RedisTaskStore;
 #[cfg(feature = "sqlite")]
 pub use store::SqliteTaskStore;
 pub use store::{
-    CancelOutcome, CreatedTask, InputProgress, InputRound, MemoryTaskStore, NewTask, Orphan, Quota,
-    QuotaScope, Rerun, StoreError, TaskChange, TaskList, TaskStore,
+    CancelOutcome, CreatedTask, InputProgress, InputRound, Listening, MemoryTaskStore, NewTask,
+    Orphan, Quota, QuotaScope, Rerun, StoreError, TaskChange, TaskList, TaskStore,
 };
 pub use task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
 pub use wire::{MODERN_VERSION, TASKS_EXTENSION};

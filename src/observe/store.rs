@@ -110,6 +110,10 @@ impl TaskStore for Measured {
         self.0.changes()
     }
 
+    fn listen(&self, owner: Option<&str>) -> Option<crate::store::Listening> {
+        self.0.listen(owner)
+    }
+
     fn release(&self) -> StoreFuture<'_, ()> {
         self.0.release()
     }

@@ -87,6 +87,8 @@ pub(crate) struct Watch {
     /// subscription reads its tasks again on a timer.
     pub fed: bool,
     table: Arc<Mutex<Table>>,
+    /// Keeps the store announcing this owner's changes here.
+    _listening: Option<crate::store::Listening>,
 }
 
 fn lock(table: &Mutex<Table>) -> MutexGuard<'_, Table> {
@@ -143,6 +145,7 @@ impl Hub {
             self.background
                 .spawn_detached(read(feed, Arc::downgrade(&self.table)));
         }
+        let listening = store.listen(owner.as_deref());
         Ok(Watch {
             key,
             ids,
@@ -150,6 +153,7 @@ impl Hub {
             fed: table.reading,
             mailbox,
             table: self.table.clone(),
+            _listening: listening,
         })
     }
 }

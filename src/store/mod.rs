@@ -51,6 +51,23 @@ pub use admin::{AdminPage, AdminTask, StatusCounts, TaskCounts};
 pub use cursor::ListCursor;
 pub use memory::MemoryTaskStore;
 
+/// Held while this instance watches an owner's tasks: see
+/// [`TaskStore::listen`]. Dropping it says the watch is over.
+pub struct Listening(#[allow(dead_code)] Box<dyn Send + Sync>);
+
+impl Listening {
+    /// A guard that keeps `held` (whatever undoes the listening on drop).
+    pub fn new(held: impl Send + Sync + 'static) -> Self {
+        Self(Box::new(held))
+    }
+}
+
+impl fmt::Debug for Listening {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Listening")
+    }
+}
+
 /// The future every store method returns: boxed so that the trait stays
 /// object-safe and the layer can hold an `Arc<dyn TaskStore>`.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
@@ -404,12 +421,25 @@ pub trait TaskStore: Send + Sync + 'static {
     /// A feed of the tasks that just changed in a way a subscriber sees: a
     /// new status, a new status message, or the end of the task (terminal,
     /// expired, deleted). Every instance over a shared store hears every
-    /// change. The layer reads the task again for each id, so an id may
+    /// change of the tasks it runs and of the owners it
+    /// [`listen`](Self::listen)s to (a store may carry more). The layer
+    /// reads the task again for each id, so an id may
     /// come more often than needed; after [`TaskChange::Missed`] (or when
     /// the receiver lags) it reads every subscribed task again. `None` (the
     /// default): no feed; subscribers then read their tasks again every few
     /// seconds.
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<TaskChange>> {
+        None
+    }
+
+    /// Says that someone on this instance watches `owner`'s tasks (the
+    /// status push hub, for each subscription) until the returned guard is
+    /// dropped, so that a store whose [`changes`](Self::changes) carry only
+    /// what this instance wants ([`RedisTaskStore`] listens only to the
+    /// shards it needs) carries that owner's changes too. The default:
+    /// `None`, the feed carries everything anyway.
+    fn listen(&self, owner: Option<&str>) -> Option<Listening> {
+        let _ = owner;
         None
     }
 

@@ -200,3 +200,66 @@ async fn a_prefix_keeps_the_shard_count_it_began_with() {
     assert!(refused.to_string().contains("shards(1)"), "{refused}");
     sharded(&server, &prefix, 1).await;
 }
+
+#[tokio::test]
+async fn a_quiet_instance_subscribes_to_nothing_and_hears_nothing() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let prefix = fresh_prefix();
+    let (a, b) = (
+        sharded(&server, &prefix, 4).await,
+        sharded(&server, &prefix, 4).await,
+    );
+    let mut admin = redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    // Subscribers of each shard's end-of-task channel.
+    let tags: Vec<String> = (0..4).map(|k| format!("{{{prefix}:s{k}}}")).collect();
+    let mut subscribers = async || -> Vec<u32> {
+        let mut ask = redis::cmd("PUBSUB");
+        ask.arg("NUMSUB");
+        for tag in &tags {
+            ask.arg(format!("{tag}:ended"));
+        }
+        let reply: Vec<redis::Value> = ask.query_async(&mut admin).await.unwrap();
+        reply
+            .chunks(2)
+            .map(|pair| redis::from_redis_value_ref(&pair[1]).unwrap())
+            .collect()
+    };
+    assert_eq!(subscribers().await, [0, 0, 0, 0], "nobody wants anything yet");
+    let mut heard_by_b = b.changes().expect("a change feed");
+
+    // A runs a task of alice: A subscribes to her shard, and only to it.
+    let task = new_task(Some("alice"), Some(Duration::from_secs(60)));
+    let created = a.create(task.clone()).await.unwrap();
+    let key = a.task_key(task.id, Some("alice"));
+    let alice = tags.iter().position(|tag| key.starts_with(tag.as_str())).unwrap();
+    let mut expected = [0, 0, 0, 0];
+    expected[alice] = 1;
+    assert_eq!(subscribers().await, expected);
+    // B cancels it: A hears the end, B (which wants nothing) hears nothing.
+    b.cancel(task.id, Some("alice")).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(1), created.stop.cancelled())
+        .await
+        .expect("A's stop signal fired");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(heard_by_b.try_recv().is_err(), "B heard an announcement");
+    assert_eq!(subscribers().await, expected, "A lingers, B stays out");
+
+    // Someone on B listens to bob: B subscribes to bob's shard.
+    let listening = b.listen(Some("bob")).expect("the store listens");
+    let bob_task = new_task(Some("bob"), None);
+    let bob = b.task_key(bob_task.id, Some("bob"));
+    let bob = tags.iter().position(|tag| bob.starts_with(tag.as_str())).unwrap();
+    expected[bob] += 1;
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while subscribers().await != expected {
+        assert!(std::time::Instant::now() < deadline, "B never subscribed to bob's shard");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(listening);
+}

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::claims::Claims;
 use super::conn::{Conn, Replicas};
+use super::interest::Interest;
 use super::lease::{self, Lease};
 use super::migrate;
 use super::sharded;
@@ -189,7 +190,7 @@ impl RedisTaskStoreBuilder {
         let shards = Arc::new(Shards::new(self.prefix, count, conn.is_cluster()));
         migrate::run(&conn, &shards).await?;
         let conn = conn.waiting_for(self.replicas);
-        let stops = Arc::new(Stops::default());
+        let stops = Arc::new(Stops::new(Arc::new(Interest::new(shards.count()))));
         let shutdown = CancellationToken::new();
         // Stops the background tasks unless a store comes out of this call,
         // also when the caller gives up on it half way.

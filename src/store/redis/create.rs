@@ -17,6 +17,7 @@
 use redis::Script;
 use std::sync::LazyLock;
 
+use super::interest::SUBSCRIBE_WAIT;
 use super::scripts::{self, Keys, cap_arg, owner_args};
 use super::{MAX_DEADLINE_MS, RedisTaskStore, backend, reply};
 use crate::store::{CreatedTask, NewTask, Quota, QuotaScope, StoreError};
@@ -65,6 +66,12 @@ impl RedisTaskStore {
         let call = self.create_call(keys, &task, deadline, quota);
         // Held before the write: an announcement may overtake the reply.
         let stop = self.inner.stops.hold(id, shard);
+        // The shard's channels are heard before anyone can end the task.
+        self.inner
+            .stops
+            .interest
+            .subscribed(shard, SUBSCRIBE_WAIT)
+            .await;
         let refused = match call.invoke_async::<i64>(&mut self.conn()).await {
             Ok(1) => None,
             Ok(0) => Some(StoreError::backend("task id collision")),

@@ -88,9 +88,12 @@
 //!   sweep of a lost instance's tasks too) `PUBLISH` its id on
 //!   `{<prefix>}:ended` in the same atomic step (on a Redis Cluster
 //!   `SPUBLISH`, sharded pub/sub: the message stays with the nodes of the
-//!   shard's slot, where every instance holds an `SSUBSCRIBE`), and every
-//!   instance's subscriber fires its own token (after `complete` or `fail`
-//!   the work is over already, and firing frees the entry);
+//!   shard's slot), and the subscriber of the instance that holds the token
+//!   fires it (after `complete` or `fail` the work is over already, and
+//!   firing frees the entry). An instance subscribes only to the shards
+//!   whose tokens it holds or whose owners it [`listen`](TaskStore::listen)s
+//!   to (and for 30 s after), and a `create` waits for its shard's
+//!   subscription before writing: a quiet instance hears nothing;
 //! - its deadline passes: a local timer, since Redis expiry announces nothing;
 //! - a call on this instance finds the task terminal or gone.
 //!
@@ -198,6 +201,7 @@ mod claims;
 mod conn;
 mod create;
 mod get;
+mod interest;
 mod lease;
 mod list;
 mod migrate;
@@ -513,7 +517,10 @@ impl TaskStore for RedisTaskStore {
         Box::pin(async move {
             // Held before the write: the resumed call needs a token that a
             // cancel racing this round's completion still reaches.
-            let stop = self.inner.stops.hold(id, self.inner.shards.index_of(owner));
+            let shard = self.inner.shards.index_of(owner);
+            let stop = self.inner.stops.hold(id, shard);
+            let interest = &self.inner.stops.interest;
+            interest.subscribed(shard, interest::SUBSCRIBE_WAIT).await;
             let answered = self.answer(id, owner, answers).await;
             let stops = &self.inner.stops;
             match &answered {
@@ -550,6 +557,14 @@ impl TaskStore for RedisTaskStore {
 
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<super::TaskChange>> {
         Some(self.inner.changes.subscribe())
+    }
+
+    /// Keeps the owner's shard subscribed while held: the subscriber
+    /// listens only to the shards this instance wants.
+    fn listen(&self, owner: Option<&str>) -> Option<super::Listening> {
+        let shard = self.inner.shards.index_of(owner);
+        let held = interest::Held::new(self.inner.stops.interest.clone(), shard);
+        Some(super::Listening::new(held))
     }
 
     fn keeps_reruns(&self) -> bool {

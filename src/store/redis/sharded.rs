@@ -19,13 +19,17 @@ use redis::cluster_async::ClusterConnection;
 use redis::{ProtocolVersion, PushInfo, PushKind, RedisResult, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use super::stops::{MAX_BACKOFF, Subscriber, bounded, channels, heard, reconcile};
+use super::interest::LINGER;
+use super::stops::{
+    MAX_BACKOFF, Subscriber, bounded, channel_pair, ended_channels, heard, reconcile,
+};
 use crate::store::TaskChange;
 
 /// Subscribes to every shard's channels and passes what it hears on, until
 /// `shutdown`. Reports the first subscription (or its failure) on `ready`.
 pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<RedisResult<()>>) {
-    let (ended, _) = channels(&sub);
+    let ended = ended_channels(&sub);
+    let interest = sub.stops.interest.clone();
     let (pushes, mut heard_pushes) = mpsc::unbounded_channel::<PushInfo>();
     let seeds: Vec<_> = sub
         .clients
@@ -40,7 +44,8 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<RedisResul
             .response_timeout(sub.timeout)
             .build()?;
         let mut conn = bounded(sub.timeout, client.get_async_connection()).await?;
-        subscribe_all(&sub, &mut conn).await?;
+        // The shards wanted now (none at connect).
+        adjust(&sub, &mut conn).await?;
         Ok(conn)
     };
     let connected = tokio::select! {
@@ -60,10 +65,21 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<RedisResul
             return;
         }
     };
+    let mut linger = tokio::time::interval(LINGER / 6);
     loop {
         let push = tokio::select! {
             _ = sub.shutdown.cancelled() => return,
             push = heard_pushes.recv() => push,
+            // A shard newly wanted, or one no longer wanted: a failure here
+            // is a lost connection, whose push comes next.
+            _ = interest.wake.notified() => {
+                let _ = adjust(&sub, &mut conn).await;
+                continue;
+            }
+            _ = linger.tick() => {
+                let _ = adjust(&sub, &mut conn).await;
+                continue;
+            }
         };
         let Some(push) = push else {
             return; // the cluster connection is gone with the store
@@ -77,32 +93,33 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<RedisResul
                     heard(&sub, &ended, &channel, payload);
                 }
             }
-            // A node's connection dropped (a failover, a restart) or a slot
-            // moved away: subscribe again where the slots are now, then
-            // make up for what was missed meanwhile.
-            PushKind::Disconnection | PushKind::SUnsubscribe => {
-                tracing::warn!("task store: a sharded subscription was lost, resubscribing");
-                let mut backoff = Duration::from_millis(100);
-                loop {
-                    let again = tokio::select! {
-                        _ = sub.shutdown.cancelled() => return,
-                        again = subscribe_all(&sub, &mut conn) => again,
-                    };
-                    match again {
-                        Ok(()) => break,
-                        Err(error) => {
-                            tracing::warn!(%error, "task store: resubscribing failed");
-                            tokio::select! {
-                                _ = sub.shutdown.cancelled() => return,
-                                _ = tokio::time::sleep(backoff) => {}
-                            }
-                            backoff = (backoff * 2).min(MAX_BACKOFF);
-                        }
-                    }
+            // A node's connection dropped (a failover, a restart): every
+            // subscription is redone where the slots are now.
+            PushKind::Disconnection => {
+                interest.clear();
+                if !resubscribe(&sub, &mut conn).await {
+                    return;
                 }
-                let _ = sub.changes.send(TaskChange::Missed);
-                if let Err(error) = reconcile(&sub).await {
-                    tracing::warn!(%error, "task store: checking held tasks after a resubscription failed");
+            }
+            // Our own leaving of a shard (not subscribed any more by then),
+            // or the server dropping the channels of a slot that moved.
+            PushKind::SUnsubscribe => {
+                let shard = match push.data.first() {
+                    Some(Value::BulkString(channel)) => ended
+                        .iter()
+                        .position(|name| name.as_bytes() == channel.as_slice())
+                        .or_else(|| {
+                            (0..sub.shards.count()).find(|&k| {
+                                channel_pair(&sub, k)[1].as_bytes() == channel.as_slice()
+                            })
+                        }),
+                    _ => None,
+                };
+                if let Some(shard) = shard.filter(|&k| interest.is_subscribed(k)) {
+                    interest.set_subscribed(shard, false);
+                    if !resubscribe(&sub, &mut conn).await {
+                        return;
+                    }
                 }
             }
             _ => {}
@@ -110,12 +127,58 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<RedisResul
     }
 }
 
-/// `SSUBSCRIBE` to every shard's two channels, one shard (one slot) per
-/// command. Subscribing again to a channel held already changes nothing.
-async fn subscribe_all(sub: &Subscriber, conn: &mut ClusterConnection) -> RedisResult<()> {
-    for (_, keys) in sub.shards.all() {
-        let pair = [keys.ended_name(), keys.changed_name()];
-        bounded(sub.timeout, conn.ssubscribe(&pair)).await?;
+/// Subscribes again to the wanted shards after a loss, retrying until the
+/// client routes to where the slots are now, then makes up for what was
+/// missed meanwhile. `false` when the store shut down meanwhile.
+async fn resubscribe(sub: &Subscriber, conn: &mut ClusterConnection) -> bool {
+    tracing::warn!("task store: a sharded subscription was lost, resubscribing");
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let again = tokio::select! {
+            _ = sub.shutdown.cancelled() => return false,
+            again = adjust(sub, conn) => again,
+        };
+        match again {
+            Ok(()) => break,
+            Err(error) => {
+                tracing::warn!(%error, "task store: resubscribing failed");
+                tokio::select! {
+                    _ = sub.shutdown.cancelled() => return false,
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+    // Whether or not a shard was wanted again, ends may have been missed
+    // while the node was away.
+    let _ = sub.changes.send(TaskChange::Missed);
+    if let Err(error) = reconcile(sub).await {
+        tracing::warn!(%error, "task store: checking held tasks after a resubscription failed");
+    }
+    true
+}
+
+/// Subscribes to the shards newly wanted and leaves those no longer wanted
+/// (one shard's pair, one slot, per command). After a new subscription,
+/// held tasks are checked, and the change feed hears [`TaskChange::Missed`] when someone listens.
+async fn adjust(sub: &Subscriber, conn: &mut ClusterConnection) -> RedisResult<()> {
+    let interest = &sub.stops.interest;
+    let (join, leave) = interest.plan();
+    for &shard in &leave {
+        interest.set_subscribed(shard, false);
+        bounded(sub.timeout, conn.sunsubscribe(&channel_pair(sub, shard))).await?;
+    }
+    for &shard in &join {
+        bounded(sub.timeout, conn.ssubscribe(&channel_pair(sub, shard))).await?;
+        interest.set_subscribed(shard, true);
+    }
+    if !join.is_empty() {
+        // Held tokens that were not waited for (claims) and listeners.
+        reconcile(sub).await?;
+        if interest.listened(&join) {
+            let _ = sub.changes.send(TaskChange::Missed);
+        }
     }
     Ok(())
 }

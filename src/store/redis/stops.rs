@@ -20,16 +20,18 @@ use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::conn::Conn;
+use super::interest::{Interest, LINGER};
 use super::shards::Shards;
 use crate::store::TaskChange;
 use crate::task::{TaskId, Timestamp};
 
 /// The tokens this instance handed out, by task id, with their deadlines.
-#[derive(Default)]
 pub(super) struct Stops {
     local: Mutex<Local>,
     /// Wakes the reaper when an earlier deadline arrives.
     wake: Notify,
+    /// Each held token keeps its shard wanted by the subscriber.
+    pub(super) interest: Arc<Interest>,
 }
 
 #[derive(Default)]
@@ -50,6 +52,14 @@ struct Entry {
 }
 
 impl Stops {
+    pub(super) fn new(interest: Arc<Interest>) -> Self {
+        Self {
+            local: Mutex::default(),
+            wake: Notify::new(),
+            interest,
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Local> {
         // Only tokens and deadlines live here; a panic elsewhere leaves them usable.
         self.local.lock().unwrap_or_else(|p| p.into_inner())
@@ -60,12 +70,15 @@ impl Stops {
     /// [`release`](Self::release).
     pub(super) fn hold(&self, id: TaskId, shard: usize) -> CancellationToken {
         let mut local = self.lock();
-        let entry = local.tasks.entry(id.as_u128()).or_insert_with(|| Entry {
-            stop: CancellationToken::new(),
-            shard,
-            deadline: None,
-            pending: 0,
-            confirmed: false,
+        let entry = local.tasks.entry(id.as_u128()).or_insert_with(|| {
+            self.interest.add(shard);
+            Entry {
+                stop: CancellationToken::new(),
+                shard,
+                deadline: None,
+                pending: 0,
+                confirmed: false,
+            }
         });
         entry.pending += 1;
         entry.stop.clone()
@@ -101,7 +114,9 @@ impl Stops {
         if let Some(entry) = local.tasks.get_mut(&id.as_u128()) {
             entry.pending = entry.pending.saturating_sub(1);
             if entry.pending == 0 && !entry.confirmed {
+                let shard = entry.shard;
                 local.tasks.remove(&id.as_u128());
+                self.interest.remove(shard);
             }
         }
     }
@@ -113,6 +128,7 @@ impl Stops {
         let Some(entry) = local.tasks.remove(&id) else {
             return;
         };
+        self.interest.remove(entry.shard);
         if let Some(deadline) = entry.deadline {
             local.deadlines.remove(&(deadline, id));
         }
@@ -152,6 +168,7 @@ impl Stops {
             }
             local.deadlines.pop_first();
             if let Some(entry) = local.tasks.remove(&id) {
+                self.interest.remove(entry.shard);
                 due.push(entry.stop);
             }
         }
@@ -211,25 +228,28 @@ pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(5);
 pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::RedisResult<()>>) {
     let mut ready = Some(ready);
     let mut backoff = Duration::from_millis(100);
-    let (ended, channels) = channels(&sub);
+    let ended = ended_channels(&sub);
     let channel = sub.shards.home().ended_name();
+    let interest = sub.stops.interest.clone();
     let mut node = 0;
     loop {
         let client = &sub.clients[node % sub.clients.len()];
         node += 1;
         let attempt = async {
-            let mut pubsub = bounded(sub.timeout, client.get_async_pubsub()).await?;
-            bounded(sub.timeout, pubsub.subscribe(&channels)).await?;
+            let pubsub = bounded(sub.timeout, client.get_async_pubsub()).await?;
+            let (mut sink, messages) = pubsub.split();
+            // The shards wanted now (none at connect).
+            adjust(&sub, &mut sink).await?;
             if ready.is_none() {
                 reconcile(&sub).await?;
             }
-            Ok::<_, redis::RedisError>(pubsub)
+            Ok::<_, redis::RedisError>((sink, messages))
         };
         let attempt = tokio::select! {
             _ = sub.shutdown.cancelled() => return,
             attempt = attempt => attempt,
         };
-        let pubsub = match (attempt, ready.take()) {
+        let (mut sink, mut messages) = match (attempt, ready.take()) {
             (Ok(pubsub), Some(ready)) => {
                 if ready.send(Ok(())).is_err() {
                     return; // `connect` was given up
@@ -257,9 +277,9 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::Red
             }
         };
         backoff = Duration::from_millis(100);
-        let (mut sink, mut messages) = pubsub.split();
         let mut keepalive =
             tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
+        let mut linger = tokio::time::interval(LINGER / 6);
         loop {
             tokio::select! {
                 _ = sub.shutdown.cancelled() => return,
@@ -274,23 +294,53 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::Red
                         break;
                     }
                 }
+                // A shard newly wanted, or one no longer wanted.
+                _ = interest.wake.notified() => if adjust(&sub, &mut sink).await.is_err() { break },
+                _ = linger.tick() => if adjust(&sub, &mut sink).await.is_err() { break },
             }
         }
+        interest.clear();
         tracing::warn!("task store: subscription to {channel} lost, resubscribing");
     }
 }
 
-/// The end-of-task channel of every shard, and every channel to listen
-/// to: those and each shard's channel of other changes.
-pub(super) fn channels(sub: &Subscriber) -> (Vec<String>, Vec<String>) {
-    let ended: Vec<String> = sub
-        .shards
+/// The end-of-task channel of every shard.
+pub(super) fn ended_channels(sub: &Subscriber) -> Vec<String> {
+    sub.shards
         .all()
         .map(|(_, keys)| keys.ended_name())
-        .collect();
-    let mut channels = ended.clone();
-    channels.extend(sub.shards.all().map(|(_, keys)| keys.changed_name()));
-    (ended, channels)
+        .collect()
+}
+
+/// A shard's two channels: the end of a task, and its other changes.
+pub(super) fn channel_pair(sub: &Subscriber, shard: usize) -> [String; 2] {
+    let keys = sub.shards.get(shard);
+    [keys.ended_name(), keys.changed_name()]
+}
+
+/// Subscribes to the shards newly wanted and leaves those no longer wanted
+/// (one shard's pair per command). After a new subscription, what may
+/// have been missed before it is made up for: held tasks are checked and
+/// the change feed hears [`TaskChange::Missed`] when someone listens there.
+async fn adjust(sub: &Subscriber, sink: &mut redis::aio::PubSubSink) -> redis::RedisResult<()> {
+    let interest = &sub.stops.interest;
+    let (join, leave) = interest.plan();
+    for &shard in &leave {
+        interest.set_subscribed(shard, false);
+        bounded(sub.timeout, sink.unsubscribe(&channel_pair(sub, shard))).await?;
+    }
+    for &shard in &join {
+        bounded(sub.timeout, sink.subscribe(&channel_pair(sub, shard))).await?;
+        interest.set_subscribed(shard, true);
+    }
+    if !join.is_empty() {
+        // Held tokens that were not waited for (claims) and listeners.
+        reconcile(sub).await?;
+        if interest.listened(&join) {
+            let _ = sub.changes.send(TaskChange::Missed);
+        }
+    }
+    Ok(())
 }
 
 /// An announcement heard on `channel`: the id's stop signal fires when the
