@@ -230,14 +230,21 @@ async fn a_quiet_instance_subscribes_to_nothing_and_hears_nothing() {
             .map(|pair| redis::from_redis_value_ref(&pair[1]).unwrap())
             .collect()
     };
-    assert_eq!(subscribers().await, [0, 0, 0, 0], "nobody wants anything yet");
+    assert_eq!(
+        subscribers().await,
+        [0, 0, 0, 0],
+        "nobody wants anything yet"
+    );
     let mut heard_by_b = b.changes().expect("a change feed");
 
     // A runs a task of alice: A subscribes to her shard, and only to it.
     let task = new_task(Some("alice"), Some(Duration::from_secs(60)));
     let created = a.create(task.clone()).await.unwrap();
     let key = a.task_key(task.id, Some("alice"));
-    let alice = tags.iter().position(|tag| key.starts_with(tag.as_str())).unwrap();
+    let alice = tags
+        .iter()
+        .position(|tag| key.starts_with(tag.as_str()))
+        .unwrap();
     let mut expected = [0, 0, 0, 0];
     expected[alice] = 1;
     assert_eq!(subscribers().await, expected);
@@ -254,11 +261,17 @@ async fn a_quiet_instance_subscribes_to_nothing_and_hears_nothing() {
     let listening = b.listen(Some("bob")).expect("the store listens");
     let bob_task = new_task(Some("bob"), None);
     let bob = b.task_key(bob_task.id, Some("bob"));
-    let bob = tags.iter().position(|tag| bob.starts_with(tag.as_str())).unwrap();
+    let bob = tags
+        .iter()
+        .position(|tag| bob.starts_with(tag.as_str()))
+        .unwrap();
     expected[bob] += 1;
     let deadline = std::time::Instant::now() + Duration::from_secs(2);
     while subscribers().await != expected {
-        assert!(std::time::Instant::now() < deadline, "B never subscribed to bob's shard");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "B never subscribed to bob's shard"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     drop(listening);

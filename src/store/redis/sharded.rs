@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::interest::LINGER;
 use super::stops::{
-    MAX_BACKOFF, Subscriber, bounded, channel_pair, ended_channels, heard, reconcile,
+    MAX_BACKOFF, Subscriber, bounded, caught_up, channel_pair, ended_channels, heard, reconcile,
 };
 use crate::store::TaskChange;
 
@@ -173,12 +173,5 @@ async fn adjust(sub: &Subscriber, conn: &mut ClusterConnection) -> RedisResult<(
         bounded(sub.timeout, conn.ssubscribe(&channel_pair(sub, shard))).await?;
         interest.set_subscribed(shard, true);
     }
-    if !join.is_empty() {
-        // Held tokens that were not waited for (claims) and listeners.
-        reconcile(sub).await?;
-        if interest.listened(&join) {
-            let _ = sub.changes.send(TaskChange::Missed);
-        }
-    }
-    Ok(())
+    caught_up(sub, &join).await
 }

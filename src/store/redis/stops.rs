@@ -333,14 +333,7 @@ async fn adjust(sub: &Subscriber, sink: &mut redis::aio::PubSubSink) -> redis::R
         bounded(sub.timeout, sink.subscribe(&channel_pair(sub, shard))).await?;
         interest.set_subscribed(shard, true);
     }
-    if !join.is_empty() {
-        // Held tokens that were not waited for (claims) and listeners.
-        reconcile(sub).await?;
-        if interest.listened(&join) {
-            let _ = sub.changes.send(TaskChange::Missed);
-        }
-    }
-    Ok(())
+    caught_up(sub, &join).await
 }
 
 /// An announcement heard on `channel`: the id's stop signal fires when the
@@ -354,6 +347,22 @@ pub(super) fn heard(sub: &Subscriber, ended: &[String], channel: &str, payload: 
         // Nobody listening is not an error.
         let _ = sub.changes.send(TaskChange::Changed(id));
     }
+}
+
+/// After subscribing to the shards `join`, makes up for what may have been
+/// missed before: held tokens are checked (the sweeper's claims did not
+/// wait for the subscription), and the change feed hears
+/// [`TaskChange::Missed`] when someone listens there (a hub's watch starts
+/// before its subscription).
+pub(super) async fn caught_up(sub: &Subscriber, join: &[usize]) -> redis::RedisResult<()> {
+    if join.is_empty() {
+        return Ok(());
+    }
+    reconcile(sub).await?;
+    if sub.stops.interest.listened(join) {
+        let _ = sub.changes.send(TaskChange::Missed);
+    }
+    Ok(())
 }
 
 /// Fires the tokens of held tasks that are gone or terminal in Redis.
