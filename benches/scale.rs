@@ -25,9 +25,10 @@
 //!   through the four layers, 16 loops each asking for a random task of its
 //!   principal (throughput, p50, p99); and meanwhile a completer on
 //!   instance 1 that creates and completes 200 tasks a second while
-//!   instance 4 listens to its change feed (the path of status push across
-//!   instances): the time from the `complete` call to the announcement on
-//!   the other instance, p50 and p99;
+//!   instance 4 listens to every principal (`TaskStore::listen`, as its
+//!   push hub would) and reads its change feed (the path of status push
+//!   across instances): the time from the `complete` call to the
+//!   announcement on the other instance, p50 and p99;
 //! - Redis memory per task: the growth of `used_memory` summed over the
 //!   primaries (`INFO memory`) since before the fill, divided by the tasks.
 
@@ -264,6 +265,12 @@ async fn measure(stores: &[RedisTaskStore], tasks: &[(TaskId, u32)]) -> Measured
     let probe = String::from_utf8_lossy(&probe);
     assert!(probe.contains(r#""status":"completed""#), "{probe}");
 
+    // Instance 4 listens to every principal, as its push hub would for
+    // subscriptions of all of them: it subscribes to every shard.
+    let _listening: Vec<_> = (0..PRINCIPALS as u32)
+        .map(|owner| stores[INSTANCES - 1].listen(Some(&principal(owner))))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
     let deadline = Instant::now() + MEASURE;
     let sent: Arc<Mutex<HashMap<TaskId, Instant>>> = Arc::default();
     let listener = {
