@@ -61,7 +61,7 @@ impl Claims {
             let created_at = Timestamp::from_millis(created.parse().unwrap_or(0));
             let ttl = ttl.parse().ok().map(Duration::from_nanos);
             let stop = stops.hold(id, shard);
-            stops.confirm(id, ttl.map(|ttl| created_at.saturating_add(ttl)));
+            stops.confirm(id, shard, ttl.map(|ttl| created_at.saturating_add(ttl)));
             claimed.push(Orphan {
                 id,
                 owner: (has_owner == "1").then_some(owner),

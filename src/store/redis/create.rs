@@ -21,7 +21,7 @@ use super::interest::SUBSCRIBE_WAIT;
 use super::scripts::{self, Keys, cap_arg, owner_args};
 use super::{MAX_DEADLINE_MS, RedisTaskStore, backend, reply};
 use crate::store::{CreatedTask, NewTask, Quota, QuotaScope, StoreError};
-use crate::task::Timestamp;
+use crate::task::{TaskId, Timestamp};
 
 /// Takes a place under the total cap. KEYS: the reservations. ARGV: cap or
 /// `''` (the task is counted, whatever the cap), id, deadline ms or `+inf`.
@@ -55,9 +55,14 @@ impl RedisTaskStore {
         let mut quota = task.quota;
         // Every task created under a quota counts in the total, as in one
         // shard's live set, whether or not this create has a total cap.
-        let reserve = shards.count() > 1 && quota != Quota::default();
-        if reserve {
+        let mut reserved = None;
+        if shards.count() > 1 && quota != Quota::default() {
             self.reserve(quota.total, &task, deadline).await?;
+            reserved = Some(Reserved {
+                store: self.clone(),
+                id,
+                armed: true,
+            });
             // The shard checks only the owner's cap (and still counts the
             // task in the owner's live set without one); the place is taken.
             quota.total = None;
@@ -65,7 +70,8 @@ impl RedisTaskStore {
         }
         let call = self.create_call(keys, &task, deadline, quota);
         // Held before the write: an announcement may overtake the reply.
-        let stop = self.inner.stops.hold(id, shard);
+        // Released if this call is given up before it answers.
+        let (stop, holding) = self.inner.stops.holding(id, shard);
         // The shard's channels are heard before anyone can end the task.
         self.inner
             .stops
@@ -78,16 +84,27 @@ impl RedisTaskStore {
             Ok(-1) => Some(StoreError::QuotaExceeded(QuotaScope::Owner)),
             Ok(-2) => Some(StoreError::QuotaExceeded(QuotaScope::Total)),
             Ok(_) => Some(reply::corrupt("an unknown create reply")),
-            Err(error) => Some(backend(error)),
+            Err(error) => {
+                // The script may have run: the place stays taken (until the
+                // deadline) rather than letting the cap undercount.
+                if let Some(reserved) = reserved.take() {
+                    reserved.keep();
+                }
+                Some(backend(error))
+            }
         };
         if let Some(error) = refused {
-            self.inner.stops.release(id);
-            if reserve {
-                self.unreserve(task.id).await;
+            drop(holding);
+            if let Some(reserved) = reserved {
+                reserved.give_back().await;
             }
             return Err(error);
         }
-        self.inner.stops.confirm(id, deadline);
+        if let Some(reserved) = reserved {
+            reserved.keep();
+        }
+        holding.settle();
+        self.inner.stops.confirm(id, shard, deadline);
         let snapshot = task.into_working();
         Ok(CreatedTask { snapshot, stop })
     }
@@ -180,7 +197,7 @@ impl RedisTaskStore {
 
     /// Gives back the place of a task that was not created (or was deleted).
     /// Best effort: a place that stays taken is freed at the deadline.
-    pub(super) async fn unreserve(&self, id: crate::task::TaskId) {
+    pub(super) async fn unreserve(&self, id: TaskId) {
         let key = self.inner.shards.home().reserved();
         let freed = redis::cmd("ZREM")
             .arg(key)
@@ -189,6 +206,41 @@ impl RedisTaskStore {
             .await;
         if let Err(error) = freed {
             tracing::warn!(%error, %id, "task store: a quota reservation was not given back");
+        }
+    }
+}
+
+/// A place taken under the total cap for a create that has not answered:
+/// given back if the create is refused, or given up on (dropped) before it
+/// answers; kept once the task exists (or may).
+struct Reserved {
+    store: RedisTaskStore,
+    id: TaskId,
+    armed: bool,
+}
+
+impl Reserved {
+    /// The task took (or may have taken) the place.
+    fn keep(mut self) {
+        self.armed = false;
+    }
+
+    /// The create was refused: the place is free again.
+    async fn give_back(mut self) {
+        self.armed = false;
+        self.store.unreserve(self.id).await;
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        // Given up half way: give the place back in the background.
+        let (store, id) = (self.store.clone(), self.id);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move { store.unreserve(id).await });
         }
     }
 }

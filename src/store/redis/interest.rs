@@ -65,9 +65,11 @@ impl Interest {
         want.holders += 1;
         want.listeners += listeners;
         want.idle_since = None;
-        let first = want.holders == 1;
+        // Read under the lock that `plan` marks a leaving shard under, so
+        // a holder never takes a shard being left for a subscribed one.
+        let wake = want.holders == 1 && !self.is_subscribed(shard);
         drop(shards);
-        if first && !self.is_subscribed(shard) {
+        if wake {
             self.wake.notify_one();
         }
     }
@@ -90,21 +92,25 @@ impl Interest {
 
     /// Per shard, whether it is wanted at `now`.
     pub(super) fn wanted(&self, now: Instant) -> Vec<bool> {
-        let shards = self.lock();
-        shards
-            .iter()
-            .map(|want| want.holders > 0 || want.idle_since.is_some_and(|at| now - at < LINGER))
-            .collect()
+        self.lock().iter().map(|want| wanted(want, now)).collect()
     }
 
     /// The shards to subscribe to (wanted, not subscribed) and to leave
-    /// (subscribed, no longer wanted).
+    /// (subscribed, no longer wanted). A shard to leave is marked
+    /// unsubscribed at once, under the lock `add` reads it under: a holder
+    /// that comes meanwhile waits for the subscription and wakes the
+    /// subscriber to join again.
     pub(super) fn plan(&self) -> (Vec<usize>, Vec<usize>) {
+        let now = Instant::now();
+        let shards = self.lock();
         let (mut join, mut leave) = (Vec::new(), Vec::new());
-        for (shard, want) in self.wanted(Instant::now()).into_iter().enumerate() {
-            match (want, self.is_subscribed(shard)) {
+        for (shard, want) in shards.iter().enumerate() {
+            match (wanted(want, now), self.is_subscribed(shard)) {
                 (true, false) => join.push(shard),
-                (false, true) => leave.push(shard),
+                (false, true) => {
+                    self.set_subscribed(shard, false);
+                    leave.push(shard);
+                }
                 _ => {}
             }
         }
@@ -162,6 +168,10 @@ impl Interest {
     }
 }
 
+fn wanted(want: &Want, now: Instant) -> bool {
+    want.holders > 0 || want.idle_since.is_some_and(|at| now - at < LINGER)
+}
+
 /// Keeps a shard wanted while held (a listener of one of its owners).
 pub(super) struct Held {
     interest: Arc<Interest>,
@@ -198,5 +208,20 @@ mod tests {
         assert_eq!(interest.wanted(Instant::now()), [false, true]);
         tokio::time::advance(Duration::from_secs(2)).await;
         assert_eq!(interest.wanted(Instant::now()), [false, false]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shard_being_left_reads_unsubscribed_at_once() {
+        let interest = Interest::new(1);
+        interest.add(0);
+        interest.set_subscribed(0, true);
+        interest.remove(0);
+        tokio::time::advance(LINGER + Duration::from_secs(1)).await;
+        let (join, leave) = interest.plan();
+        assert!(join.is_empty());
+        assert_eq!(leave, [0]);
+        // A holder that comes before the UNSUBSCRIBE is sent waits for a
+        // new subscription instead of trusting the old one.
+        assert!(!interest.is_subscribed(0));
     }
 }

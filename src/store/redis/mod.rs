@@ -518,13 +518,16 @@ impl TaskStore for RedisTaskStore {
             // Held before the write: the resumed call needs a token that a
             // cancel racing this round's completion still reaches.
             let shard = self.inner.shards.index_of(owner);
-            let stop = self.inner.stops.hold(id, shard);
-            let interest = &self.inner.stops.interest;
-            interest.subscribed(shard, interest::SUBSCRIBE_WAIT).await;
-            let answered = self.answer(id, owner, answers).await;
             let stops = &self.inner.stops;
+            let (stop, holding) = stops.holding(id, shard);
+            stops
+                .interest
+                .subscribed(shard, interest::SUBSCRIBE_WAIT)
+                .await;
+            let answered = self.answer(id, owner, answers).await;
+            holding.settle();
             match &answered {
-                Ok(Answered::Complete { deadline, .. }) => stops.confirm(id, *deadline),
+                Ok(Answered::Complete { deadline, .. }) => stops.confirm(id, shard, *deadline),
                 _ => stops.release(id),
             }
             Ok(match answered? {

@@ -14,6 +14,8 @@
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::{ProtocolVersion, PushInfo, PushKind, RedisResult, Value};
@@ -136,7 +138,7 @@ async fn resubscribe(sub: &Subscriber, conn: &mut ClusterConnection) -> bool {
     loop {
         let again = tokio::select! {
             _ = sub.shutdown.cancelled() => return false,
-            again = adjust(sub, conn) => again,
+            again = resync(sub, conn) => again,
         };
         match again {
             Ok(()) => break,
@@ -166,12 +168,41 @@ async fn adjust(sub: &Subscriber, conn: &mut ClusterConnection) -> RedisResult<(
     let interest = &sub.stops.interest;
     let (join, leave) = interest.plan();
     for &shard in &leave {
-        interest.set_subscribed(shard, false);
         bounded(sub.timeout, conn.sunsubscribe(&channel_pair(sub, shard))).await?;
     }
+    let (mut joined, mut failed) = (Vec::new(), Ok(()));
     for &shard in &join {
-        bounded(sub.timeout, conn.ssubscribe(&channel_pair(sub, shard))).await?;
-        interest.set_subscribed(shard, true);
+        match bounded(sub.timeout, conn.ssubscribe(&channel_pair(sub, shard))).await {
+            Ok(()) => {
+                interest.set_subscribed(shard, true);
+                joined.push(shard);
+            }
+            Err(error) => {
+                // The rest waits for the next wake or tick.
+                failed = Err(error);
+                break;
+            }
+        }
     }
-    caught_up(sub, &join).await
+    // Those that did join are caught up even when a later one failed.
+    caught_up(sub, &joined).await?;
+    failed
+}
+
+/// After a lost node, every shard's subscription is set again to what is
+/// wanted: joined where wanted (the client does not follow a slot to a new
+/// primary by itself) and left where not (it resubscribes what it tracked,
+/// shards whose linger ran out meanwhile included).
+async fn resync(sub: &Subscriber, conn: &mut ClusterConnection) -> RedisResult<()> {
+    let interest = &sub.stops.interest;
+    for (shard, want) in interest.wanted(Instant::now()).into_iter().enumerate() {
+        let pair = channel_pair(sub, shard);
+        if want {
+            bounded(sub.timeout, conn.ssubscribe(&pair)).await?;
+            interest.set_subscribed(shard, true);
+        } else {
+            bounded(sub.timeout, conn.sunsubscribe(&pair)).await?;
+        }
+    }
+    Ok(())
 }

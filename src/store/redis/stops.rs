@@ -84,8 +84,22 @@ impl Stops {
         entry.stop.clone()
     }
 
-    /// The write took: keep the token until the task ends or `deadline` passes.
-    pub(super) fn confirm(&self, id: TaskId, deadline: Option<Timestamp>) {
+    /// [`hold`](Self::hold), with a guard that releases the token if the
+    /// write's call is dropped before it [`settle`](Holding::settle)s.
+    pub(super) fn holding(&self, id: TaskId, shard: usize) -> (CancellationToken, Holding<'_>) {
+        let stop = self.hold(id, shard);
+        let holding = Holding {
+            stops: self,
+            id,
+            settled: false,
+        };
+        (stop, holding)
+    }
+
+    /// The write took, in `shard`: keep the token until the task ends or
+    /// `deadline` passes. The shard is the write's (a concurrent hold by a
+    /// caller of another owner may have registered the entry under its own).
+    pub(super) fn confirm(&self, id: TaskId, shard: usize, deadline: Option<Timestamp>) {
         let id = id.as_u128();
         let mut local = self.lock();
         let Some(entry) = local.tasks.get_mut(&id) else {
@@ -93,6 +107,11 @@ impl Stops {
         };
         entry.pending = entry.pending.saturating_sub(1);
         entry.confirmed = true;
+        if entry.shard != shard {
+            self.interest.remove(entry.shard);
+            self.interest.add(shard);
+            entry.shard = shard;
+        }
         let Some(deadline) = deadline.map(Timestamp::as_millis) else {
             return;
         };
@@ -173,6 +192,29 @@ impl Stops {
             }
         }
         None
+    }
+}
+
+/// A held token whose write has not answered yet: released on drop, unless
+/// settled (then its caller confirms or releases it).
+pub(super) struct Holding<'a> {
+    stops: &'a Stops,
+    id: TaskId,
+    settled: bool,
+}
+
+impl Holding<'_> {
+    /// The write answered; the caller takes it from here.
+    pub(super) fn settle(mut self) {
+        self.settled = true;
+    }
+}
+
+impl Drop for Holding<'_> {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.stops.release(self.id);
+        }
     }
 }
 
@@ -326,7 +368,6 @@ async fn adjust(sub: &Subscriber, sink: &mut redis::aio::PubSubSink) -> redis::R
     let interest = &sub.stops.interest;
     let (join, leave) = interest.plan();
     for &shard in &leave {
-        interest.set_subscribed(shard, false);
         bounded(sub.timeout, sink.unsubscribe(&channel_pair(sub, shard))).await?;
     }
     for &shard in &join {
@@ -398,4 +439,28 @@ pub(super) async fn bounded<T>(
     tokio::time::timeout(timeout, future)
         .await
         .unwrap_or_else(|_| Err(redis::RedisError::from((redis::ErrorKind::Io, "timed out"))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_confirmed_by_the_owners_write_keeps_the_owners_shard() {
+        let stops = Stops::new(Arc::new(Interest::new(2)));
+        let id = TaskId::from_u128(7);
+        // A caller of another owner holds it first, under its own shard 1;
+        // the owner's call, in shard 0, holds it too and its write takes.
+        let _foreign = stops.hold(id, 1);
+        let _owners = stops.hold(id, 0);
+        stops.confirm(id, 0, None);
+        stops.release(id);
+        assert_eq!(
+            stops.shard_of(id),
+            Some(0),
+            "the driver's calls go to shard 0"
+        );
+        stops.fire(id);
+        assert_eq!(stops.len(), 0);
+    }
 }
