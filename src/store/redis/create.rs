@@ -6,10 +6,12 @@
 //! the total cap is kept in `{<prefix>}:reserved` (a sorted set of the ids
 //! created under a quota, scored by deadline, like a live set): a
 //! reservation there comes first, then the shard's script, which checks the
-//! per-owner cap and writes the task; a refusal or an error then gives the
-//! place back. What this weakens, precisely: a failed create holds its place
-//! for one round trip (a concurrent create may be refused meanwhile), a
-//! crash between the two steps leaks one place until the task's deadline,
+//! per-owner cap and writes the task; a refusal (or a create given up before
+//! its write answers) then gives the place back. What this weakens,
+//! precisely: a refused create holds its place for one round trip (a
+//! concurrent create may be refused meanwhile); a write that errored keeps
+//! its place until the task's deadline (the script may have run), as does a
+//! crash between the two steps;
 //! reservations expire by the clock of the node that holds them, and when
 //! both caps are full the per-owner refusal is told from the owner's live
 //! set at this instance's clock.
