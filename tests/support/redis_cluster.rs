@@ -12,8 +12,8 @@
 //! directory of its own (removed on drop), persists nothing, and takes a peer
 //! for failing after [`NODE_TIMEOUT`], so that a killed primary's replica
 //! takes over within a few seconds. [`RedisCluster::start`] returns once
-//! every node says `cluster_state:ok` and every replica's link to its primary
-//! is up.
+//! every node says `cluster_state:ok`, every replica's link to its primary
+//! is up, and the node asked for the topology lists each pair.
 
 #[path = "redis_common.rs"]
 mod common;
@@ -91,6 +91,7 @@ impl RedisCluster {
         }
         cluster.create()?;
         cluster.wait_until_healthy(HEALTHY_TIMEOUT);
+        cluster.wait_until_paired(HEALTHY_TIMEOUT);
         Some(cluster)
     }
 
@@ -276,6 +277,33 @@ impl RedisCluster {
         while let Some(problem) = self.unhealthy() {
             if Instant::now() >= deadline {
                 panic!("the cluster was not healthy within {within:?}: {problem}");
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// Waits until the node that [`Self::nodes`] asks lists a replica for
+    /// every primary (gossip may lag behind the replicas' own links), so
+    /// that [`Self::replicas_of`] and a failover see the pairs at once.
+    /// Panics after `within`.
+    fn wait_until_paired(&self, within: Duration) {
+        let deadline = Instant::now() + within;
+        loop {
+            let nodes = self.nodes();
+            let unpaired = nodes.iter().find(|primary| {
+                primary.primary
+                    && !nodes
+                        .iter()
+                        .any(|node| node.primary_id.as_ref() == Some(&primary.id))
+            });
+            let Some(unpaired) = unpaired else {
+                return;
+            };
+            if Instant::now() >= deadline {
+                panic!(
+                    "no replica of the primary on port {} is listed: {nodes:?}",
+                    unpaired.port
+                );
             }
             std::thread::sleep(POLL);
         }
