@@ -22,6 +22,12 @@ async fn sharded(server: &RedisServer, prefix: &str, count: u16) -> RedisTaskSto
         .expect("connect to the test redis-server")
 }
 
+/// A plain connection to the test server, to look at Redis itself.
+async fn raw_connection(server: &RedisServer) -> redis::aio::MultiplexedConnection {
+    let client = redis::Client::open(server.url()).unwrap();
+    client.get_multiplexed_async_connection().await.unwrap()
+}
+
 #[tokio::test]
 async fn the_contracts_hold_with_four_shards() {
     let Some(server) = RedisServer::start() else {
@@ -69,11 +75,7 @@ async fn owners_spread_over_the_shards_and_the_operator_sees_them_in_order() {
         created.push(task);
     }
     // Each task key is in exactly one shard, none under the unsharded tag.
-    let mut conn = redis::Client::open(server.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut conn = raw_connection(&server).await;
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg(format!("*{prefix}*:task:*"))
         .query_async(&mut conn)
@@ -180,11 +182,7 @@ async fn a_prefix_keeps_the_shard_count_it_began_with() {
     one.create(new_task(None, Some(Duration::from_secs(60))))
         .await
         .unwrap();
-    let mut conn = redis::Client::open(server.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut conn = raw_connection(&server).await;
     let _: () = redis::cmd("HDEL")
         .arg(format!("{{{prefix}}}:meta"))
         .arg("n")
@@ -211,11 +209,7 @@ async fn a_quiet_instance_subscribes_to_nothing_and_hears_nothing() {
         sharded(&server, &prefix, 4).await,
         sharded(&server, &prefix, 4).await,
     );
-    let mut admin = redis::Client::open(server.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut admin = raw_connection(&server).await;
     // Subscribers of each shard's end-of-task channel.
     let tags: Vec<String> = (0..4).map(|k| format!("{{{prefix}:s{k}}}")).collect();
     let mut subscribers = async || -> Vec<u32> {

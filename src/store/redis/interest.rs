@@ -154,10 +154,11 @@ impl Interest {
         let Some(sender) = self.subscribed.get(shard) else {
             return;
         };
-        let mut subscribed = sender.subscribe();
-        if *subscribed.borrow() {
+        // The common case, without a receiver: subscribed already.
+        if *sender.borrow() {
             return;
         }
+        let mut subscribed = sender.subscribe();
         let waited = tokio::time::timeout(timeout, subscribed.wait_for(|&s| s)).await;
         if waited.is_err() {
             tracing::warn!(

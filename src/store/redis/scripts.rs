@@ -47,18 +47,23 @@ pub(super) struct Keys {
     prefix: String,
     /// `{<prefix>}`: what every name starts with.
     base: String,
-    /// Whether announcements use sharded pub/sub (on a Redis Cluster).
-    sharded: bool,
+    /// The two channels as the scripts take them: marked `#` for sharded
+    /// pub/sub on a Redis Cluster (`announce` in `lua/prelude.lua`). Built
+    /// once: every write passes one.
+    ended_arg: String,
+    changed_arg: String,
 }
 
 impl Keys {
     /// The names under `base`, a hash tag, for a store under `prefix`;
     /// `sharded` announces with `SPUBLISH` (a Redis Cluster).
     pub(super) fn new(prefix: String, base: String, sharded: bool) -> Self {
+        let mark = if sharded { "#" } else { "" };
         Self {
+            ended_arg: format!("{mark}{base}:ended"),
+            changed_arg: format!("{mark}{base}:changed"),
             prefix,
             base,
-            sharded,
         }
     }
 
@@ -163,23 +168,14 @@ impl Keys {
         format!("{}:ended", self.base)
     }
 
-    /// [`changed_name`](Self::changed_name) as the scripts take it: marked
-    /// `#` for sharded pub/sub (`announce` in `lua/prelude.lua`).
-    pub(super) fn changed(&self) -> String {
-        self.script_channel(self.changed_name())
+    /// [`changed_name`](Self::changed_name) as the scripts take it.
+    pub(super) fn changed(&self) -> &str {
+        &self.changed_arg
     }
 
     /// [`ended_name`](Self::ended_name) as the scripts take it.
-    pub(super) fn channel(&self) -> String {
-        self.script_channel(self.ended_name())
-    }
-
-    fn script_channel(&self, name: String) -> String {
-        if self.sharded {
-            format!("#{name}")
-        } else {
-            name
-        }
+    pub(super) fn channel(&self) -> &str {
+        &self.ended_arg
     }
 
     /// What precedes the id in a task key, for scripts that build task keys

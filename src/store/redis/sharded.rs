@@ -23,14 +23,13 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::interest::LINGER;
 use super::stops::{
-    MAX_BACKOFF, Subscriber, bounded, caught_up, channel_pair, ended_channels, heard, reconcile,
+    MAX_BACKOFF, Subscriber, bounded, caught_up, channel_pair, heard, reconcile, shard_of_channel,
 };
 use crate::store::TaskChange;
 
 /// Subscribes to every shard's channels and passes what it hears on, until
 /// `shutdown`. Reports the first subscription (or its failure) on `ready`.
 pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<RedisResult<()>>) {
-    let ended = ended_channels(&sub);
     let interest = sub.stops.interest.clone();
     let (pushes, mut heard_pushes) = mpsc::unbounded_channel::<PushInfo>();
     let seeds: Vec<_> = sub
@@ -92,7 +91,7 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<RedisResul
                     push.data.as_slice()
                 {
                     let channel = String::from_utf8_lossy(channel);
-                    heard(&sub, &ended, &channel, payload);
+                    heard(&sub, &channel, payload);
                 }
             }
             // A node's connection dropped (a failover, a restart): every
@@ -107,14 +106,7 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<RedisResul
             // or the server dropping the channels of a slot that moved.
             PushKind::SUnsubscribe => {
                 let shard = match push.data.first() {
-                    Some(Value::BulkString(channel)) => ended
-                        .iter()
-                        .position(|name| name.as_bytes() == channel.as_slice())
-                        .or_else(|| {
-                            (0..sub.shards.count()).find(|&k| {
-                                channel_pair(&sub, k)[1].as_bytes() == channel.as_slice()
-                            })
-                        }),
+                    Some(Value::BulkString(channel)) => shard_of_channel(&sub, channel),
                     _ => None,
                 };
                 if let Some(shard) = shard.filter(|&k| interest.is_subscribed(k)) {

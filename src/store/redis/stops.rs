@@ -243,8 +243,9 @@ pub(super) async fn reap(stops: Arc<Stops>, shutdown: CancellationToken) {
 
 /// What the subscriber needs.
 pub(super) struct Subscriber {
-    /// One client per seed node; the subscription moves to the next one
-    /// when it is lost (a `PUBLISH` reaches every node of a cluster).
+    /// One client per URL given: on a single server the subscription's
+    /// connection; on a cluster the seeds of the sharded subscriber's own
+    /// cluster connection.
     pub(super) clients: Vec<redis::Client>,
     pub(super) conn: Conn,
     pub(super) shards: Arc<Shards>,
@@ -270,7 +271,6 @@ pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(5);
 pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::RedisResult<()>>) {
     let mut ready = Some(ready);
     let mut backoff = Duration::from_millis(100);
-    let ended = ended_channels(&sub);
     let channel = sub.shards.home().ended_name();
     let interest = sub.stops.interest.clone();
     let mut node = 0;
@@ -327,7 +327,7 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::Red
                 _ = sub.shutdown.cancelled() => return,
                 message = messages.next() => match message {
                     Some(message) => {
-                        heard(&sub, &ended, message.get_channel_name(), message.get_payload_bytes());
+                        heard(&sub, message.get_channel_name(), message.get_payload_bytes());
                     }
                     None => break,
                 },
@@ -346,12 +346,13 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::Red
     }
 }
 
-/// The end-of-task channel of every shard.
-pub(super) fn ended_channels(sub: &Subscriber) -> Vec<String> {
-    sub.shards
-        .all()
-        .map(|(_, keys)| keys.ended_name())
-        .collect()
+/// The shard whose channel is `channel`, if any.
+pub(super) fn shard_of_channel(sub: &Subscriber, channel: &[u8]) -> Option<usize> {
+    (0..sub.shards.count()).find(|&shard| {
+        channel_pair(sub, shard)
+            .iter()
+            .any(|name| name.as_bytes() == channel)
+    })
 }
 
 /// A shard's two channels: the end of a task, and its other changes.
@@ -379,10 +380,11 @@ async fn adjust(sub: &Subscriber, sink: &mut redis::aio::PubSubSink) -> redis::R
 
 /// An announcement heard on `channel`: the id's stop signal fires when the
 /// task ended, and the change feed hears the id either way.
-pub(super) fn heard(sub: &Subscriber, ended: &[String], channel: &str, payload: &[u8]) {
+pub(super) fn heard(sub: &Subscriber, channel: &str, payload: &[u8]) {
     let id = std::str::from_utf8(payload).ok().and_then(TaskId::parse);
     if let Some(id) = id {
-        if ended.iter().any(|name| name == channel) {
+        // `<tag>:ended` (see `Keys::ended_name`); the other is `<tag>:changed`.
+        if channel.ends_with(":ended") {
             sub.stops.fire(id);
         }
         // Nobody listening is not an error.
