@@ -3,6 +3,9 @@
 //! `redis-server` (see `support/redis_server.rs`).
 
 mod contract;
+/// A write that ran although its caller saw an error is settled.
+#[path = "redis_store/doubts.rs"]
+mod doubts;
 /// Leases: the running tasks of a lost instance are failed by another.
 #[path = "redis_store/leases.rs"]
 mod leases;
@@ -43,6 +46,24 @@ async fn two_instances(server: &RedisServer) -> (RedisTaskStore, RedisTaskStore)
         connect(server, &prefix).await,
         connect(server, &prefix).await,
     )
+}
+
+/// A plain connection to `server`, for looking at Redis itself.
+async fn raw_connection(server: &RedisServer) -> redis::aio::MultiplexedConnection {
+    let client = redis::Client::open(server.url()).unwrap();
+    client.get_multiplexed_async_connection().await.unwrap()
+}
+
+/// Creates a task of alice's on `store` and has it wait for one answer, key `1.a`.
+async fn waiting_task(store: &RedisTaskStore) -> NewTask {
+    let task = new_task(Some("alice"), None);
+    store.create(task.clone()).await.unwrap();
+    let round = mcp_tasks::InputRound {
+        requests: vec![("1.a".into(), raw("{}"))],
+        resume: raw(r#"{"r":1}"#),
+    };
+    store.require_input(task.id, round).await.unwrap();
+    task
 }
 
 /// Bounds a store call, so that a hang fails the test instead of stalling it.

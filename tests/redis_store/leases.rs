@@ -7,11 +7,11 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use mcp_tasks::store::RedisTaskStore;
 use mcp_tasks::{
-    InputProgress, InputRound, NewTask, StoreError, TaskSnapshot, TaskState, TaskStatus, TaskStore,
+    InputProgress, NewTask, StoreError, TaskSnapshot, TaskState, TaskStatus, TaskStore,
 };
 
 use super::redis_server::RedisServer;
-use super::{fresh_prefix, new_task, raw};
+use super::{fresh_prefix, new_task, raw, waiting_task};
 
 async fn connect_with_lease(server: &RedisServer, prefix: &str, lease: Duration) -> RedisTaskStore {
     RedisTaskStore::builder(server.url())
@@ -20,18 +20,6 @@ async fn connect_with_lease(server: &RedisServer, prefix: &str, lease: Duration)
         .connect()
         .await
         .expect("connect to the test redis-server")
-}
-
-/// Creates a task on `store` and has it wait for one answer, key `1.a`.
-async fn waiting_task(store: &RedisTaskStore) -> NewTask {
-    let task = new_task(Some("alice"), None);
-    store.create(task.clone()).await.unwrap();
-    let round = InputRound {
-        requests: vec![("1.a".into(), raw("{}"))],
-        resume: raw(r#"{"r":1}"#),
-    };
-    store.require_input(task.id, round).await.unwrap();
-    task
 }
 
 async fn status_of(store: &RedisTaskStore, task: &NewTask) -> TaskStatus {

@@ -8,7 +8,7 @@ use mcp_tasks::store::RedisTaskStore;
 use mcp_tasks::{InputRound, TaskSnapshot, TaskState, TaskStore};
 
 use super::redis_server::RedisServer;
-use super::{connect, fresh_prefix, new_task, raw};
+use super::{connect, fresh_prefix, new_task, raw, raw_connection};
 
 /// Calls per command name since the last `CONFIG RESETSTAT`.
 async fn calls(conn: &mut redis::aio::MultiplexedConnection, command: &str) -> u64 {
@@ -44,11 +44,6 @@ fn awkward_round() -> InputRound {
         ],
         resume: raw("{}"),
     }
-}
-
-async fn raw_connection(server: &RedisServer) -> redis::aio::MultiplexedConnection {
-    let client = redis::Client::open(server.url()).unwrap();
-    client.get_multiplexed_async_connection().await.unwrap()
 }
 
 fn task_key(store: &RedisTaskStore, id: mcp_tasks::TaskId) -> String {

@@ -11,7 +11,7 @@ use mcp_tasks::store::RedisTaskStore;
 use mcp_tasks::{Quota, QuotaScope, StoreError, TaskStore};
 
 use super::redis_server::RedisServer;
-use super::{contract, fresh_prefix, new_task, pair};
+use super::{contract, fresh_prefix, new_task, pair, raw_connection};
 
 async fn sharded(server: &RedisServer, prefix: &str, count: u16) -> RedisTaskStore {
     RedisTaskStore::builder(server.url())
@@ -23,11 +23,6 @@ async fn sharded(server: &RedisServer, prefix: &str, count: u16) -> RedisTaskSto
 }
 
 /// A plain connection to the test server, to look at Redis itself.
-async fn raw_connection(server: &RedisServer) -> redis::aio::MultiplexedConnection {
-    let client = redis::Client::open(server.url()).unwrap();
-    client.get_multiplexed_async_connection().await.unwrap()
-}
-
 #[tokio::test]
 async fn the_contracts_hold_with_four_shards() {
     let Some(server) = RedisServer::start() else {

@@ -4,9 +4,10 @@
 use redis::Value;
 use serde_json::value::RawValue;
 
+use super::doubts::Write;
 use super::scripts::{self, owner_args};
-use super::{RedisTaskStore, backend, now_text, reply};
-use crate::store::StoreError;
+use super::{RedisTaskStore, backend, interest, now_text, reply};
+use crate::store::{InputProgress, StoreError};
 use crate::task::{TaskId, Timestamp};
 
 /// What `answer_input` found, before the stop signal is settled.
@@ -24,11 +25,67 @@ pub(super) enum Answered {
 }
 
 impl RedisTaskStore {
+    /// [`TaskStore::answer_input`](crate::TaskStore::answer_input).
+    pub(super) async fn answer_input_task(
+        &self,
+        id: TaskId,
+        owner: Option<&str>,
+        answers: Vec<(String, Box<RawValue>)>,
+    ) -> Result<Option<InputProgress>, StoreError> {
+        // Held before the write: the resumed call needs a token that a
+        // cancel racing this round's completion still reaches. A call given
+        // up before the reply leaves the write in doubt.
+        let shard = self.inner.shards.index_of(owner);
+        let stops = &self.inner.stops;
+        let doubts = &self.inner.doubts;
+        let ticket = doubts.ticket();
+        let (stop, holding) = stops.holding(id, shard);
+        let holding = holding.doubting(doubts, Write::Resume(ticket));
+        stops
+            .interest
+            .subscribed(shard, interest::SUBSCRIBE_WAIT)
+            .await;
+        let answered = self.answer(id, owner, answers, ticket).await;
+        holding.settle();
+        match &answered {
+            Ok(Answered::Complete { deadline, .. }) => {
+                stops.confirm(id, shard, *deadline);
+                // A failed answer before this one did not complete the
+                // round: this call resumes the task, which is not an orphan.
+                doubts.forget(id);
+            }
+            // The script may have completed the round (a lost reply).
+            Err(_) => {
+                stops.release(id);
+                doubts.note(id, Write::Resume(ticket));
+            }
+            _ => stops.release(id),
+        }
+        Ok(match answered? {
+            Answered::Hidden => None,
+            Answered::Pending => Some(InputProgress::Pending),
+            Answered::NotWaiting { ended } => {
+                if ended {
+                    stops.fire(id);
+                }
+                Some(InputProgress::NotWaiting)
+            }
+            Answered::Complete {
+                answers, resume, ..
+            } => Some(InputProgress::RoundComplete {
+                answers,
+                resume,
+                stop,
+            }),
+        })
+    }
+
     pub(super) async fn answer(
         &self,
         id: TaskId,
         owner: Option<&str>,
         answers: Vec<(String, Box<RawValue>)>,
+        ticket: u64,
     ) -> Result<Answered, StoreError> {
         let keys = self.inner.shards.of(owner).1;
         let [has_owner, owner] = owner_args(owner);
@@ -44,7 +101,8 @@ impl RedisTaskStore {
             .arg(id.to_string())
             .arg(lease.id())
             .arg(lease.millis())
-            .arg(keys.changed());
+            .arg(keys.changed())
+            .arg(ticket);
         for (key, answer) in &answers {
             call.arg(key.as_str()).arg(answer.get());
         }

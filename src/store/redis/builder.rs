@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::claims::Claims;
 use super::conn::{Conn, Replicas};
+use super::doubts::{self, Doubts};
 use super::interest::Interest;
 use super::lease::{self, Lease};
 use super::migrate;
@@ -230,17 +231,18 @@ impl RedisTaskStoreBuilder {
         );
         tokio::spawn(sweeping);
         abandoned.disarm();
-        Ok(RedisTaskStore {
-            inner: Arc::new(Inner {
-                conn,
-                shards,
-                stops,
-                lease,
-                shutdown,
-                changes,
-                claims,
-            }),
-        })
+        let inner = Arc::new(Inner {
+            conn,
+            shards,
+            stops,
+            lease,
+            shutdown: shutdown.clone(),
+            changes,
+            claims,
+            doubts: Doubts::default(),
+        });
+        tokio::spawn(doubts::settle(Arc::downgrade(&inner), shutdown));
+        Ok(RedisTaskStore { inner })
     }
 
     /// The command connection, and a client per seed node for the

@@ -19,6 +19,7 @@
 use redis::Script;
 use std::sync::LazyLock;
 
+use super::doubts::Write;
 use super::interest::SUBSCRIBE_WAIT;
 use super::scripts::{self, Keys, cap_arg, owner_args};
 use super::{MAX_DEADLINE_MS, RedisTaskStore, backend, reply};
@@ -58,8 +59,16 @@ impl RedisTaskStore {
         // Every task created under a quota counts in the total, as in one
         // shard's live set, whether or not this create has a total cap.
         let mut reserved = None;
+        let doubts = &self.inner.doubts;
         if shards.count() > 1 && quota != Quota::default() {
-            self.reserve(quota.total, &task, deadline).await?;
+            if let Err(error) = self.reserve(quota.total, &task, deadline).await {
+                if let StoreError::Backend(_) = error {
+                    // The place may be taken: given back once the doubt is
+                    // settled (the task never appears).
+                    doubts.note(id, Write::Create);
+                }
+                return Err(error);
+            }
             reserved = Some(Reserved {
                 store: self.clone(),
                 id,
@@ -74,29 +83,36 @@ impl RedisTaskStore {
         // Held before the write: an announcement may overtake the reply.
         // Released if this call is given up before it answers.
         let (stop, holding) = self.inner.stops.holding(id, shard);
+        let holding = holding.doubting(doubts, Write::Create);
         // The shard's channels are heard before anyone can end the task.
         self.inner
             .stops
             .interest
             .subscribed(shard, SUBSCRIBE_WAIT)
             .await;
-        let refused = match call.invoke_async::<i64>(&mut self.conn()).await {
+        let written = call.invoke_async::<i64>(&mut self.conn()).await;
+        // Answered: a refusal releases the token below, and an error notes
+        // the doubt itself.
+        holding.settle();
+        let refused = match written {
             Ok(1) => None,
             Ok(0) => Some(StoreError::backend("task id collision")),
             Ok(-1) => Some(StoreError::QuotaExceeded(QuotaScope::Owner)),
             Ok(-2) => Some(StoreError::QuotaExceeded(QuotaScope::Total)),
             Ok(_) => Some(reply::corrupt("an unknown create reply")),
             Err(error) => {
-                // The script may have run: the place stays taken (until the
-                // deadline) rather than letting the cap undercount.
+                // The script may have run: the place stays taken rather than
+                // letting the cap undercount, and the task is looked for
+                // (deleted if it appears, its place given back if not).
                 if let Some(reserved) = reserved.take() {
                     reserved.keep();
                 }
+                doubts.note(id, Write::Create);
                 Some(backend(error))
             }
         };
         if let Some(error) = refused {
-            drop(holding);
+            self.inner.stops.release(id);
             if let Some(reserved) = reserved {
                 reserved.give_back().await;
             }
@@ -105,7 +121,6 @@ impl RedisTaskStore {
         if let Some(reserved) = reserved {
             reserved.keep();
         }
-        holding.settle();
         self.inner.stops.confirm(id, shard, deadline);
         let snapshot = task.into_working();
         Ok(CreatedTask { snapshot, stop })

@@ -200,6 +200,7 @@ mod builder;
 mod claims;
 mod conn;
 mod create;
+mod doubts;
 mod get;
 mod interest;
 mod lease;
@@ -225,7 +226,6 @@ use super::{
     StoreError, StoreFuture, TaskCounts, TaskList, TaskStore,
 };
 use crate::task::{TaskId, TaskSnapshot, TaskStatus, Timestamp};
-use answer::Answered;
 use lease::Lease;
 use scripts::owner_args;
 use shards::Shards;
@@ -276,6 +276,8 @@ struct Inner {
     changes: tokio::sync::broadcast::Sender<super::TaskChange>,
     /// Tasks claimed from lost instances, to run again.
     claims: Arc<claims::Claims>,
+    /// Writes that may have run although they failed (`doubts.rs`).
+    doubts: doubts::Doubts,
 }
 
 impl Drop for Inner {
@@ -339,6 +341,13 @@ impl RedisTaskStore {
     /// and that have not ended yet. Useful to watch for leaks.
     pub fn held_stop_signals(&self) -> usize {
         self.inner.stops.len()
+    }
+
+    /// How many failed writes this instance is still checking (they may
+    /// have run; see `doubts.rs`). For tests. Not part of the API.
+    #[doc(hidden)]
+    pub fn writes_in_doubt(&self) -> usize {
+        self.inner.doubts.len()
     }
 
     /// The Redis key of task `id` of `owner`, for tests that look at Redis
@@ -514,41 +523,9 @@ impl TaskStore for RedisTaskStore {
         owner: Option<&'a str>,
         answers: Vec<(String, Box<RawValue>)>,
     ) -> StoreFuture<'a, Option<InputProgress>> {
-        Box::pin(async move {
-            // Held before the write: the resumed call needs a token that a
-            // cancel racing this round's completion still reaches.
-            let shard = self.inner.shards.index_of(owner);
-            let stops = &self.inner.stops;
-            let (stop, holding) = stops.holding(id, shard);
-            stops
-                .interest
-                .subscribed(shard, interest::SUBSCRIBE_WAIT)
-                .await;
-            let answered = self.answer(id, owner, answers).await;
-            holding.settle();
-            match &answered {
-                Ok(Answered::Complete { deadline, .. }) => stops.confirm(id, shard, *deadline),
-                _ => stops.release(id),
-            }
-            Ok(match answered? {
-                Answered::Hidden => None,
-                Answered::Pending => Some(InputProgress::Pending),
-                Answered::NotWaiting { ended } => {
-                    if ended {
-                        stops.fire(id);
-                    }
-                    Some(InputProgress::NotWaiting)
-                }
-                Answered::Complete {
-                    answers, resume, ..
-                } => Some(InputProgress::RoundComplete {
-                    answers,
-                    resume,
-                    stop,
-                }),
-            })
-        })
+        Box::pin(self.answer_input_task(id, owner, answers))
     }
+
     fn list<'a>(
         &'a self,
         owner: Option<&'a str>,

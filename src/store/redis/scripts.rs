@@ -36,6 +36,7 @@ pub(super) static SNAPSHOTS: LazyLock<Script> = script!("lua/snapshots.lua");
 pub(super) static SWEEP: LazyLock<Script> = script!("lua/sweep.lua");
 pub(super) static DELETE: LazyLock<Script> = script!("lua/delete.lua");
 pub(super) static OWNER_STATUS: LazyLock<Script> = script!("lua/owner_status.lua");
+pub(super) static ORPHAN: LazyLock<Script> = script!("lua/orphan.lua");
 
 /// Key and channel names of one shard (see the module docs for the table).
 /// Every name starts with the shard's hash tag (`{<prefix>}`, or

@@ -20,6 +20,7 @@ use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::conn::Conn;
+use super::doubts::{Doubts, Write};
 use super::interest::{Interest, LINGER};
 use super::shards::Shards;
 use crate::store::TaskChange;
@@ -92,6 +93,7 @@ impl Stops {
             stops: self,
             id,
             settled: false,
+            doubt: None,
         };
         (stop, holding)
     }
@@ -201,12 +203,21 @@ pub(super) struct Holding<'a> {
     stops: &'a Stops,
     id: TaskId,
     settled: bool,
+    /// Where a write given up on is noted, since it may still run.
+    doubt: Option<(&'a Doubts, Write)>,
 }
 
-impl Holding<'_> {
+impl<'a> Holding<'a> {
     /// The write answered; the caller takes it from here.
     pub(super) fn settle(mut self) {
         self.settled = true;
+    }
+
+    /// If the call is dropped before it settles, `write` is noted in
+    /// `doubts`: it may have been sent.
+    pub(super) fn doubting(mut self, doubts: &'a Doubts, write: Write) -> Self {
+        self.doubt = Some((doubts, write));
+        self
     }
 }
 
@@ -214,6 +225,9 @@ impl Drop for Holding<'_> {
     fn drop(&mut self) {
         if !self.settled {
             self.stops.release(self.id);
+            if let Some((doubts, write)) = self.doubt {
+                doubts.note(self.id, write);
+            }
         }
     }
 }

@@ -1,7 +1,7 @@
 -- KEYS: task, round, then the driving set, lease and registry of this
 -- instance, which drives the resumed call.
 -- ARGV: has_owner, owner, now ms, id, instance id, lease ms, changes
--- channel, then key, answer pairs.
+-- channel, this call's ticket, then key, answer pairs.
 -- Replies false when the owner sees no such task, {'not_waiting', status},
 -- {'pending'}, or {'complete', deadline or false, resume, then the answers
 -- as key, answer pairs in the order they were given}.
@@ -15,7 +15,7 @@ if status ~= 'input_required' then
 end
 local outstanding = tonumber(redis.call('HGET', round, 'o') or '0')
 local answered = tonumber(redis.call('HGET', round, 'a') or '0')
-for i = 8, #ARGV - 1, 2 do
+for i = 9, #ARGV - 1, 2 do
   local q = 'q:' .. ARGV[i]
   if redis.call('HDEL', round, q) == 1 then
     answered = answered + 1
@@ -35,7 +35,8 @@ for j = 1, answered do
   out[#out + 1] = redis.call('HGET', round, 'av' .. j)
 end
 redis.call('DEL', round)
-redis.call('HSET', task, 's', 'working')
+-- Which call resumed it: a call that failed but ran is told by its ticket.
+redis.call('HSET', task, 's', 'working', 'rv', ARGV[8])
 redis.call('HDEL', task, 'q')
 drive(task, ARGV[4], ARGV[5], KEYS[3], KEYS[5], KEYS[4], ARGV[6])
 announce(ARGV[7], ARGV[4])

@@ -5,10 +5,16 @@
 --       poll ns or '', has_message, message, id, task key head,
 --       instance id, lease ms, per-owner cap or '', total cap or '',
 --       re-run record or '', attempts in all.
--- Replies 1 when created, 0 on an id collision, -1 (per owner) or -2 (total)
+-- Replies 1 when created (or created already by this same call), 0 on an id collision, -1 (per owner) or -2 (total)
 -- when a quota refuses the task; nothing is stored then.
 local task, index = KEYS[1], KEYS[2]
 if redis.call('EXISTS', task) == 1 then
+  -- This very create sent again (a cluster client retries a command whose
+  -- connection broke): it took the first time.
+  local f = redis.call('HMGET', task, 'd', 'c')
+  if f[1] == ARGV[11] and f[2] == ARGV[3] then
+    return 1
+  end
   return 0
 end
 
