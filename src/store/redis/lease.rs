@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::claims::Claims;
 use super::conn::Conn;
-use super::scripts;
+use super::scripts::{self, Keys};
 use super::shards::Shards;
 use super::stops::Stops;
 use super::{backend, now_text, reply};
@@ -117,41 +117,61 @@ impl Lease {
     /// Sweeps every listed instance whose lease is gone, except this one
     /// (whose lease may lapse while Redis is unreachable, but which is alive):
     /// fails its running tasks, or claims those that may run again into
-    /// `claims`. Returns how many tasks were failed and claimed.
-    async fn sweep_once(&self, claims: &Claims, stops: &Stops) -> Result<(u64, usize), StoreError> {
+    /// `claims`. Returns how many tasks were failed and claimed, and the
+    /// first error: a shard Redis cannot answer for (its primary failing
+    /// over) holds up no other shard's sweep.
+    async fn sweep_once(&self, claims: &Claims, stops: &Stops) -> (u64, usize, Option<StoreError>) {
+        let (mut failed, mut claimed, mut first) = (0, 0, None);
+        for (shard, keys) in self.shards.all() {
+            match self.sweep_shard(shard, keys, claims, stops).await {
+                Ok((f, c)) => (failed, claimed) = (failed + f, claimed + c),
+                Err(error) => {
+                    first.get_or_insert(error);
+                }
+            }
+        }
+        (failed, claimed, first)
+    }
+
+    /// [`sweep_once`](Self::sweep_once) in one shard.
+    async fn sweep_shard(
+        &self,
+        shard: usize,
+        keys: &Keys,
+        claims: &Claims,
+        stops: &Stops,
+    ) -> Result<(u64, usize), StoreError> {
         let mut conn = self.conn.clone();
         let (mut failed, mut claimed) = (0, 0);
-        for (shard, keys) in self.shards.all() {
-            let instances: Vec<String> = redis::cmd("SMEMBERS")
-                .arg(keys.instances())
-                .query_async(&mut conn)
-                .await
-                .map_err(backend)?;
-            for lost in instances.iter().filter(|&iid| *iid != self.id) {
-                loop {
-                    let mut call = scripts::SWEEP.key(keys.instance(lost));
-                    call.key(keys.driving(lost))
-                        .key(keys.instances())
-                        .key(keys.driving(&self.id))
-                        .arg(lost)
-                        .arg(SWEEP_BATCH)
-                        .arg(keys.task_head())
-                        .arg(keys.round_head())
-                        .arg(now_text())
-                        .arg(keys.channel())
-                        .arg(LOST_ERROR)
-                        .arg(LOST_MESSAGE)
-                        .arg(&self.id)
-                        .arg(keys.changed());
-                    let reply: Value = call.invoke_async(&mut conn).await.map_err(backend)?;
-                    let mut items = reply::items(reply)?.into_iter();
-                    let more = reply::required(items.next(), "sweep state")?;
-                    let count = reply::required(items.next(), "sweep count")?;
-                    failed += count.parse::<u64>().unwrap_or(0);
-                    claimed += claims.add(stops, shard, items.collect())?;
-                    if more != "1" {
-                        break;
-                    }
+        let instances: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(keys.instances())
+            .query_async(&mut conn)
+            .await
+            .map_err(backend)?;
+        for lost in instances.iter().filter(|&iid| *iid != self.id) {
+            loop {
+                let mut call = scripts::SWEEP.key(keys.instance(lost));
+                call.key(keys.driving(lost))
+                    .key(keys.instances())
+                    .key(keys.driving(&self.id))
+                    .arg(lost)
+                    .arg(SWEEP_BATCH)
+                    .arg(keys.task_head())
+                    .arg(keys.round_head())
+                    .arg(now_text())
+                    .arg(keys.channel())
+                    .arg(LOST_ERROR)
+                    .arg(LOST_MESSAGE)
+                    .arg(&self.id)
+                    .arg(keys.changed());
+                let reply: Value = call.invoke_async(&mut conn).await.map_err(backend)?;
+                let mut items = reply::items(reply)?.into_iter();
+                let more = reply::required(items.next(), "sweep state")?;
+                let count = reply::required(items.next(), "sweep count")?;
+                failed += count.parse::<u64>().unwrap_or(0);
+                claimed += claims.add(stops, shard, items.collect())?;
+                if more != "1" {
+                    break;
                 }
             }
         }
@@ -203,14 +223,16 @@ pub(super) async fn sweep(
             _ = shutdown.cancelled() => return,
             swept = lease.sweep_once(&claims, &stops) => swept,
         };
-        match swept {
-            Ok((0, 0)) => {}
-            Ok((failed, claimed)) => tracing::warn!(
+        let (failed, claimed, error) = swept;
+        if failed + claimed as u64 > 0 {
+            tracing::warn!(
                 failed,
                 claimed,
                 "task store: the running tasks of lost server instances were failed, or claimed to run again"
-            ),
-            Err(error) => tracing::warn!(%error, "task store: sweeping lost instances failed"),
+            );
+        }
+        if let Some(error) = error {
+            tracing::warn!(%error, "task store: sweeping lost instances failed in a shard");
         }
     }
 }

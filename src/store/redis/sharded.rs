@@ -185,16 +185,25 @@ async fn adjust(sub: &Subscriber, conn: &mut ClusterConnection) -> RedisResult<(
 /// wanted: joined where wanted (the client does not follow a slot to a new
 /// primary by itself) and left where not (it resubscribes what it tracked,
 /// shards whose linger ran out meanwhile included).
+///
+/// Shard by shard: one whose slot has no primary just now fails alone (and
+/// the whole is tried again), and leaving is best effort, since a slot
+/// without a primary holds no subscription either.
 async fn resync(sub: &Subscriber, conn: &mut ClusterConnection) -> RedisResult<()> {
     let interest = &sub.stops.interest;
+    let mut failed = Ok(());
     for (shard, want) in interest.wanted(Instant::now()).into_iter().enumerate() {
         let pair = channel_pair(sub, shard);
-        if want {
-            bounded(sub.timeout, conn.ssubscribe(&pair)).await?;
-            interest.set_subscribed(shard, true);
+        if !want {
+            let _ = bounded(sub.timeout, conn.sunsubscribe(&pair)).await;
+        } else if interest.is_subscribed(shard) {
+            // Joined by an earlier round of this resync.
         } else {
-            bounded(sub.timeout, conn.sunsubscribe(&pair)).await?;
+            match bounded(sub.timeout, conn.ssubscribe(&pair)).await {
+                Ok(()) => interest.set_subscribed(shard, true),
+                Err(error) => failed = Err(error),
+            }
         }
     }
-    Ok(())
+    failed
 }
