@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use tokio::time::Instant;
 
 use super::work::Work;
 use crate::flight::Flight;
@@ -49,6 +50,9 @@ pub(crate) enum Followed {
 const MIN_POLL: Duration = Duration::from_millis(100);
 /// The longest: the layer's own clients see the status this late at most.
 const MAX_POLL: Duration = Duration::from_secs(1);
+/// How long a key just answered, still listed by the inner task, is taken
+/// for the update not seen yet rather than a new question.
+const ANSWERED_GRACE: Duration = Duration::from_secs(5);
 /// How long a `tasks/cancel` of the layer's may take.
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -95,8 +99,12 @@ pub(crate) struct Following {
     /// Whether the next answer is the acknowledgement of a `tasks/update`.
     updating: bool,
     /// The inner keys answered already: a poll that still lists them (the
-    /// update is eventually consistent) does not ask the client again.
+    /// update is eventually consistent) does not ask the client again,
+    /// until the inner task is seen `working` or [`ANSWERED_GRACE`] passed
+    /// (then a listed key is a new question under an old key).
     answered: Vec<String>,
+    /// When `answered` was set.
+    answered_at: Option<Instant>,
     /// The status message last written to the layer's task.
     said: Option<String>,
 }
@@ -109,8 +117,22 @@ impl Following {
             inner: Some(inner),
             updating: true,
             answered,
+            answered_at: Some(Instant::now()),
             said: None,
         }
+    }
+
+    /// The keys answered already that a poll listing them still means:
+    /// none once the inner task took them (seen `working`) or the grace passed.
+    fn answered(&mut self, working: bool) -> &[String] {
+        let stale = self
+            .answered_at
+            .is_some_and(|at| at.elapsed() >= ANSWERED_GRACE);
+        if working || stale {
+            self.answered.clear();
+            self.answered_at = None;
+        }
+        &self.answered
     }
 
     /// The inner task followed, if any.
@@ -163,6 +185,8 @@ pub(crate) fn follow(state: &mut Following, work: &mut Work, result: &RawValue) 
     let Some(seen) = seen.filter(|seen| seen.task_id.as_deref() == Some(followed.as_str())) else {
         return Followed::Error("The inner server's task could not be read".into());
     };
+    let working = seen.status.as_deref() == Some("working");
+    let answered = state.answered(working).to_vec();
     match seen.status.as_deref() {
         Some("working") => poll(
             state,
@@ -184,7 +208,7 @@ pub(crate) fn follow(state: &mut Following, work: &mut Work, result: &RawValue) 
         },
         Some("cancelled") => Followed::Error("The inner server cancelled its task".into()),
         Some("input_required") => match seen.input_requests {
-            Some(requests) => asked(requests, &state.answered).unwrap_or_else(|| {
+            Some(requests) => asked(requests, &answered).unwrap_or_else(|| {
                 poll(
                     state,
                     work,
@@ -327,6 +351,20 @@ mod tests {
         let keys: Vec<&String> = asked["inputRequests"].as_object().unwrap().keys().collect();
         assert_eq!(keys, ["b"]);
         assert!(super::asked(requests(&["a"]), &answered).is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answered_key_is_asked_again_once_the_inner_task_worked_or_the_grace_passed() {
+        let mut waiting = Following::updating("t".into(), vec!["q".into()]);
+        assert_eq!(waiting.answered(false), ["q"], "the update is not seen yet");
+        let mut worked = Following::updating("t".into(), vec!["q".into()]);
+        assert!(worked.answered(true).is_empty());
+        assert!(
+            worked.answered(false).is_empty(),
+            "after working, the same key is a new question"
+        );
+        tokio::time::advance(ANSWERED_GRACE).await;
+        assert!(waiting.answered(false).is_empty(), "past the grace");
     }
 
     #[test]
