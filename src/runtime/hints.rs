@@ -8,17 +8,19 @@
 //! | Rule                                                         | Why                                                          |
 //! |--------------------------------------------------------------|--------------------------------------------------------------|
 //! | asked only when a call of a tool without an explicit `tool_retry` is parked over a store that keeps re-runs, or a call falls back | the fast path and every other store pay nothing |
-//! | one `tools/list` walk (at most [`PAGES`] pages, [`WALK_TIMEOUT`] in all) per protocol generation, kept for [`FRESH`] | a parked call waits for it once, and not long; a server may list its tools differently to each generation |
+//! | one `tools/list` walk (at most [`PAGES`] pages, [`WALK_TIMEOUT`] in all) per protocol generation, kept for [`FRESH`]; parks beside it wait for it, at most until [`WALK_TIMEOUT`] after it began, then walk themselves | a parked call waits for it once, and not long; a server may list its tools differently to each generation; a walk whose park is no longer polled (its client stopped reading) holds up nobody |
 //! | a failed or unreadable answer counts as "no tool is marked", kept as long | an inner server that cannot list is not asked on every park |
 //! | sent with the parked call's credentials and the 2026-07-28 request `_meta`, or, for a call of an older session, in that session as its version | what the inner server needs to answer it as a client's own |
 
 use std::collections::HashSet;
-use std::time::{Duration, Instant};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
 use http::HeaderValue;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use tokio::sync::Mutex;
+use tokio::sync::watch;
+use tokio::time::Instant;
 
 use crate::flight::ask::{self, Declares};
 use crate::flight::caller::CallInner;
@@ -37,7 +39,31 @@ const WALK_TIMEOUT: Duration = Duration::from_secs(3);
 #[derive(Default)]
 pub(crate) struct Hints {
     /// As a 2026-07-28 client, and as an older session, asked.
-    read: Mutex<[Option<(Instant, Marked)>; 2]>,
+    read: Mutex<[Slot; 2]>,
+}
+
+/// One generation's marks, and the walk that reads them again.
+#[derive(Default)]
+struct Slot {
+    marks: Option<(Instant, Marked)>,
+    /// The walk under way: parks that find the marks stale wait for it
+    /// rather than walk too, but only until [`WALK_TIMEOUT`] after it began,
+    /// since it runs in the future of the park that started it, which its
+    /// client may stop polling (a response body it does not read).
+    walk: Option<Walk>,
+}
+
+struct Walk {
+    since: Instant,
+    /// Closed when the walk ends or is dropped.
+    done: watch::Receiver<()>,
+}
+
+impl Walk {
+    /// Whether waiting for this walk can still help.
+    fn alive(&self) -> bool {
+        self.since.elapsed() < WALK_TIMEOUT && self.done.has_changed().is_ok()
+    }
 }
 
 /// The names of the tools with each mark.
@@ -134,21 +160,49 @@ impl Hints {
         limit: usize,
         ask: impl FnOnce(&Marked) -> bool,
     ) -> bool {
-        let mut slots = self.read.lock().await;
-        let read = &mut slots[usize::from(older.is_some())];
-        let stale = read.as_ref().is_none_or(|(at, _)| at.elapsed() >= FRESH);
-        if stale {
-            let walk = walk(caller, template, limit, older);
-            let walked = tokio::time::timeout(WALK_TIMEOUT, walk).await;
-            let marked = walked
-                .unwrap_or_else(|_| Err("tools/list took too long".to_owned()))
-                .unwrap_or_else(|reason| {
-                    tracing::info!(reason, "the inner server's tools/list could not be read");
-                    Marked::default()
-                });
-            *read = Some((Instant::now(), marked));
-        }
-        read.as_ref().is_some_and(|(_, marked)| ask(marked))
+        let generation = usize::from(older.is_some());
+        let _walking = loop {
+            let waiting = {
+                let mut slots = self.lock();
+                let slot = &mut slots[generation];
+                if let Some((at, marked)) = &slot.marks
+                    && at.elapsed() < FRESH
+                {
+                    return ask(marked);
+                }
+                match &slot.walk {
+                    Some(walk) if walk.alive() => (walk.since, walk.done.clone()),
+                    _ => {
+                        let (walking, done) = watch::channel(());
+                        let since = Instant::now();
+                        slot.walk = Some(Walk { since, done });
+                        break walking;
+                    }
+                }
+            };
+            let (since, mut done) = waiting;
+            // Ends when the walk does (its sender dropped), or gives up on it.
+            let _ = tokio::time::timeout_at(since + WALK_TIMEOUT, done.changed()).await;
+        };
+        let walk = walk(caller, template, limit, older);
+        let walked = tokio::time::timeout(WALK_TIMEOUT, walk).await;
+        let marked = walked
+            .unwrap_or_else(|_| Err("tools/list took too long".to_owned()))
+            .unwrap_or_else(|reason| {
+                tracing::info!(reason, "the inner server's tools/list could not be read");
+                Marked::default()
+            });
+        let mut slots = self.lock();
+        let slot = &mut slots[generation];
+        let answer = ask(&marked);
+        slot.marks = Some((Instant::now(), marked));
+        slot.walk = None;
+        answer
+    }
+
+    fn lock(&self) -> MutexGuard<'_, [Slot; 2]> {
+        // Marks only: a panic elsewhere leaves them usable.
+        self.read.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -208,4 +262,84 @@ async fn list(
     );
     let request = ask::request(template, body, "tools/list", None, older)?;
     ask::result(caller, &id, request, limit).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flight::InnerFuture;
+    use bytes::Bytes;
+    use http::{Request, Response};
+    use http_body_util::{BodyExt, Full};
+    use std::task::Poll;
+
+    /// An inner server whose `tools/list` never answers.
+    struct Silent;
+
+    impl CallInner for Silent {
+        fn call(&mut self, _: Request<Bytes>) -> InnerFuture {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    /// An inner server that lists one tool, `t`, marked idempotent.
+    struct Listing;
+
+    impl CallInner for Listing {
+        fn call(&mut self, _: Request<Bytes>) -> InnerFuture {
+            let body = r#"{"jsonrpc":"2.0","id":"mcp-tasks:tools-list:0","result":{"tools":[{"name":"t","annotations":{"idempotentHint":true}}]}}"#;
+            let body = Full::new(Bytes::from_static(body.as_bytes()))
+                .map_err(|never| match never {})
+                .boxed_unsync();
+            let response = Response::builder()
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .body(body)
+                .unwrap();
+            Box::pin(async move { Ok(response) })
+        }
+    }
+
+    fn template() -> Template {
+        Template {
+            uri: "http://127.0.0.1/mcp".parse().unwrap(),
+            headers: Vec::new(),
+            extensions: http::Extensions::new(),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_walk_nobody_polls_holds_up_no_other_park() {
+        let (hints, template) = (Hints::default(), template());
+        let mut silent = Silent;
+        let mut stalled = Box::pin(hints.idempotent(&mut silent, &template, 1 << 20, "t"));
+        // Polled once, so it began the walk; then never again (its client
+        // stopped reading the response it is parked in).
+        let polled = std::future::poll_fn(|cx| Poll::Ready(stalled.as_mut().poll(cx))).await;
+        assert!(polled.is_pending());
+
+        let started = Instant::now();
+        let mut listing = Listing;
+        let beside = hints.idempotent(&mut listing, &template, 1 << 20, "t");
+        let answered = tokio::time::timeout(WALK_TIMEOUT * 3, beside).await;
+        assert_eq!(answered, Ok(true), "read by a walk of its own");
+        assert!(
+            started.elapsed() <= WALK_TIMEOUT,
+            "waited at most for the stalled walk"
+        );
+        // And kept for the next park.
+        let mut silent = Silent;
+        assert!(hints.idempotent(&mut silent, &template, 1 << 20, "t").await);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn parks_beside_a_walk_wait_for_it_instead_of_walking_too() {
+        let (hints, template) = (Hints::default(), template());
+        let (mut first, mut second) = (Listing, Silent);
+        let (a, b) = tokio::join!(
+            hints.idempotent(&mut first, &template, 1 << 20, "t"),
+            hints.idempotent(&mut second, &template, 1 << 20, "t"),
+        );
+        // The second never asked its silent server: it took the first's walk.
+        assert!(a && b);
+    }
 }
