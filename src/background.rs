@@ -11,6 +11,7 @@
 //! |-----------|---------------------------------|----------------------------------------------------------|
 //! | `closing` | [`Drain::close`](crate::Drain::close) | no new task starts: calls stay synchronous, 2025-11-25 `params.task` is refused |
 //! | `abort`   | the drain deadline              | every running driver fails its task ("the server shut down") and stops its call |
+//! | `done`    | the end of [`Drain::shutdown`](crate::Drain::shutdown) | a `tasks/result` still waiting reads its task once more and ends, so the server's own graceful shutdown does not wait for it |
 
 use std::future::Future;
 use std::sync::Arc;
@@ -28,6 +29,7 @@ pub(crate) struct Background {
     detached: TaskTracker,
     closing: CancellationToken,
     abort: CancellationToken,
+    done: CancellationToken,
     /// Inner calls that may run in the background at once.
     running: Arc<Semaphore>,
 }
@@ -40,6 +42,7 @@ impl Background {
             detached: TaskTracker::new(),
             closing: CancellationToken::new(),
             abort: CancellationToken::new(),
+            done: CancellationToken::new(),
             running: Arc::new(Semaphore::new(running.min(Semaphore::MAX_PERMITS))),
         }
     }
@@ -104,6 +107,16 @@ impl Background {
     /// Stops what still runs.
     pub(crate) fn abort(&self) {
         self.abort.cancel();
+    }
+
+    /// Fired when the drain is over: streams that wait for a task end.
+    pub(crate) fn done_signal(&self) -> CancellationToken {
+        self.done.clone()
+    }
+
+    /// The drain is over.
+    pub(crate) fn finish(&self) {
+        self.done.cancel();
     }
 
     /// Resolves once every tracked tokio task has ended (after [`close`](Self::close)).

@@ -166,6 +166,7 @@ impl Drain {
             tracing::info!(linger = ?self.linger, "drained: answering polls a little longer");
             tokio::time::sleep(self.linger).await;
         }
+        self.background.finish();
         report
     }
 

@@ -7,11 +7,13 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use mcp_tasks::{Drain, DrainReport, TasksLayer, ToolPolicy};
+use mcp_tasks::{
+    Drain, DrainReport, NewTask, Quota, TaskId, TaskStore, TasksLayer, Timestamp, ToolPolicy,
+};
 use serde_json::{Value, json};
 use support::client::McpClient;
 use support::layered::{Layered, ms, task_id, text};
-use support::session::Session;
+use support::session::{Session, outcome};
 
 const TERMINAL: [&str; 3] = ["completed", "failed", "cancelled"];
 
@@ -188,4 +190,43 @@ async fn after_close_a_2025_11_25_task_request_gets_a_limit_error_and_no_task() 
     assert!(message.contains("shutting down"), "{refused}");
     assert!(layered.store.is_empty());
     assert_eq!(layered.probe.started("greet"), 0);
+}
+
+#[tokio::test]
+async fn a_tasks_result_waiting_for_a_task_run_elsewhere_ends_when_the_drain_is_over() {
+    let mut drain = None;
+    let layered = Layered::start_sessions(|layer| {
+        drain = Some(layer.drain());
+        layer
+    })
+    .await;
+    let drain = drain.expect("configured");
+    let session = Session::open(&layered, None).await;
+    // A task no call of this layer runs: another instance's, or one a
+    // durable store keeps to run again after a restart.
+    let task = NewTask {
+        id: TaskId::generate().unwrap(),
+        owner: None,
+        created_at: Timestamp::now(),
+        ttl: Some(Duration::from_secs(60)),
+        poll_interval: None,
+        status_message: None,
+        quota: Quota::default(),
+        rerun: None,
+    };
+    layered.store.create(task.clone()).await.unwrap();
+    let waiting = session
+        .open_request("tasks/result", json!({"taskId": task.id.to_string()}))
+        .await;
+
+    let report = drain.shutdown(ms(100)).await;
+    assert!(report.finished, "{report:?}");
+    // The stream ends (`outcome` gives up after 10 s), telling the client
+    // to ask again (of the next server).
+    let last = outcome(waiting).await;
+    assert_eq!(last["error"]["code"], -32000, "{last}");
+    let message = last["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("ask for its result again"), "{last}");
+    let kept = layered.store.get(task.id, None).await.unwrap().unwrap();
+    assert_eq!(kept.status(), mcp_tasks::TaskStatus::Working);
 }

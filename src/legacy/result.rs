@@ -37,12 +37,15 @@ use crate::body::reply_response as json;
 use crate::body::{BoxError, ResponseBody};
 use crate::runtime::{Runtime, store_failed};
 use crate::task::{TaskId, TaskSnapshot, TaskState};
-use crate::wire::jsonrpc::{INVALID_PARAMS, LIMIT_REACHED, Reply};
+use crate::wire::jsonrpc::{ErrorObject, INVALID_PARAMS, LIMIT_REACHED, Reply};
 use crate::wire::raw::Members;
 use crate::wire::view::{TaskView, render, status_in};
 
 /// How often a waiting `tasks/result` reads the task.
 pub(crate) const WAIT_POLL: Duration = Duration::from_millis(200);
+
+/// What a `tasks/result` still waiting when the drain is over gets.
+const GONE: &str = "The server shut down before the task ended; ask for its result again";
 
 /// The answer of `tasks/result` for a terminal task; `None` while it runs.
 fn outcome(id: &RawValue, task: &TaskSnapshot) -> Option<Reply> {
@@ -169,9 +172,14 @@ async fn wait(
     mut status: Option<Shown>,
 ) {
     let keep_alive = runtime.config.keep_alive;
+    let done = runtime.background.done_signal();
     let mut relayed = HashSet::new();
     let mut last_sent = Instant::now();
     loop {
+        // The drain is over: this read is the last (a task run elsewhere,
+        // or left to run again after a restart, would hold the server's
+        // own shutdown).
+        let last = done.is_cancelled();
         let snapshot = match runtime.store.get(task, owner.as_deref()).await {
             Ok(Some(snapshot)) => snapshot,
             Ok(None) => {
@@ -209,9 +217,16 @@ async fn wait(
                 }
             }
         }
+        if last {
+            let error = ErrorObject::new(LIMIT_REACHED, GONE);
+            let reply = Reply::error(http::StatusCode::OK, Some(&id), error);
+            let _ = tx.send(event(&reply.body)).await;
+            return;
+        }
         tokio::select! {
             _ = tokio::time::sleep(WAIT_POLL) => {}
             _ = tx.closed() => return,
+            _ = done.cancelled() => continue,
         }
         if last_sent.elapsed() >= keep_alive {
             if tx
