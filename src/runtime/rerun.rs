@@ -187,9 +187,11 @@ impl Runtime {
         match self.store.get(id, owner.as_deref()).await {
             Ok(Some(task)) if task.status() == TaskStatus::Working => {}
             Ok(_) => return false,
+            // The store hands an orphan out once: skipping it would leave
+            // its task `working` with no call. Run it; an outcome for a task
+            // that ended meanwhile is refused by the store.
             Err(error) => {
-                tracing::warn!(task = %id, %error, "a task to run again could not be read");
-                return false;
+                tracing::warn!(task = %id, %error, "a task to run again could not be read; running it anyway");
             }
         }
         let span = observe::task_span(id);
