@@ -40,7 +40,8 @@
 //! error object (verbatim bytes), `d` the instance that drives the task
 //! (while it is `working`), `q` the outstanding requests of an input round
 //! as one JSON object (while it is `input_required`, so that `get` reads
-//! the whole task with one `HMGET`). Payloads are never parsed on the Redis
+//! the whole task with one `HMGET`), `rv` the ticket of the `answer_input`
+//! call that last resumed it (see `doubts.rs`). Payloads are never parsed on the Redis
 //! side, so a client reads back exactly what the inner server answered.
 //!
 //! An owner index (and `{<prefix>}:all`) expires with its longest-lived task (`PEXPIREAT … GT`;
@@ -193,6 +194,15 @@
 //! trip, a crash between the two steps holds it until the deadline). The
 //! count is fixed for a prefix: `connect` refuses another one. One owner
 //! (and all unowned tasks, together) is still one shard, on one primary.
+//!
+//! # Writes in doubt
+//!
+//! A `create` or a round-completing `answer_input` whose call failed may
+//! have run all the same (a lost reply, a command held up in Redis past the
+//! response timeout, a caller gone mid-write). Each is checked again over
+//! about a minute (`doubts.rs`): a task whose creation was not confirmed is
+//! deleted, one resumed by an unconfirmed answer is failed, so that neither
+//! stays `working` under a live instance with no call behind it.
 
 mod admin;
 mod answer;

@@ -162,11 +162,14 @@ impl Stops {
         self.lock().tasks.len()
     }
 
-    /// The shard of a task whose token this instance holds.
+    /// The shard of a task whose write took here. A token still waiting for
+    /// its write is not asked: a caller of another owner (who cannot see
+    /// the task) may have registered it under that owner's shard.
     pub(super) fn shard_of(&self, id: TaskId) -> Option<usize> {
-        self.lock()
-            .tasks
-            .get(&id.as_u128())
+        let local = self.lock();
+        let entry = local.tasks.get(&id.as_u128());
+        entry
+            .filter(|entry| entry.confirmed)
             .map(|entry| entry.shard)
     }
 
@@ -460,6 +463,20 @@ pub(super) async fn bounded<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_waiting_for_its_write_names_no_shard() {
+        let stops = Stops::new(Arc::new(Interest::new(2)));
+        let id = TaskId::from_u128(7);
+        // A foreign caller's answer holds it under its own shard 1 first.
+        let _foreign = stops.hold(id, 1);
+        assert_eq!(
+            stops.shard_of(id),
+            None,
+            "the task's shard is asked of Redis"
+        );
+        stops.release(id);
+    }
 
     #[test]
     fn a_token_confirmed_by_the_owners_write_keeps_the_owners_shard() {
