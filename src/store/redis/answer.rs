@@ -46,7 +46,9 @@ impl RedisTaskStore {
             .subscribed(shard, interest::SUBSCRIBE_WAIT)
             .await;
         let answered = self.answer(id, owner, answers, ticket).await;
-        holding.settle();
+        // An error (the script may have completed the round) releases the
+        // token and notes the answer in doubt.
+        holding.answered(&answered);
         match &answered {
             Ok(Answered::Complete { deadline, .. }) => {
                 stops.confirm(id, shard, *deadline);
@@ -54,12 +56,8 @@ impl RedisTaskStore {
                 // round: this call resumes the task, which is not an orphan.
                 doubts.forget(id);
             }
-            // The script may have completed the round (a lost reply).
-            Err(_) => {
-                stops.release(id);
-                doubts.note(id, Write::Resume(ticket));
-            }
-            _ => stops.release(id),
+            Ok(_) => stops.release(id),
+            Err(_) => {}
         }
         Ok(match answered? {
             Answered::Hidden => None,

@@ -91,15 +91,19 @@ impl RedisTaskStore {
             .subscribed(shard, SUBSCRIBE_WAIT)
             .await;
         let written = call.invoke_async::<i64>(&mut self.conn()).await;
-        // Answered: a refusal releases the token below, and an error notes
-        // the doubt itself.
-        holding.settle();
+        // An error releases the token and notes the create in doubt.
+        holding.answered(&written);
         let refused = match written {
             Ok(1) => None,
-            Ok(0) => Some(StoreError::backend("task id collision")),
-            Ok(-1) => Some(StoreError::QuotaExceeded(QuotaScope::Owner)),
-            Ok(-2) => Some(StoreError::QuotaExceeded(QuotaScope::Total)),
-            Ok(_) => Some(reply::corrupt("an unknown create reply")),
+            Ok(refusal) => {
+                self.inner.stops.release(id);
+                Some(match refusal {
+                    0 => StoreError::backend("task id collision"),
+                    -1 => StoreError::QuotaExceeded(QuotaScope::Owner),
+                    -2 => StoreError::QuotaExceeded(QuotaScope::Total),
+                    _ => reply::corrupt("an unknown create reply"),
+                })
+            }
             Err(error) => {
                 // The script may have run: the place stays taken rather than
                 // letting the cap undercount, and the task is looked for
@@ -107,12 +111,10 @@ impl RedisTaskStore {
                 if let Some(reserved) = reserved.take() {
                     reserved.keep();
                 }
-                doubts.note(id, Write::Create);
                 Some(backend(error))
             }
         };
         if let Some(error) = refused {
-            self.inner.stops.release(id);
             if let Some(reserved) = reserved {
                 reserved.give_back().await;
             }

@@ -200,8 +200,9 @@ impl Stops {
     }
 }
 
-/// A held token whose write has not answered yet: released on drop, unless
-/// settled (then its caller confirms or releases it).
+/// A held token whose write has not answered yet: released on drop (and
+/// the write noted in doubt, when [`doubting`](Self::doubting)), unless it
+/// answered (then its caller confirms or releases the token).
 pub(super) struct Holding<'a> {
     stops: &'a Stops,
     id: TaskId,
@@ -211,13 +212,15 @@ pub(super) struct Holding<'a> {
 }
 
 impl<'a> Holding<'a> {
-    /// The write answered; the caller takes it from here.
-    pub(super) fn settle(mut self) {
-        self.settled = true;
+    /// The write answered `written`: on success the caller confirms or
+    /// releases the token; an error (the script may have run) is handled
+    /// as a dropped call is, released and noted in doubt.
+    pub(super) fn answered<T, E>(mut self, written: &Result<T, E>) {
+        self.settled = written.is_ok();
     }
 
-    /// If the call is dropped before it settles, `write` is noted in
-    /// `doubts`: it may have been sent.
+    /// If the call is dropped before its write answers, or the write
+    /// fails, `write` is noted in `doubts`: it may have run.
     pub(super) fn doubting(mut self, doubts: &'a Doubts, write: Write) -> Self {
         self.doubt = Some((doubts, write));
         self
