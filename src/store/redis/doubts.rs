@@ -47,9 +47,8 @@ const CHECKS: [Duration; 7] = [
 /// How often the due doubts are looked at.
 const TICK: Duration = Duration::from_millis(500);
 
-/// The error and status message of a task whose resumed call was lost.
-const LOST_MESSAGE: &str =
-    "The task store did not confirm resuming this task, so its call was not run again";
+/// The error of a task whose resumed call was lost (its message becomes
+/// the status message).
 const LOST_ERROR: &str = r#"{"code":-32603,"message":"The task store did not confirm resuming this task, so its call was not run again"}"#;
 
 /// Which write is in doubt.
@@ -215,7 +214,6 @@ impl RedisTaskStore {
         call.key(keys.round(id))
             .arg(self.inner.lease.id())
             .arg(LOST_ERROR)
-            .arg(LOST_MESSAGE)
             .arg(now_text())
             .arg(keys.channel())
             .arg(id.to_string())

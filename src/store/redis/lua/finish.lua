@@ -9,16 +9,5 @@ end
 if terminal(status) then
   return status
 end
-redis.call('HSET', KEYS[1], 's', ARGV[1], 'r', ARGV[2], 'u', ARGV[3])
--- A failed task reports its error's message, in the same step.
-if ARGV[1] == 'failed' then
-  local ok, error = pcall(cjson.decode, ARGV[2])
-  if ok and type(error) == 'table' and type(error.message) == 'string' then
-    redis.call('HSET', KEYS[1], 'm', error.message)
-  end
-end
-redis.call('HDEL', KEYS[1], 'q')
-redis.call('DEL', KEYS[2])
-undrive(KEYS[1], ARGV[5], ARGV[6])
-announce(ARGV[4], ARGV[5])
+finish(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])
 return 1

@@ -92,6 +92,23 @@ local function undrive(task, id, head)
   end
 end
 
+-- The task ends `status` (terminal) with `payload` (result or error object)
+-- at `now`: a failed task reports its error's message, in the same step;
+-- its round and driver go, and the end is announced on `channel`.
+local function finish(task, round, status, payload, now, channel, id, head)
+  redis.call('HSET', task, 's', status, 'r', payload, 'u', now)
+  if status == 'failed' then
+    local ok, error = pcall(cjson.decode, payload)
+    if ok and type(error) == 'table' and type(error.message) == 'string' then
+      redis.call('HSET', task, 'm', error.message)
+    end
+  end
+  redis.call('HDEL', task, 'q')
+  redis.call('DEL', round)
+  undrive(task, id, head)
+  announce(channel, id)
+end
+
 -- The task is driven by instance `iid` from now on: recorded in the task,
 -- in the instance's driving set, and the instance is registered, its lease
 -- set if it had lapsed (the instance is evidently alive).
