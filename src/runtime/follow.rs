@@ -123,16 +123,24 @@ impl Following {
     }
 
     /// The keys answered already that a poll listing them still means:
-    /// none once the inner task took them (seen `working`) or the grace passed.
-    fn answered(&mut self, working: bool) -> &[String] {
-        let stale = self
+    /// none once the grace passed (or the inner task took them, [`took`]).
+    ///
+    /// [`took`]: Self::took
+    fn answered(&mut self) -> &[String] {
+        if self
             .answered_at
-            .is_some_and(|at| at.elapsed() >= ANSWERED_GRACE);
-        if working || stale {
-            self.answered.clear();
-            self.answered_at = None;
+            .is_some_and(|at| at.elapsed() >= ANSWERED_GRACE)
+        {
+            self.took();
         }
         &self.answered
+    }
+
+    /// The inner task was seen `working`: it took the answers, so a key it
+    /// lists later is a new question.
+    fn took(&mut self) {
+        self.answered.clear();
+        self.answered_at = None;
     }
 
     /// The inner task followed, if any.
@@ -185,16 +193,17 @@ pub(crate) fn follow(state: &mut Following, work: &mut Work, result: &RawValue) 
     let Some(seen) = seen.filter(|seen| seen.task_id.as_deref() == Some(followed.as_str())) else {
         return Followed::Error("The inner server's task could not be read".into());
     };
-    let working = seen.status.as_deref() == Some("working");
-    let answered = state.answered(working).to_vec();
     match seen.status.as_deref() {
-        Some("working") => poll(
-            state,
-            work,
-            &followed,
-            seen.status_message,
-            seen.poll_interval,
-        ),
+        Some("working") => {
+            state.took();
+            poll(
+                state,
+                work,
+                &followed,
+                seen.status_message,
+                seen.poll_interval,
+            )
+        }
         Some("completed") => match seen.result {
             Some(result) => Followed::Complete(result),
             None => Followed::Error("The inner server's task completed without a result".into()),
@@ -208,7 +217,7 @@ pub(crate) fn follow(state: &mut Following, work: &mut Work, result: &RawValue) 
         },
         Some("cancelled") => Followed::Error("The inner server cancelled its task".into()),
         Some("input_required") => match seen.input_requests {
-            Some(requests) => asked(requests, &answered).unwrap_or_else(|| {
+            Some(requests) => asked(requests, state.answered()).unwrap_or_else(|| {
                 poll(
                     state,
                     work,
@@ -356,15 +365,16 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn an_answered_key_is_asked_again_once_the_inner_task_worked_or_the_grace_passed() {
         let mut waiting = Following::updating("t".into(), vec!["q".into()]);
-        assert_eq!(waiting.answered(false), ["q"], "the update is not seen yet");
+        assert_eq!(waiting.answered(), ["q"], "the update is not seen yet");
         let mut worked = Following::updating("t".into(), vec!["q".into()]);
-        assert!(worked.answered(true).is_empty());
+        worked.took();
+        assert!(worked.answered().is_empty());
         assert!(
-            worked.answered(false).is_empty(),
+            worked.answered().is_empty(),
             "after working, the same key is a new question"
         );
         tokio::time::advance(ANSWERED_GRACE).await;
-        assert!(waiting.answered(false).is_empty(), "past the grace");
+        assert!(waiting.answered().is_empty(), "past the grace");
     }
 
     #[test]
