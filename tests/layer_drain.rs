@@ -166,16 +166,22 @@ async fn task_methods_are_answered_while_the_drain_waits_and_a_cancel_ends_its_w
     assert!(layered.probe.wait_cancelled("slow_compute", ms(3000)).await);
 }
 
-#[tokio::test]
-async fn after_close_a_2025_11_25_task_request_gets_a_limit_error_and_no_task() {
+/// A layered fixture that keeps 2025-11-25 sessions, and its drain handle.
+async fn start_sessions() -> (Layered, Drain) {
     let mut drain = None;
     let layered = Layered::start_sessions(|layer| {
         drain = Some(layer.drain());
         layer
     })
     .await;
+    (layered, drain.expect("the layer was configured"))
+}
+
+#[tokio::test]
+async fn after_close_a_2025_11_25_task_request_gets_a_limit_error_and_no_task() {
+    let (layered, drain) = start_sessions().await;
     let session = Session::open(&layered, None).await;
-    drain.expect("configured").close();
+    drain.close();
 
     let refused = session
         .exchange(
@@ -194,13 +200,7 @@ async fn after_close_a_2025_11_25_task_request_gets_a_limit_error_and_no_task() 
 
 #[tokio::test]
 async fn a_tasks_result_waiting_for_a_task_run_elsewhere_ends_when_the_drain_is_over() {
-    let mut drain = None;
-    let layered = Layered::start_sessions(|layer| {
-        drain = Some(layer.drain());
-        layer
-    })
-    .await;
-    let drain = drain.expect("configured");
+    let (layered, drain) = start_sessions().await;
     let session = Session::open(&layered, None).await;
     // A task no call of this layer runs: another instance's, or one a
     // durable store keeps to run again after a restart.
