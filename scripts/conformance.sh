@@ -175,7 +175,7 @@ start_target() {
       ;;
     gateway-python | gateway-typescript)
       log "building mcp-tasks-gateway"
-      cargo build --features gateway --bin mcp-tasks-gateway >&2
+      cargo build -p mcp-tasks-gateway --bin mcp-tasks-gateway >&2
       local gateway_bin="$target_dir/debug/mcp-tasks-gateway"
       [[ -x "$gateway_bin" ]] || die "built gateway not found at $gateway_bin"
       local script="$REPO/scripts/upstream-${1#gateway-}.sh"
@@ -190,7 +190,7 @@ start_target() {
       ;;
     gateway-python-stdio)
       log "building mcp-tasks-gateway"
-      cargo build --features gateway --bin mcp-tasks-gateway >&2
+      cargo build -p mcp-tasks-gateway --bin mcp-tasks-gateway >&2
       local gateway_bin="$target_dir/debug/mcp-tasks-gateway"
       [[ -x "$gateway_bin" ]] || die "built gateway not found at $gateway_bin"
       # The gateway starts the fixture, which may first install its SDK.

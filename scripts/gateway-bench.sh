@@ -210,9 +210,9 @@ prepare_gateway() {
     cp "$GATEWAY_BENCH_GATEWAY" "$WORK/mcp-tasks-gateway"
     return
   fi
-  log "building mcp-tasks-gateway (release, feature gateway)"
+  log "building mcp-tasks-gateway (release)"
   local json exe
-  json="$(cd "$REPO" && cargo build --release --features gateway --bin mcp-tasks-gateway \
+  json="$(cd "$REPO" && cargo build --release -p mcp-tasks-gateway --bin mcp-tasks-gateway \
     --message-format=json)" || die "cargo build of mcp-tasks-gateway failed"
   exe="$(grep -F '"name":"mcp-tasks-gateway"' <<<"$json" \
     | grep -o '"executable":"[^"]*"' | tail -n 1 | cut -d'"' -f4 || true)"

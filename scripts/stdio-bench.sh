@@ -67,7 +67,7 @@ case "$SERVER" in
 esac
 
 log "building the gateway and the direct client (release)"
-cargo build --release --quiet --features gateway --bin mcp-tasks-gateway
+cargo build --release --quiet -p mcp-tasks-gateway --bin mcp-tasks-gateway
 GATEWAY="$REPO/target/release/mcp-tasks-gateway"
 cargo bench --quiet --bench stdio -- --requests "$WORK/requests" --server "$SERVER" >/dev/null
 REQUESTS="$WORK/requests"

@@ -34,15 +34,6 @@ use crate::flight::live::sse_event;
 use crate::wire::is_content_type;
 use crate::wire::jsonrpc::Reply;
 
-/// Whether a client that sent `headers` takes an SSE answer.
-pub(crate) fn accepts_sse(headers: &http::HeaderMap) -> bool {
-    headers
-        .get_all(http::header::ACCEPT)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .any(|value| value.contains("text/event-stream"))
-}
-
 /// The inner server's answer to `request` (the call as forwarded), or,
 /// once `keep_alive` passed without its head, a stream of the layer's that
 /// carries it (see the module docs). `max` bounds a JSON answer read into
@@ -187,21 +178,6 @@ fn failed(request: &[u8], why: &str) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_a_client_that_names_sse_among_what_it_accepts_gets_a_stream() {
-        let accepting = |values: &[&str]| {
-            let mut headers = http::HeaderMap::new();
-            for value in values {
-                headers.append(http::header::ACCEPT, HeaderValue::from_str(value).unwrap());
-            }
-            accepts_sse(&headers)
-        };
-        assert!(accepting(&["application/json, text/event-stream"]));
-        assert!(accepting(&["application/json", "text/event-stream"]));
-        assert!(!accepting(&["application/json"]));
-        assert!(!accepting(&[]));
-    }
 
     #[test]
     fn a_failure_is_an_error_event_for_the_call() {

@@ -59,6 +59,7 @@
 //! # }
 //! ```
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod admin;
@@ -82,15 +83,13 @@ pub mod observe;
 mod own_tasks;
 pub mod owner;
 mod policy;
-#[cfg(feature = "gateway")]
-pub mod proxy;
 mod push;
 mod race;
 mod rewrite;
 mod runtime;
 pub mod store;
 mod task;
-mod wire;
+pub mod wire;
 
 pub use admin::Admin;
 pub use body::{RequestBody, ResponseBody};

@@ -1,14 +1,21 @@
 //! Wire shapes: JSON-RPC envelopes and errors, task views, and reading the
 //! inner server's messages.
+//!
+//! Most users need none of this: [`TasksLayer`](crate::TasksLayer) reads and
+//! writes the wire itself. What is public here is what a transport in front
+//! of the layer needs to speak the same wire (the `mcp-tasks-gateway` crate's
+//! stdio bridge uses it): the JSON-RPC errors ([`jsonrpc`]), the task views
+//! ([`view`]), byte-exact edits of a message ([`raw`], [`splice`]), and
+//! whether a client takes an SSE answer ([`accepts_sse`]).
 
 pub(crate) mod envelope;
 pub mod jsonrpc;
 mod pass;
 pub(crate) mod progress;
-pub(crate) mod raw;
+pub mod raw;
 pub(crate) mod read;
 mod scan;
-pub(crate) mod splice;
+pub mod splice;
 pub mod view;
 
 use std::borrow::Cow;
@@ -28,6 +35,15 @@ pub const MODERN_VERSION: &str = "2026-07-28";
 /// `_meta` key of the per-request client capabilities.
 #[cfg(test)]
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// Whether a client that sent `headers` takes an SSE answer.
+pub fn accepts_sse(headers: &http::HeaderMap) -> bool {
+    headers
+        .get_all(http::header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|value| value.contains("text/event-stream"))
+}
 
 /// Whether the `Content-Type` of `headers` starts with `prefix` (lower
 /// case; leading blanks and letter case ignored), without allocating.
@@ -253,6 +269,24 @@ fn progress_line(params: ProgressParams<'_>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_client_that_names_sse_among_what_it_accepts_gets_a_stream() {
+        let accepting = |values: &[&str]| {
+            let mut headers = http::HeaderMap::new();
+            for value in values {
+                headers.append(
+                    http::header::ACCEPT,
+                    http::HeaderValue::from_str(value).unwrap(),
+                );
+            }
+            accepts_sse(&headers)
+        };
+        assert!(accepting(&["application/json, text/event-stream"]));
+        assert!(accepting(&["application/json", "text/event-stream"]));
+        assert!(!accepting(&["application/json"]));
+        assert!(!accepting(&[]));
+    }
 
     fn id(text: &str) -> Box<RawValue> {
         RawValue::from_string(text.to_owned()).unwrap()

@@ -12,7 +12,7 @@ use serde::de::{MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 /// The members of a JSON object, in order, each value as its original text.
-pub(crate) struct Members<'a>(pub Vec<(Cow<'a, str>, &'a RawValue)>);
+pub struct Members<'a>(pub Vec<(Cow<'a, str>, &'a RawValue)>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for Members<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -36,12 +36,12 @@ impl<'de: 'a, 'a> Deserialize<'de> for Members<'a> {
 
 impl<'a> Members<'a> {
     /// Reads the members of the object `text`.
-    pub(crate) fn parse(text: &'a str) -> Result<Self, serde_json::Error> {
+    pub fn parse(text: &'a str) -> Result<Self, serde_json::Error> {
         serde_json::from_str(text)
     }
 
     /// The value of member `key`.
-    pub(crate) fn get(&self, key: &str) -> Option<&'a RawValue> {
+    pub fn get(&self, key: &str) -> Option<&'a RawValue> {
         self.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
     }
 }
@@ -68,7 +68,7 @@ pub(crate) fn write_object<'k>(
 /// removed where it stood and written last with `value`; each `(key, None)`
 /// is removed. Every other member keeps its place and exact text. `None`
 /// when `object` is not a JSON object.
-pub(crate) fn edit_object(object: &str, edits: &[(&str, Option<&str>)]) -> Option<String> {
+pub fn edit_object(object: &str, edits: &[(&str, Option<&str>)]) -> Option<String> {
     let members = Members::parse(object).ok()?;
     Some(edit_members(&members, object.len(), edits))
 }
@@ -93,7 +93,7 @@ pub(crate) fn edit_members(
 }
 
 /// The JSON object `{}`.
-pub(crate) fn empty_object() -> Box<RawValue> {
+pub fn empty_object() -> Box<RawValue> {
     RawValue::from_string("{}".to_owned()).expect("`{}` is valid JSON")
 }
 
@@ -104,7 +104,7 @@ pub(crate) fn string_at(body: &[u8], at: Option<std::ops::Range<usize>>) -> Opti
 }
 
 /// The byte range `inner` occupies in `outer`, when it is a slice of it.
-pub(crate) fn span(outer: &[u8], inner: &str) -> Option<std::ops::Range<usize>> {
+pub fn span(outer: &[u8], inner: &str) -> Option<std::ops::Range<usize>> {
     let start = (inner.as_ptr() as usize).checked_sub(outer.as_ptr() as usize)?;
     let end = start + inner.len();
     (end <= outer.len()).then_some(start..end)

@@ -12,14 +12,16 @@ use bytes::Bytes;
 
 /// One change: the bytes at `range` become `with`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Edit<'w> {
+pub struct Edit<'w> {
+    /// The bytes of the body that change.
     pub range: Range<usize>,
+    /// What they become (empty: they are cut).
     pub with: Cow<'w, [u8]>,
 }
 
 impl<'w> Edit<'w> {
     /// The bytes at `range` removed.
-    pub(crate) fn cut(range: Range<usize>) -> Self {
+    pub fn cut(range: Range<usize>) -> Self {
         Self {
             range,
             with: Cow::Borrowed(b""),
@@ -27,7 +29,7 @@ impl<'w> Edit<'w> {
     }
 
     /// The bytes at `range` replaced by `with`.
-    pub(crate) fn put(range: Range<usize>, with: impl Into<Cow<'w, [u8]>>) -> Self {
+    pub fn put(range: Range<usize>, with: impl Into<Cow<'w, [u8]>>) -> Self {
         Self {
             range,
             with: with.into(),
@@ -47,7 +49,7 @@ impl<'w> Edit<'w> {
 
 /// `body` with `edits` made, in one copy. `None` when an edit reaches past
 /// the body or two overlap.
-pub(crate) fn splice(body: &[u8], edits: &mut [Edit<'_>]) -> Option<Bytes> {
+pub fn splice(body: &[u8], edits: &mut [Edit<'_>]) -> Option<Bytes> {
     // An insertion (an empty range) goes before a change that starts
     // where it does.
     edits.sort_unstable_by_key(|edit| (edit.range.start, edit.range.end));

@@ -1,0 +1,39 @@
+//! `mcp-tasks-gateway`: [`TasksLayer`](mcp_tasks::TasksLayer) in front of an
+//! MCP server in any language, so that its slow tools become tasks without a
+//! change to the server.
+//!
+//! The crate is the `mcp-tasks-gateway` binary (its settings, OAuth, metrics
+//! endpoint and shutdown) and, as a library, the upstreams it puts inside the
+//! layer, for anyone who wants them in a server of their own:
+//!
+//! | Module     | Upstream                                                              |
+//! |------------|-----------------------------------------------------------------------|
+//! | [`proxy`]  | an MCP server over Streamable HTTP, reached by URL ([`Proxy`])        |
+//! | [`stdio`]  | an MCP server that speaks stdio, started as a child ([`StdioUpstream`]) |
+//! | [`metrics`] | what both report about their upstream, and its histogram buckets    |
+//!
+//! ```no_run
+//! use mcp_tasks::{MemoryTaskStore, TasksLayer};
+//! use mcp_tasks_gateway::Proxy;
+//! use tower::ServiceBuilder;
+//!
+//! # fn build() -> Result<(), mcp_tasks_gateway::proxy::ProxyError> {
+//! let upstream = Proxy::builder("http://127.0.0.1:8000/mcp")?.build();
+//! let app = ServiceBuilder::new()
+//!     .layer(TasksLayer::new(MemoryTaskStore::new()))
+//!     .service(upstream);
+//! # let _ = app;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The binary's operator guide is `docs/gateway.md` in the repository.
+
+#![warn(missing_docs)]
+
+pub mod metrics;
+pub mod proxy;
+pub mod stdio;
+
+pub use proxy::Proxy;
+pub use stdio::StdioUpstream;

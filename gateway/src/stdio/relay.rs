@@ -1,0 +1,284 @@
+//! One call relayed to the child: its request forwarded under the bridge's
+//! id, its answer (and progress, as SSE) waited for and given back; and
+//! the retry of a call that asked its client for input (`input.rs`).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::header::CONTENT_TYPE;
+use http::{HeaderValue, Response, StatusCode};
+use http_body::Frame;
+use http_body_util::StreamBody;
+use serde_json::value::RawValue;
+use tokio::sync::{mpsc, oneshot};
+
+use super::bridge::Bridge;
+use super::calls::{NOTES, Pending, Waiter};
+use super::input::Resumed;
+use super::message::{Message, error_response, member, replaced, with_result_type};
+use super::reply::json;
+use mcp_tasks::body::{BoxBody, BoxError};
+use mcp_tasks::wire::raw::edit_object;
+
+/// Forwards a request to the child and answers with what it says; the
+/// retry of a call that asked its client for input continues that call.
+pub(super) async fn call(
+    bridge: Arc<Bridge>,
+    body: &Bytes,
+    message: &Message<'_>,
+    session: Option<String>,
+    declared: Vec<String>,
+    stream: bool,
+) -> Response<BoxBody> {
+    let modern = session.is_none();
+    let client_id = message.id.map_or("null", RawValue::get).to_owned();
+    if let Some(why) = bridge.gone() {
+        return failed(&client_id, &why);
+    }
+    // The place first: a retry takes its round only once it can go on.
+    let wait = bridge.settings.place_timeout;
+    let slot = match tokio::time::timeout(wait, bridge.slots.clone().acquire_owned()).await {
+        Ok(Ok(slot)) => slot,
+        Ok(Err(_)) => return failed(&client_id, "The stdio server is closed"),
+        Err(_) => {
+            let why = format!(
+                "The stdio server has {} calls in flight and none ended within {wait:?}; try again later",
+                bridge.settings.max_in_flight
+            );
+            return json(
+                StatusCode::SERVICE_UNAVAILABLE,
+                error_response(&client_id, -32603, &why),
+            );
+        }
+    };
+    let (notes, noted) = mpsc::channel(NOTES);
+    let (answer, answered) = oneshot::channel();
+    let waiter = Waiter {
+        client_id: client_id.clone(),
+        token: message.progress_token().map(|token| token.get().to_owned()),
+        session,
+        modern,
+        declared,
+        notes,
+        answer,
+    };
+    let state = modern.then(|| request_state(message)).flatten();
+    let (own, lines) = match state {
+        Some(token) => {
+            let responses = message
+                .params
+                .and_then(|params| member(params, "inputResponses"));
+            let answer = |key: &str| {
+                responses
+                    .and_then(|responses| member(responses, key))
+                    .map(|response| response.get().to_owned())
+            };
+            match bridge.rounds.resume(&token, waiter, &bridge.calls, answer) {
+                Resumed::Waiting { call, lines } => (call, lines),
+                Resumed::Ended(early) => {
+                    // The call ended while its client was away.
+                    let early = replaced(&early, &[(id_of(&early), &client_id)]);
+                    return json(
+                        StatusCode::OK,
+                        early.map_or_else(Bytes::new, with_result_type),
+                    );
+                }
+                Resumed::Missing(key) => {
+                    let why = format!("inputResponses has no answer for {key:?}");
+                    return json(StatusCode::OK, error_response(&client_id, -32602, &why));
+                }
+                Resumed::Unknown => {
+                    let why = "Unknown or expired requestState: call the tool again without it";
+                    return json(StatusCode::OK, error_response(&client_id, -32602, why));
+                }
+                Resumed::Gone => return failed(&client_id, &stopped(&bridge)),
+            }
+        }
+        None => {
+            let Some(own) = bridge.calls.add(waiter) else {
+                return failed(&client_id, &stopped(&bridge));
+            };
+            match forwarded(body, message, own, modern, &bridge.token_prefix) {
+                Some(line) => (own, vec![line]),
+                None => {
+                    bridge.calls.take(own);
+                    let reply = error_response(&client_id, -32600, "Invalid Request");
+                    return json(StatusCode::BAD_REQUEST, reply);
+                }
+            }
+        }
+    };
+    let pending = Pending {
+        calls: bridge.calls.clone(),
+        to_child: bridge.sender(),
+        id: own,
+        answered: false,
+        _slot: slot,
+    };
+    for line in lines {
+        if let Err(why) = bridge.send(line).await {
+            return failed(&client_id, &why);
+        }
+    }
+    if stream {
+        return sse(pending, noted, answered, client_id);
+    }
+    // Progress has no reader on the JSON path.
+    drop(noted);
+    let mut pending = pending;
+    match answered.await {
+        Ok(answer) => {
+            pending.answered = true;
+            json(StatusCode::OK, answer)
+        }
+        Err(_) => failed(&client_id, &stopped(&bridge)),
+    }
+}
+
+/// `502` with a JSON-RPC error saying `why`.
+fn failed(client_id: &str, why: &str) -> Response<BoxBody> {
+    json(
+        StatusCode::BAD_GATEWAY,
+        error_response(client_id, -32603, why),
+    )
+}
+
+fn stopped(bridge: &Bridge) -> String {
+    bridge
+        .gone()
+        .unwrap_or_else(|| "The stdio server stopped".into())
+}
+
+/// The `id` member of a message the child wrote.
+fn id_of(message: &[u8]) -> &RawValue {
+    Message::read(message)
+        .and_then(|message| message.id)
+        .unwrap_or(RawValue::NULL)
+}
+
+/// `params.requestState`, when it is a string.
+fn request_state(message: &Message<'_>) -> Option<String> {
+    let state = member(message.params?, "requestState")?;
+    serde_json::from_str(state.get()).ok()
+}
+
+/// The request as the child gets it: under the bridge's id `own`, its
+/// progress token `"<prefix>-<own>"` (the prefix a secret of the bridge's),
+/// and, from a 2026-07-28 client, without the per-request `_meta` members
+/// of that era (a handshake-era server may refuse them: the bridge speaks
+/// the child's era for the client).
+fn forwarded(
+    body: &[u8],
+    message: &Message<'_>,
+    own: u64,
+    modern: bool,
+    prefix: &str,
+) -> Option<Bytes> {
+    let token = format!("\"{prefix}-{own}\"");
+    let own = own.to_string();
+    let mut places: Vec<(&RawValue, String)> = Vec::with_capacity(2);
+    if let Some(id) = message.id {
+        places.push((id, own.clone()));
+    }
+    let meta = message.params.and_then(|params| member(params, "_meta"));
+    match (modern, meta) {
+        (true, Some(meta)) => {
+            let token = member(meta, "progressToken").map(|_| token.as_str());
+            let mut edits: Vec<(&str, Option<&str>)> =
+                ERA_META.iter().map(|key| (*key, None)).collect();
+            edits.push(("progressToken", token));
+            places.push((meta, edit_object(meta.get(), &edits)?));
+        }
+        _ => {
+            if let Some(sent) = message.progress_token() {
+                places.push((sent, token.clone()));
+            }
+        }
+    }
+    let places: Vec<(&RawValue, &str)> = places
+        .iter()
+        .map(|(at, with)| (*at, with.as_str()))
+        .collect();
+    replaced(body, &places)
+}
+
+/// The `_meta` members a 2026-07-28 request carries in place of the
+/// handshake.
+const ERA_META: [&str; 4] = [
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientCapabilities",
+    "io.modelcontextprotocol/clientInfo",
+    "io.modelcontextprotocol/logLevel",
+];
+
+/// The call's progress, then its answer, as SSE events; dropping the body
+/// before the answer cancels the call.
+fn sse(
+    pending: Pending,
+    noted: mpsc::Receiver<Bytes>,
+    answered: oneshot::Receiver<Bytes>,
+    client_id: String,
+) -> Response<BoxBody> {
+    let stopped = error_response(&client_id, -32603, "The stdio server stopped");
+    enum Step {
+        Notes,
+        Answer,
+        Done,
+    }
+    let state = (pending, noted, answered, Step::Notes);
+    let events = futures_util::stream::unfold(
+        state,
+        move |(mut pending, mut noted, mut answered, step)| {
+            let stopped = stopped.clone();
+            async move {
+                match step {
+                    Step::Notes => {
+                        tokio::select! {
+                            biased;
+                            note = noted.recv() => match note {
+                                Some(note) => Some((event(&note), (pending, noted, answered, Step::Notes))),
+                                None => Some((Bytes::new(), (pending, noted, answered, Step::Answer))),
+                            },
+                            answer = &mut answered => {
+                                // Progress sent before the answer goes first.
+                                let mut out = Vec::new();
+                                while let Ok(note) = noted.try_recv() {
+                                    out.extend_from_slice(&event(&note));
+                                }
+                                pending.answered = answer.is_ok();
+                                let last = answer.unwrap_or_else(|_| stopped.clone());
+                                out.extend_from_slice(&event(&last));
+                                Some((Bytes::from(out), (pending, noted, answered, Step::Done)))
+                            }
+                        }
+                    }
+                    Step::Answer => {
+                        let answer = (&mut answered).await;
+                        pending.answered = answer.is_ok();
+                        let last = answer.unwrap_or_else(|_| stopped.clone());
+                        Some((event(&last), (pending, noted, answered, Step::Done)))
+                    }
+                    Step::Done => None,
+                }
+            }
+        },
+    );
+    let frames = events
+        .filter(|bytes| std::future::ready(!bytes.is_empty()))
+        .map(|bytes| Ok::<_, BoxError>(Frame::data(bytes)));
+    let mut response = Response::new(BoxBody::new(StreamBody::new(frames)));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    response
+}
+
+/// One SSE event carrying `message`.
+fn event(message: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(message.len() + 24);
+    out.extend_from_slice(b"event: message\ndata: ");
+    out.extend_from_slice(message);
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}
