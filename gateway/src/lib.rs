@@ -12,6 +12,10 @@
 //! | [`stdio`]  | an MCP server that speaks stdio, started as a child ([`StdioUpstream`]) |
 //! | [`metrics`] | what both report about their upstream, and its histogram buckets    |
 //!
+//! [`generation`] lets a client of protocol 2026-07-28 use an upstream that
+//! speaks only 2025-11-25 or older ([`GenerationBridge`] over HTTP; the stdio
+//! upstream does it itself).
+//!
 //! ```no_run
 //! use mcp_tasks::{MemoryTaskStore, TasksLayer};
 //! use mcp_tasks_gateway::Proxy;
@@ -31,9 +35,11 @@
 
 #![warn(missing_docs)]
 
+pub mod generation;
 pub mod metrics;
 pub mod proxy;
 pub mod stdio;
 
+pub use generation::GenerationBridge;
 pub use proxy::Proxy;
 pub use stdio::StdioUpstream;

@@ -232,7 +232,15 @@ async fn an_upstream_that_cannot_be_reached_is_counted_as_a_failure_not_an_answe
     let port = closed.local_addr().expect("port").port();
     drop(closed);
     let upstream = format!("http://127.0.0.1:{port}/mcp");
-    let gateway = gateway::start(&upstream, &["--metrics", "127.0.0.1:0"]).await;
+    // The generation named, so that the one call is the one request (no
+    // probe of the upstream's generation first).
+    let extra = [
+        "--metrics",
+        "127.0.0.1:0",
+        "--upstream-generation",
+        "2026-07-28",
+    ];
+    let gateway = gateway::start(&upstream, &extra).await;
     let url = gateway::metrics_url(&gateway).await;
 
     let client = McpClient::new(&gateway.url);

@@ -31,6 +31,17 @@ async fn a_stdio_server_answers_fast_calls_at_once_and_its_slow_calls_become_tas
         "mcp-tasks-python-fixture",
         "{discovered}"
     );
+    // A 2026-07-28 list result carries the cache hints that client SDKs
+    // require (a 2025 server sends none).
+    let listed = client
+        .request("tools/list", json!({}), false)
+        .await
+        .into_response();
+    let listed = &listed["result"];
+    assert_eq!(listed["resultType"], "complete", "{listed}");
+    assert_eq!(listed["ttlMs"], 0, "{listed}");
+    assert_eq!(listed["cacheScope"], "private", "{listed}");
+    assert!(listed["tools"].as_array().is_some_and(|t| !t.is_empty()));
     // A client that does not declare tasks waits for the answer, however
     // long (FastMCP's first call takes about half a second).
     let first = client

@@ -25,13 +25,15 @@ use tokio::sync::{Semaphore, mpsc};
 use super::calls::{Calls, Waiter};
 use super::child::Spec;
 use super::input::{Answered, Asked, GATHER, ROUND_WAIT, Round, Rounds, capability};
-use super::life::{Declared, Life, exit_status, launch};
+use super::life::{Life, exit_status, launch};
 use super::lines::{Line, Lines, ids_in};
-use super::message::{
-    Kind, Message, error_response, member, one_line, replaced, result_response, with_result_type,
-};
 use super::relayed::Relayed;
 use super::{Settings, StdioError};
+use crate::generation::declared::Declared;
+use crate::generation::message::{
+    Kind, Message, error_response, member, one_line, replaced, result_response,
+};
+use crate::generation::results::modernize;
 use crate::metrics;
 
 /// The one child and what talks to it.
@@ -199,7 +201,7 @@ impl Bridge {
             return;
         };
         let answer = if waiter.modern {
-            with_result_type(answer)
+            modernize(answer, waiter.cacheable)
         } else {
             answer
         };
@@ -408,6 +410,7 @@ impl Bridge {
             token: None,
             session: None,
             modern: false,
+            cacheable: false,
             declared: Vec::new(),
             notes,
             answer,

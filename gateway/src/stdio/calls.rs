@@ -26,6 +26,9 @@ pub(super) struct Waiter {
     pub session: Option<String>,
     /// The call speaks 2026-07-28: its results need a `resultType`.
     pub modern: bool,
+    /// Its result is a 2026-07-28 `CacheableResult` (`tools/list`, ...),
+    /// which needs the cache hints.
+    pub cacheable: bool,
     /// The client capabilities the call's client declared (2026-07-28:
     /// `elicitation`, `sampling`, `roots`), which say what it can answer.
     pub declared: Vec<String>,

@@ -19,7 +19,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::calls::{Calls, Waiter};
-use super::message::result_response;
+use crate::generation::message::result_response;
 
 /// One request of the child, asked in a round.
 pub(super) struct Asked {
@@ -279,6 +279,7 @@ mod tests {
             token: None,
             session: None,
             modern: true,
+            cacheable: false,
             declared: vec!["elicitation".into()],
             notes,
             answer,

@@ -20,7 +20,8 @@ use tokio::sync::Notify;
 use super::Settings;
 use super::child::{self, Spec};
 use super::lines::{Line, Lines};
-use super::message::{Kind, Message, member};
+use crate::generation::declared::Declared;
+use crate::generation::message::{Kind, Message};
 
 /// The protocol version the bridge asks the child for.
 const ASKED_VERSION: &str = "2025-11-25";
@@ -215,19 +216,6 @@ impl Life {
     }
 }
 
-/// What the child declared in its `initialize` answer.
-#[derive(Clone)]
-pub(super) struct Declared {
-    /// The protocol version the child agreed to.
-    pub version: String,
-    /// `capabilities`, as sent.
-    pub capabilities: Box<RawValue>,
-    /// `serverInfo`, as sent.
-    pub server_info: Box<RawValue>,
-    /// `instructions`, as sent.
-    pub instructions: Option<Box<RawValue>>,
-}
-
 /// Reads the child's answer to the bridge's `initialize` (id 0).
 pub(super) async fn initialized(lines: &mut Lines) -> Result<Declared, String> {
     loop {
@@ -251,16 +239,7 @@ pub(super) async fn initialized(lines: &mut Lines) -> Result<Declared, String> {
         let Some(result) = message.result else {
             continue;
         };
-        let raw = |name: &str| member(result, name).map(ToOwned::to_owned);
-        let version = member(result, "protocolVersion")
-            .and_then(|version| serde_json::from_str::<String>(version.get()).ok())
-            .ok_or("its initialize answer has no protocolVersion")?;
-        return Ok(Declared {
-            version,
-            capabilities: raw("capabilities").unwrap_or_else(mcp_tasks::wire::raw::empty_object),
-            server_info: raw("serverInfo").unwrap_or_else(mcp_tasks::wire::raw::empty_object),
-            instructions: raw("instructions"),
-        });
+        return Declared::read(result);
     }
 }
 

@@ -57,7 +57,6 @@ mod child;
 mod input;
 mod life;
 mod lines;
-mod message;
 mod relay;
 mod relayed;
 mod reply;

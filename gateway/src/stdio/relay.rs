@@ -16,8 +16,9 @@ use tokio::sync::{mpsc, oneshot};
 use super::bridge::Bridge;
 use super::calls::{NOTES, Pending, Waiter};
 use super::input::Resumed;
-use super::message::{Message, error_response, member, replaced, with_result_type};
 use super::reply::json;
+use crate::generation::message::{Message, error_response, member, replaced};
+use crate::generation::results::{is_cacheable, modernize};
 use mcp_tasks::body::{BoxBody, BoxError};
 use mcp_tasks::wire::raw::edit_object;
 
@@ -59,6 +60,7 @@ pub(super) async fn call(
         token: message.progress_token().map(|token| token.get().to_owned()),
         session,
         modern,
+        cacheable: modern && message.method.as_deref().is_some_and(is_cacheable),
         declared,
         notes,
         answer,
@@ -81,7 +83,7 @@ pub(super) async fn call(
                     let early = replaced(&early, &[(id_of(&early), &client_id)]);
                     return json(
                         StatusCode::OK,
-                        early.map_or_else(Bytes::new, with_result_type),
+                        early.map_or_else(Bytes::new, |early| modernize(early, false)),
                     );
                 }
                 Resumed::Missing(key) => {

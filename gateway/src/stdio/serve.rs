@@ -30,10 +30,12 @@ use http_body_util::{BodyExt, Limited};
 use serde_json::value::RawValue;
 
 use super::bridge::Bridge;
-use super::message::{Kind, Message, error_response, member, replaced, result_response};
 use super::relay;
 use super::reply::{json, status};
 use super::sessions::{Session, Sessions};
+use crate::generation::message::{
+    Kind, Message, error_response, member, replaced, result_response,
+};
 use mcp_tasks::MODERN_VERSION;
 use mcp_tasks::body::{BoxBody, BoxError};
 use mcp_tasks::wire::raw::Members;
@@ -132,7 +134,9 @@ where
             StatusCode::BAD_REQUEST,
             error_response(id, -32600, "initialize is not part of protocol 2026-07-28"),
         ),
-        (Kind::Request, "server/discover") if modern => json(StatusCode::OK, discover(&bridge, id)),
+        (Kind::Request, "server/discover") if modern => {
+            json(StatusCode::OK, bridge.declared.discover(id))
+        }
         (Kind::Request, "ping") => {
             let result = if modern {
                 r#"{"resultType":"complete"}"#
@@ -242,23 +246,6 @@ fn initialize(
             error_response(id, -32603, "No session could be opened"),
         ),
     }
-}
-
-/// The answer to `server/discover`: the child's capabilities, as a
-/// 2026-07-28 server.
-fn discover(bridge: &Bridge, id: &str) -> Bytes {
-    let declared = &bridge.declared;
-    let instructions = declared
-        .instructions
-        .as_ref()
-        .map(|instructions| format!(r#","instructions":{}"#, instructions.get()))
-        .unwrap_or_default();
-    let result = format!(
-        r#"{{"resultType":"complete","supportedVersions":["{MODERN_VERSION}"],"capabilities":{},"_meta":{{"io.modelcontextprotocol/serverInfo":{}}}{instructions},"ttlMs":0,"cacheScope":"public"}}"#,
-        declared.capabilities.get(),
-        declared.server_info.get()
-    );
-    result_response(id, &result)
 }
 
 /// The child for a request without a session: the one that asked the

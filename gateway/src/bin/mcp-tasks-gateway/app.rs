@@ -12,6 +12,9 @@ use http::{HeaderValue, header};
 use mcp_tasks::{
     Admin, Drain, MemoryTaskStore, RedisTaskStore, SqliteTaskStore, TasksConfig, TasksLayer,
 };
+use mcp_tasks_gateway::generation::{
+    DEFAULT_MAX_MESSAGE_BYTES, GenerationBridge, UpstreamGeneration,
+};
 use mcp_tasks_gateway::proxy::Proxy;
 use mcp_tasks_gateway::stdio::StdioUpstream;
 use tower::ServiceBuilder;
@@ -144,14 +147,18 @@ impl App {
     }
 }
 
-/// The server to front: `--upstream URL` through the reverse proxy, or the
-/// command after `--`, started (and initialized) now, before the gateway
-/// listens.
 /// What the command line must say whatever else it says: one upstream,
 /// and stdio settings only for a stdio server.
 pub fn check(args: &Args) -> Result<(), String> {
     if args.max_connections == Some(0) || args.max_connections_per_client == Some(0) {
         return Err("--max-connections and --max-connections-per-client must be at least 1".into());
+    }
+    generation(args)?;
+    if args.upstream_generation.is_some() && args.upstream.is_none() {
+        return Err(
+            "--upstream-generation is for an HTTP upstream (a stdio server is asked at start)"
+                .into(),
+        );
     }
     match (&args.upstream, args.command.is_empty()) {
         (Some(_), false) => Err("give --upstream URL or a command after --, not both".into()),
@@ -170,6 +177,19 @@ pub fn check(args: &Args) -> Result<(), String> {
     }
 }
 
+/// `--upstream-generation`, read.
+fn generation(args: &Args) -> Result<UpstreamGeneration, String> {
+    match &args.upstream_generation {
+        Some(text) => text
+            .parse()
+            .map_err(|e| format!("--upstream-generation: {e}")),
+        None => Ok(UpstreamGeneration::Auto),
+    }
+}
+
+/// The server to front: `--upstream URL` through the reverse proxy (and
+/// the generation bridge), or the command after `--`, started (and
+/// initialized) now, before the gateway listens.
 async fn upstream(args: &Args, max_runtime: Option<Duration>) -> Result<Upstream, String> {
     check(args)?;
     match (&args.upstream, args.command.split_first()) {
@@ -225,7 +245,14 @@ async fn upstream(args: &Args, max_runtime: Option<Duration>) -> Result<Upstream
             let connect = optional(args.upstream_connect_timeout, Some(Duration::from_secs(5)));
             let required = args.require_upstream.unwrap_or(false);
             crate::upstream::probe(url, connect, required).await?;
-            Ok(Upstream::Http(Box::new(proxy)))
+            let max = args.max_body_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
+            let bridge =
+                GenerationBridge::new(proxy, generation(args)?).with_max_message_bytes(max);
+            // Its generation asked and logged now, in the background: a
+            // slow or absent upstream holds up no start.
+            let detecting = bridge.clone();
+            tokio::spawn(async move { detecting.detect().await });
+            Ok(Upstream::Http(Box::new(bridge)))
         }
     }
 }

@@ -415,6 +415,17 @@ pub struct Args {
         value_name = "BOOL"
     )]
     pub forward_authorization: Option<bool>,
+    /// The protocol generation the upstream speaks: auto (asked once, by a
+    /// 2026-07-28 server/discover), 2026-07-28, or 2025-11-25 (and older).
+    /// Clients of 2026-07-28 in front of an older upstream are bridged
+    /// [default: auto].
+    #[arg(
+        help_heading = "Upstream",
+        long,
+        env = "MCP_TASKS_UPSTREAM_GENERATION",
+        value_name = "VERSION"
+    )]
+    pub upstream_generation: Option<String>,
     /// Refuse to start (exit 2) when the upstream cannot be connected to
     /// at start; without it, the gateway warns and starts, and calls get
     /// 502 until the upstream is there.
@@ -534,66 +545,7 @@ pub struct Args {
     pub shutdown_grace: Option<Human>,
 }
 
-impl Args {
-    /// Binds where to listen: `HOST:PORT` (a name is looked up; its
-    /// addresses are tried in turn) [default: 127.0.0.1:8080].
-    pub async fn bind(&self) -> Result<tokio::net::TcpListener, String> {
-        let listen = self.listen.as_deref().unwrap_or("127.0.0.1:8080");
-        let addresses = tokio::net::lookup_host(listen)
-            .await
-            .map_err(|e| format!("--listen {listen}: {e} (give HOST:PORT)"))?;
-        let mut last = None;
-        for address in addresses {
-            match tokio::net::TcpListener::bind(address).await {
-                Ok(listener) => return Ok(listener),
-                Err(error) => last = Some(format!("cannot listen on {address}: {error}")),
-            }
-        }
-        Err(last.unwrap_or_else(|| format!("--listen {listen}: no address")))
-    }
-
-    /// The command line and environment, with the `--config` file under
-    /// them.
-    pub fn load() -> Result<Self, String> {
-        let args = Self::parse();
-        match &args.config {
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-                let file: Args =
-                    toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-                Ok(args.over(file))
-            }
-            None => Ok(args),
-        }
-    }
-
-    /// Every setting of `self`, and those it lacks from `file`.
-    fn over(self, file: Args) -> Args {
-        macro_rules! pick {
-            ($($field:ident),* ; $($list:ident),*) => {
-                Args {
-                    config: self.config,
-                    check: self.check,
-                    $($field: self.$field.or(file.$field),)*
-                    $($list: if self.$list.is_empty() { file.$list } else { self.$list },)*
-                }
-            };
-        }
-        pick!(
-            upstream, cwd, start_timeout, instances, max_in_flight, place_timeout, max_body_bytes, listen, path, threshold, ttl, max_ttl, poll_interval, redis, redis_wait_replicas, sqlite, retry_hints, fallback_after, fallback_tools,
-            max_tasks, max_tasks_per_principal, max_running, max_runtime,
-            header_timeout, body_timeout, keep_alive, max_connections, max_connections_per_client,
-            upstream_connect_timeout, upstream_header_timeout, upstream_request_timeout,
-            upstream_idle_timeout,
-            shutdown_grace, metrics, otlp,
-            forward_authorization, require_upstream, oauth_issuer, oauth_resource, oauth_jwks,
-            oauth_hs256_secret_file, oauth_authorization_server, oauth_leeway;
-            policy, retry, fallback, redis_cluster, allowed_host, allowed_origin, oauth_audience, oauth_scopes,
-            command, env
-        )
-    }
-}
+mod load;
 
 #[cfg(test)]
 mod tests;

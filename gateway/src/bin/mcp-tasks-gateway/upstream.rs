@@ -11,9 +11,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
-use http_body_util::BodyExt;
 use mcp_tasks::body::{BoxBody, BoxError};
-use mcp_tasks_gateway::proxy::Proxy;
+use mcp_tasks_gateway::GenerationBridge;
 use mcp_tasks_gateway::stdio::StdioUpstream;
 use tower::Service;
 
@@ -63,8 +62,9 @@ pub async fn probe(url: &str, timeout: Option<Duration>, required: bool) -> Resu
 /// The upstream.
 #[derive(Clone)]
 pub enum Upstream {
-    /// An MCP server over Streamable HTTP.
-    Http(Box<Proxy>),
+    /// An MCP server over Streamable HTTP, 2026-07-28 clients bridged
+    /// when it speaks an older generation.
+    Http(Box<GenerationBridge>),
     /// A stdio MCP server, run as a child process.
     Stdio(StdioUpstream),
 }
@@ -84,13 +84,7 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         match self {
-            Self::Http(proxy) => {
-                let answer = proxy.call(request);
-                Box::pin(async move {
-                    let response = answer.await?;
-                    Ok(response.map(|body| body.map_err(Into::into).boxed_unsync()))
-                })
-            }
+            Self::Http(bridge) => bridge.call(request),
             Self::Stdio(stdio) => stdio.call(request),
         }
     }

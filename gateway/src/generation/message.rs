@@ -1,6 +1,7 @@
-//! One JSON-RPC message as the bridge reads it, from a client's POST or a
-//! line of the child, and the byte edits it makes to pass it on: the id
-//! and the progress token swapped for the bridge's own, then back.
+//! One JSON-RPC message as the gateway's upstreams read it, from a client's
+//! POST, a line of a stdio child or an HTTP upstream's answer, and the byte
+//! edits they make to pass it on: the id and the progress token swapped for
+//! their own, then back.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -14,7 +15,7 @@ use mcp_tasks::wire::splice::{Edit, splice};
 
 /// The members the bridge routes on; every other byte passes untouched.
 #[derive(Deserialize)]
-pub(super) struct Message<'a> {
+pub(crate) struct Message<'a> {
     #[serde(borrow)]
     pub id: Option<&'a RawValue>,
     #[serde(borrow)]
@@ -29,7 +30,7 @@ pub(super) struct Message<'a> {
 
 /// What a message is.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Kind {
+pub(crate) enum Kind {
     /// A request: it has an id and a method.
     Request,
     /// A notification: a method, no id.
@@ -42,11 +43,11 @@ pub(super) enum Kind {
 
 impl<'a> Message<'a> {
     /// Reads `text`; `None` when it is not a JSON object.
-    pub(super) fn read(text: &'a [u8]) -> Option<Self> {
+    pub(crate) fn read(text: &'a [u8]) -> Option<Self> {
         serde_json::from_slice(text).ok()
     }
 
-    pub(super) fn kind(&self) -> Kind {
+    pub(crate) fn kind(&self) -> Kind {
         let id = self.id.is_some_and(|id| id.get() != "null");
         match (
             id,
@@ -61,24 +62,24 @@ impl<'a> Message<'a> {
     }
 
     /// `params._meta.progressToken`, as sent.
-    pub(super) fn progress_token(&self) -> Option<&'a RawValue> {
+    pub(crate) fn progress_token(&self) -> Option<&'a RawValue> {
         member(member(self.params?, "_meta")?, "progressToken")
     }
 
     /// `params.requestId` (of `notifications/cancelled`), as sent.
-    pub(super) fn request_id(&self) -> Option<&'a RawValue> {
+    pub(crate) fn request_id(&self) -> Option<&'a RawValue> {
         member(self.params?, "requestId")
     }
 }
 
 /// The member `name` of the object `object`.
-pub(super) fn member<'a>(object: &'a RawValue, name: &str) -> Option<&'a RawValue> {
+pub(crate) fn member<'a>(object: &'a RawValue, name: &str) -> Option<&'a RawValue> {
     Members::parse(object.get()).ok()?.get(name)
 }
 
 /// `body` with the values at `places` (slices of it) replaced, each by its
 /// text. `None` when one is not a slice of `body`.
-pub(super) fn replaced(body: &[u8], places: &[(&RawValue, &str)]) -> Option<Bytes> {
+pub(crate) fn replaced(body: &[u8], places: &[(&RawValue, &str)]) -> Option<Bytes> {
     let mut edits = Vec::with_capacity(places.len());
     for (value, with) in places {
         let range: Range<usize> = span(body, value.get())?;
@@ -91,7 +92,7 @@ pub(super) fn replaced(body: &[u8], places: &[(&RawValue, &str)]) -> Option<Byte
 /// holds only as whitespace between tokens (a string escapes them), made
 /// spaces. A client's pretty-printed JSON must not become several lines,
 /// nor smuggle a line of its own to the child.
-pub(super) fn one_line(line: Bytes) -> Bytes {
+pub(crate) fn one_line(line: Bytes) -> Bytes {
     if !line.iter().any(|byte| matches!(byte, b'\n' | b'\r')) {
         return line;
     }
@@ -106,41 +107,16 @@ pub(super) fn one_line(line: Bytes) -> Bytes {
 }
 
 /// A JSON-RPC error response to `id` (its JSON text), as one line.
-pub(super) fn error_response(id: &str, code: i64, message: &str) -> Bytes {
+pub(crate) fn error_response(id: &str, code: i64, message: &str) -> Bytes {
     let error = serde_json::json!({"code": code, "message": message});
     Bytes::from(format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{error}}}"#))
 }
 
 /// A JSON-RPC result response to `id` (its JSON text), as one line.
-pub(super) fn result_response(id: &str, result: &str) -> Bytes {
+pub(crate) fn result_response(id: &str, result: &str) -> Bytes {
     Bytes::from(format!(
         r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
     ))
-}
-
-/// A response of a 2025 server made a 2026-07-28 one: a result object that
-/// lacks `resultType` gets `"resultType":"complete"`, every other byte
-/// kept. Anything else comes back as it is.
-pub(super) fn with_result_type(response: Bytes) -> Bytes {
-    let Some(message) = Message::read(&response) else {
-        return response;
-    };
-    let Some(result) = message.result else {
-        return response;
-    };
-    let Ok(members) = Members::parse(result.get()) else {
-        return response;
-    };
-    if members.get("resultType").is_some() {
-        return response;
-    }
-    let Some(at) = span(&response, result.get()) else {
-        return response;
-    };
-    let comma = if members.0.is_empty() { "" } else { "," };
-    let insert = format!(r#""resultType":"complete"{comma}"#);
-    let inside = at.start + 1..at.start + 1;
-    splice(&response, &mut [Edit::put(inside, insert.into_bytes())]).unwrap_or(response)
 }
 
 #[cfg(test)]
@@ -188,25 +164,5 @@ mod tests {
         let after: serde_json::Value = serde_json::from_slice(&flat).unwrap();
         assert_eq!(before, after);
         assert_eq!(after["x"], "a\nb");
-    }
-
-    #[test]
-    fn a_2025_result_gains_its_result_type_and_nothing_else_changes() {
-        let fixed = |text: &'static str| {
-            String::from_utf8(with_result_type(Bytes::from_static(text.as_bytes())).to_vec())
-                .unwrap()
-        };
-        assert_eq!(
-            fixed(r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"n":1e400}}"#),
-            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[],"n":1e400}}"#
-        );
-        assert_eq!(
-            fixed(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
-            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}"#
-        );
-        let kept = r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required"}}"#;
-        assert_eq!(fixed(kept), kept);
-        let error = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}"#;
-        assert_eq!(fixed(error), error);
     }
 }

@@ -1,0 +1,233 @@
+//! Reading an older upstream's answers, JSON or SSE, and handing them to a
+//! 2026-07-28 client.
+//!
+//! | Answer | For the bridge itself (`initialize`, the probe) | For a client |
+//! |--------|-------------------------------------------------|--------------|
+//! | `application/json` | read whole, up to the message limit | read whole, up to the message limit, [`modernize`]d |
+//! | `text/event-stream` | read up to the first response | each event passed on as it comes; a response among them [`modernize`]d; `id` and `retry` dropped (2026-07-28 has no resumable streams); the whole stream cut at [`STREAM_FACTOR`] times the message limit |
+//! | anything else | no answer | passed on as it came |
+//!
+//! An answer over its limit fails: the bridge's own request with an error,
+//! a client's JSON with a `502` JSON-RPC error, a client's stream by ending
+//! it (the call's waiter then sees a cut stream, as with any broken one).
+
+use bytes::Bytes;
+use futures_util::{StreamExt, TryStreamExt};
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use http::{HeaderValue, Response, StatusCode};
+use http_body::{Body, Frame};
+use http_body_util::{BodyExt, Limited, StreamBody};
+use sse_stream::{Sse, SseStream};
+
+use super::pending::Pending;
+use super::{Plain, full};
+use crate::generation::message::{Kind, Message, error_response, replaced};
+use crate::generation::results::modernize;
+
+/// How many times the message limit a whole SSE answer may carry.
+pub(crate) const STREAM_FACTOR: usize = 4;
+
+/// Whether `response` is an SSE stream.
+fn is_sse<B>(response: &Response<B>) -> bool {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.trim_start().starts_with("text/event-stream"))
+}
+
+/// The first JSON-RPC response in `response` (JSON, or the first response
+/// event of an SSE stream), read up to `max` bytes.
+pub(crate) async fn first_response(response: Response<Plain>, max: usize) -> Result<Bytes, String> {
+    if !is_sse(&response) {
+        let body = Limited::new(response.into_body(), max);
+        return match body.collect().await {
+            Ok(body) => Ok(body.to_bytes()),
+            Err(error) => Err(format!("its answer could not be read: {error}")),
+        };
+    }
+    let mut events = std::pin::pin!(SseStream::new(limited(response.into_body(), max)));
+    while let Some(event) = events.next().await {
+        let event = event.map_err(|error| format!("its event stream broke: {error}"))?;
+        let Some(data) = event.data else { continue };
+        let is_response =
+            Message::read(data.as_bytes()).is_some_and(|m| m.kind() == Kind::Response);
+        if is_response {
+            return Ok(Bytes::from(data));
+        }
+    }
+    Err("its event stream ended without an answer".to_owned())
+}
+
+/// A 2026-07-28 call as the bridge sent it on.
+pub(crate) struct Call {
+    /// The client's id (JSON text), put back on the answer.
+    pub id: String,
+    /// Whether its result is cacheable.
+    pub cacheable: bool,
+    /// The upstream to tell if the client goes away first.
+    pub pending: Pending,
+}
+
+/// `response`, an older upstream's answer to `call`, as a 2026-07-28
+/// server would send it.
+pub(crate) async fn for_client(
+    response: Response<Plain>,
+    mut call: Call,
+    max: usize,
+) -> Response<Plain> {
+    let sse = is_sse(&response);
+    let json = !sse
+        && response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.trim_start().starts_with("application/json"));
+    let (mut parts, body) = response.into_parts();
+    parts.headers.remove("mcp-session-id");
+    if sse {
+        parts.headers.remove(CONTENT_LENGTH);
+        let events = SseStream::new(limited(body, max.saturating_mul(STREAM_FACTOR)))
+            .map_ok(move |event| Frame::data(Bytes::from(modern_event(event, &mut call))))
+            .map_err(|error| std::io::Error::other(error.to_string()));
+        return Response::from_parts(parts, StreamBody::new(events).boxed_unsync());
+    }
+    if !json {
+        // Not an answer to the call (an HTTP error): it did not run.
+        call.pending.answered();
+        return Response::from_parts(parts, body);
+    }
+    match Limited::new(body, max).collect().await {
+        Ok(body) => {
+            parts.headers.remove(CONTENT_LENGTH);
+            let (body, _) = answer_for(body.to_bytes(), &mut call);
+            call.pending.answered();
+            Response::from_parts(parts, full(body))
+        }
+        Err(error) => {
+            tracing::warn!(%error, "an answer of the upstream could not be read whole");
+            let why = format!("The upstream's answer could not be read (limit {max} bytes)");
+            error_reply(
+                StatusCode::BAD_GATEWAY,
+                error_response(&call.id, -32603, &why),
+            )
+        }
+    }
+}
+
+/// One message of the upstream on `call`'s answer: the response to it
+/// [`modernize`]d under the client's id (the call is then answered), any
+/// other message as it is. Whether it was the response.
+fn answer_for(message: Bytes, call: &mut Call) -> (Bytes, bool) {
+    let id = match Message::read(&message) {
+        Some(read) if read.kind() == Kind::Response => read.id,
+        _ => return (message, false),
+    };
+    let restored = id.and_then(|id| replaced(&message, &[(id, &call.id)]));
+    let message = restored.unwrap_or(message);
+    call.pending.answered();
+    (modernize(message, call.cacheable), true)
+}
+
+/// `body` cut at `max` bytes, with an error type the SSE reader takes.
+fn limited(body: Plain, max: usize) -> impl Body<Data = Bytes, Error = std::io::Error> {
+    Limited::new(body, max).map_err(std::io::Error::other)
+}
+
+/// One event of an older upstream's stream for a 2026-07-28 client.
+fn modern_event(event: Sse, call: &mut Call) -> Sse {
+    let data = event.data.map(|data| {
+        let (out, _) = answer_for(Bytes::from(data.clone()), call);
+        String::from_utf8(out.to_vec()).unwrap_or(data)
+    });
+    Sse {
+        event: event.event,
+        data,
+        id: None,
+        retry: None,
+    }
+}
+
+/// A JSON answer made here.
+pub(crate) fn error_reply(status: StatusCode, body: Bytes) -> Response<Plain> {
+    let mut response = Response::new(full(body));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sse_response(text: &'static str) -> Response<Plain> {
+        let mut response = Response::new(full(Bytes::from_static(text.as_bytes())));
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        response
+            .headers_mut()
+            .insert("mcp-session-id", HeaderValue::from_static("s-1"));
+        response
+    }
+
+    #[tokio::test]
+    async fn a_stream_keeps_its_notifications_and_its_response_gains_the_2026_members() {
+        let upstream = sse_response(
+            "event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\nevent: message\nid: 2\ndata: {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"tools\":[]}}\n\n",
+        );
+        let call = Call {
+            id: r#""c-5""#.to_owned(),
+            cacheable: true,
+            pending: Pending::settled(),
+        };
+        let response = for_client(upstream, call, 1 << 16).await;
+        assert!(response.headers().get("mcp-session-id").is_none());
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let text = std::str::from_utf8(&body).unwrap();
+        assert!(!text.contains("id: "), "{text}");
+        assert!(
+            text.contains(r#""method":"notifications/progress""#),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#""result":{"resultType":"complete","ttlMs":0,"cacheScope":"private","tools":[]}"#
+            ),
+            "{text}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_first_response_of_a_stream_is_found_after_its_notifications() {
+        let upstream = sse_response(
+            "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":\"2025-11-25\"}}\n\n",
+        );
+        let found = first_response(upstream, 1 << 16).await.unwrap();
+        assert!(found.starts_with(br#"{"jsonrpc":"2.0","id":0,"result""#));
+        let cut = sse_response("data: {\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{}}\n\n");
+        assert!(first_response(cut, 8).await.is_err(), "over the limit");
+    }
+
+    #[tokio::test]
+    async fn a_json_answer_over_the_limit_is_a_502_with_the_calls_id() {
+        let mut upstream = Response::new(full(Bytes::from_static(
+            br#"{"jsonrpc":"2.0","id":9,"result":{"content":[]}}"#,
+        )));
+        upstream
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let call = Call {
+            id: "9".to_owned(),
+            cacheable: false,
+            pending: Pending::settled(),
+        };
+        let response = for_client(upstream, call, 8).await;
+        assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let message: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(message["id"], 9);
+    }
+}

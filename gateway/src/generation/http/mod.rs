@@ -1,0 +1,532 @@
+//! The generation bridge over HTTP: a 2026-07-28 client served by an
+//! upstream that speaks only 2025-11-25 or older, as a tower service in
+//! front of the upstream (the gateway puts it between
+//! [`TasksLayer`](mcp_tasks::TasksLayer) and [`Proxy`](crate::Proxy)).
+//!
+//! ```no_run
+//! use mcp_tasks::{MemoryTaskStore, TasksLayer};
+//! use mcp_tasks_gateway::generation::{GenerationBridge, UpstreamGeneration};
+//! use mcp_tasks_gateway::Proxy;
+//! use tower::ServiceBuilder;
+//!
+//! # fn build() -> Result<(), mcp_tasks_gateway::proxy::ProxyError> {
+//! let upstream = Proxy::builder("http://127.0.0.1:8000/mcp")?.build();
+//! let app = ServiceBuilder::new()
+//!     .layer(TasksLayer::new(MemoryTaskStore::new()))
+//!     .service(GenerationBridge::new(upstream, UpstreamGeneration::Auto));
+//! # let _ = app;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! | Request | Upstream of 2026-07-28 | Older upstream |
+//! |---------|------------------------|----------------|
+//! | without `MCP-Protocol-Version: 2026-07-28` (2025-11-25 and older clients, their sessions) | passed as it is | passed as it is |
+//! | 2026-07-28 `server/discover` | passed | answered from the upstream's `initialize` (`declared.rs`) |
+//! | any other 2026-07-28 request | passed | sent in the bridge's upstream session (`sessions.rs`), under its version and an id of the bridge's own; the answer made a 2026-07-28 one (`answer.rs`): the client's id, `resultType`, cache hints, no session header, no event ids; a call whose client goes away before its answer is cancelled upstream (`pending.rs`) |
+//! | a 2026-07-28 notification or response | passed | `202`: an older upstream has nothing to do with it outside a session |
+//! | a 2026-07-28 GET or DELETE | passed | `405`: 2026-07-28 has neither |
+//!
+//! Which generation the upstream speaks is found by a probe (`probe.rs`)
+//! on the first 2026-07-28 request, and logged (a probe that cannot tell,
+//! the upstream down, is tried again after `PROBE_BACKOFF`; requests pass
+//! as they are meanwhile); an operator can set it instead
+//! ([`UpstreamGeneration`]). A request body, and an answer read
+//! whole, are capped at the message limit (`413` and `502` past it).
+//!
+//! Not yet: the upstream's questions (elicitation, sampling, roots) as
+//! `input_required` rounds (the session declares no client capabilities,
+//! so the upstream does not ask), and the other way round, a 2025-11-25
+//! client in front of an upstream that opens no session.
+
+mod answer;
+mod pending;
+mod probe;
+mod sessions;
+
+use std::convert::Infallible;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use bytes::Bytes;
+use futures_util::FutureExt;
+use http::header::{ALLOW, CONTENT_LENGTH};
+use http::{HeaderValue, Method, Request, Response, StatusCode};
+use http_body::Body;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Limited};
+use serde_json::value::RawValue;
+use tower::util::BoxCloneSyncService;
+use tower::{Service, ServiceExt};
+
+use self::answer::{Call, error_reply, for_client};
+use self::pending::Pending;
+use self::probe::{Found, PROBE_BACKOFF, probe};
+use self::sessions::Sessions;
+use super::message::{Kind, Message, error_response, replaced};
+use super::results::is_cacheable;
+use mcp_tasks::MODERN_VERSION;
+use mcp_tasks::body::{BoxBody, BoxError};
+
+/// The message limit unless set: a request body, or an answer the bridge
+/// reads whole (an SSE answer may carry four times as much in all).
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// The protocol generation of the upstream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UpstreamGeneration {
+    /// Found by a probe on the first 2026-07-28 request.
+    #[default]
+    Auto,
+    /// 2026-07-28: every request passes as it is.
+    Modern,
+    /// 2025-11-25 or older: 2026-07-28 requests are bridged.
+    Legacy,
+}
+
+impl FromStr for UpstreamGeneration {
+    type Err = String;
+
+    /// `auto`, `2026-07-28`, or `2025-11-25` (and the older versions,
+    /// which the bridge serves alike).
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "auto" => Ok(Self::Auto),
+            MODERN_VERSION => Ok(Self::Modern),
+            "2025-11-25" | "2025-06-18" | "2025-03-26" | "2024-11-05" => Ok(Self::Legacy),
+            other => Err(format!(
+                "{other:?} is no protocol generation: auto, {MODERN_VERSION} or 2025-11-25"
+            )),
+        }
+    }
+}
+
+/// A body inside the bridge. Its error is a plain `io::Error`: with a boxed
+/// `dyn Error` in the bodies its async code holds, rustc cannot prove the
+/// futures `Send` (rust-lang/rust#102211).
+type Plain = UnsyncBoxBody<Bytes, std::io::Error>;
+
+/// The upstream service, its type erased (the bridge's own requests and
+/// the clients' share it).
+type Upstream = BoxCloneSyncService<Request<Plain>, Response<Plain>, Infallible>;
+
+/// An upstream service with 2026-07-28 requests bridged when it speaks
+/// an older generation (see the module docs).
+#[derive(Clone)]
+pub struct GenerationBridge {
+    inner: Upstream,
+    shared: Arc<Shared>,
+    /// The message limit.
+    max: usize,
+}
+
+/// What the clones of one bridge share.
+struct Shared {
+    setting: UpstreamGeneration,
+    found: Mutex<Option<Found>>,
+    probing: tokio::sync::Mutex<()>,
+    /// No probe before then: the last one could not tell.
+    quiet_until: Mutex<Option<Instant>>,
+    sessions: Sessions,
+    /// The next id of a bridged request.
+    next: AtomicU64,
+}
+
+impl GenerationBridge {
+    /// A bridge in front of `inner`, whose generation is `generation`, with
+    /// the [`DEFAULT_MAX_MESSAGE_BYTES`] limit.
+    pub fn new<S, B>(inner: S, generation: UpstreamGeneration) -> Self
+    where
+        S: Service<Request<BoxBody>, Response = Response<B>, Error = Infallible>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: Send + 'static,
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let found = match generation {
+            UpstreamGeneration::Auto => None,
+            UpstreamGeneration::Modern => Some(Found::Modern),
+            UpstreamGeneration::Legacy => Some(Found::Legacy),
+        };
+        let shared = Shared {
+            setting: generation,
+            found: Mutex::new(found),
+            probing: tokio::sync::Mutex::new(()),
+            quiet_until: Mutex::new(None),
+            sessions: Sessions::default(),
+            next: AtomicU64::new(1),
+        };
+        Self {
+            inner: BoxCloneSyncService::new(
+                inner
+                    .map_request(|request: Request<Plain>| request.map(to_box))
+                    .map_response(|response| response.map(plain)),
+            ),
+            shared: Arc::new(shared),
+            max: DEFAULT_MAX_MESSAGE_BYTES,
+        }
+    }
+
+    /// The same bridge with the message limit `max`: a request body, or an
+    /// answer read whole, of at most `max` bytes.
+    pub fn with_max_message_bytes(mut self, max: usize) -> Self {
+        self.max = max;
+        self
+    }
+}
+
+impl GenerationBridge {
+    /// Asks the upstream's generation now (unless known or set), as the
+    /// first 2026-07-28 request would, and logs it: for a start that says
+    /// what it found. `None` when the upstream could not tell.
+    pub async fn detect(&self) -> Option<UpstreamGeneration> {
+        let found = self.shared.generation(&self.inner, self.max).await?;
+        Some(match found {
+            Found::Modern => UpstreamGeneration::Modern,
+            Found::Legacy => UpstreamGeneration::Legacy,
+        })
+    }
+}
+
+impl fmt::Debug for GenerationBridge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GenerationBridge")
+            .field("setting", &self.shared.setting)
+            .field("found", &self.shared.found())
+            .field("max_message_bytes", &self.max)
+            .finish()
+    }
+}
+
+impl Shared {
+    fn found(&self) -> Option<Found> {
+        *lock(&self.found)
+    }
+
+    /// The upstream's generation, probed once (one probe at a time).
+    async fn generation(&self, inner: &Upstream, max: usize) -> Option<Found> {
+        if let Some(found) = self.found() {
+            return Some(found);
+        }
+        let quiet = || (*lock(&self.quiet_until)).is_some_and(|until| Instant::now() < until);
+        if quiet() {
+            return None;
+        }
+        let _probing = self.probing.lock().await;
+        if let Some(found) = self.found() {
+            return Some(found);
+        }
+        if quiet() {
+            return None;
+        }
+        let found = probe(inner.clone(), max).await;
+        if found.is_none() {
+            *lock(&self.quiet_until) = Some(Instant::now() + PROBE_BACKOFF);
+        }
+        match found {
+            Some(Found::Modern) => tracing::info!("the upstream speaks protocol 2026-07-28"),
+            Some(Found::Legacy) => tracing::info!(
+                "the upstream speaks protocol 2025-11-25 or older: 2026-07-28 clients are bridged"
+            ),
+            None => tracing::warn!("the upstream's protocol generation could not be told yet"),
+        }
+        *lock(&self.found) = found;
+        found
+    }
+}
+
+impl<B> Service<Request<B>> for GenerationBridge
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<BoxBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<BoxBody>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let inner = self.inner.clone();
+        let shared = self.shared.clone();
+        let max = self.max;
+        let modern = request
+            .headers()
+            .get("mcp-protocol-version")
+            .is_some_and(|version| version == MODERN_VERSION);
+        let request = request.map(plain);
+        let answer = async move {
+            if modern && shared.generation(&inner, max).await == Some(Found::Legacy) {
+                return bridged(inner, &shared, max, request).await;
+            }
+            let Ok(response) = inner.oneshot(request).await;
+            response
+        };
+        Box::pin(answer.map(|response| Ok(response.map(to_box))))
+    }
+}
+
+/// A 2026-07-28 request served by an older upstream, its messages read up
+/// to `max` bytes.
+async fn bridged(
+    inner: Upstream,
+    shared: &Shared,
+    max: usize,
+    request: Request<Plain>,
+) -> Response<Plain> {
+    let (parts, body) = request.into_parts();
+    if parts.method != Method::POST {
+        let mut refused = error_reply(
+            StatusCode::METHOD_NOT_ALLOWED,
+            error_response("null", -32600, "Protocol 2026-07-28 has only POST"),
+        );
+        refused
+            .headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("POST"));
+        return refused;
+    }
+    let body = match Limited::new(body, max).collect().await {
+        Ok(body) => body.to_bytes(),
+        Err(_) => {
+            let why = "The request body is too large or broken";
+            let reply = error_response("null", -32600, why);
+            return error_reply(StatusCode::PAYLOAD_TOO_LARGE, reply);
+        }
+    };
+    let Some(message) = Message::read(&body) else {
+        let reply = error_response("null", -32700, "Parse error");
+        return error_reply(StatusCode::BAD_REQUEST, reply);
+    };
+    let id = message.id.map_or("null", RawValue::get).to_owned();
+    match message.kind() {
+        Kind::Request => {}
+        Kind::Notification | Kind::Response => return accepted(),
+        Kind::Invalid => {
+            let reply = error_response(&id, -32600, "Invalid Request");
+            return error_reply(StatusCode::BAD_REQUEST, reply);
+        }
+    }
+    let method = message.method.as_deref().unwrap_or_default().to_owned();
+    // Under an id of the bridge's own: clients share the session, and two
+    // of them may use the same id at once.
+    let own = shared.next.fetch_add(1, Ordering::Relaxed);
+    let forwarded = message
+        .id
+        .and_then(|client_id| replaced(&body, &[(client_id, &own.to_string())]));
+    let Some(forwarded) = forwarded else {
+        let reply = error_response(&id, -32600, "Invalid Request");
+        return error_reply(StatusCode::BAD_REQUEST, reply);
+    };
+    let mut again = true;
+    loop {
+        let session = match shared.sessions.get(&inner, max).await {
+            Ok(session) => session,
+            Err(why) => {
+                tracing::warn!(%why, "no upstream session for a 2026-07-28 request");
+                let why = format!("The upstream could not be reached in a session: {why}");
+                return error_reply(StatusCode::BAD_GATEWAY, error_response(&id, -32603, &why));
+            }
+        };
+        if method == "server/discover" {
+            return error_reply(StatusCode::OK, session.declared.discover(&id));
+        }
+        let mut parts = parts.clone();
+        // The body changed length with its id.
+        parts
+            .headers
+            .insert(CONTENT_LENGTH, HeaderValue::from(forwarded.len()));
+        parts.headers.insert("mcp-session-id", session.id.clone());
+        parts
+            .headers
+            .insert("mcp-protocol-version", session.version.clone());
+        let request = Request::from_parts(parts, full(forwarded.clone()));
+        let mut pending = Pending::new(inner.clone(), session.clone(), own);
+        let Ok(response) = inner.clone().oneshot(request).await;
+        if response.status() == StatusCode::NOT_FOUND && again {
+            pending.answered();
+            again = false;
+            shared.sessions.lost(&session);
+            continue;
+        }
+        let call = Call {
+            id,
+            cacheable: is_cacheable(&method),
+            pending,
+        };
+        return for_client(response, call, max).await;
+    }
+}
+
+/// `mutex`, locked (a poisoned lock holds a plain value still good).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// `body` as a body inside the bridge.
+fn plain<B>(body: B) -> Plain
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    body.map_err(|error| std::io::Error::other(error.into()))
+        .boxed_unsync()
+}
+
+/// A body inside the bridge as the gateway's one body type.
+fn to_box(body: Plain) -> BoxBody {
+    body.map_err(|error| -> BoxError { Box::new(error) })
+        .boxed_unsync()
+}
+
+/// `bytes` as a body inside the bridge.
+fn full(bytes: Bytes) -> Plain {
+    http_body_util::Full::new(bytes)
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
+/// `202 Accepted`, empty.
+fn accepted() -> Response<Plain> {
+    let mut response = Response::new(full(Bytes::new()));
+    *response.status_mut() = StatusCode::ACCEPTED;
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use http_body_util::Full;
+
+    use super::*;
+
+    /// An older upstream that forgets its sessions when `restarted`.
+    #[derive(Default)]
+    struct Fake {
+        opened: usize,
+        restarted: bool,
+        ids: Vec<String>,
+    }
+
+    fn upstream(
+        fake: Arc<Mutex<Fake>>,
+    ) -> impl Service<
+        Request<BoxBody>,
+        Response = Response<Full<Bytes>>,
+        Error = Infallible,
+        Future = impl Future<Output = Result<Response<Full<Bytes>>, Infallible>> + Send,
+    > + Clone
+    + Send
+    + Sync
+    + 'static {
+        tower::service_fn(move |request: Request<BoxBody>| {
+            let fake = fake.clone();
+            async move {
+                let session = request.headers().get("mcp-session-id").cloned();
+                let length = request.headers().get(CONTENT_LENGTH).cloned();
+                let body = request.into_body().collect().await.unwrap().to_bytes();
+                if let Some(length) = length {
+                    assert_eq!(length.to_str().unwrap(), body.len().to_string());
+                }
+                let message: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                let mut fake = fake.lock().unwrap();
+                let mut response = Response::new(Full::new(Bytes::new()));
+                match message["method"].as_str() {
+                    Some("initialize") => {
+                        fake.opened += 1;
+                        fake.restarted = false;
+                        let result = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}}"#;
+                        *response.body_mut() = Full::new(Bytes::from_static(result.as_bytes()));
+                        let id = HeaderValue::from_str(&format!("s-{}", fake.opened)).unwrap();
+                        response.headers_mut().insert("mcp-session-id", id);
+                    }
+                    Some("notifications/initialized") => {
+                        *response.status_mut() = StatusCode::ACCEPTED
+                    }
+                    _ if fake.restarted || session.is_none() => {
+                        *response.status_mut() = StatusCode::NOT_FOUND
+                    }
+                    _ => {
+                        fake.ids.push(message["id"].to_string());
+                        let answer = json_answer(&message["id"], r#"{"tools":[]}"#);
+                        *response.body_mut() = Full::new(answer);
+                    }
+                }
+                response.headers_mut().insert(
+                    http::header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                );
+                Ok::<_, Infallible>(response)
+            }
+        })
+    }
+
+    fn json_answer(id: &serde_json::Value, result: &str) -> Bytes {
+        Bytes::from(format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
+        ))
+    }
+
+    fn list(id: &str) -> Request<Full<Bytes>> {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+        );
+        Request::builder()
+            .method(Method::POST)
+            .header("mcp-protocol-version", MODERN_VERSION)
+            .header(CONTENT_LENGTH, body.len())
+            .body(Full::new(Bytes::from(body)))
+            .unwrap()
+    }
+
+    async fn answer(
+        bridge: &mut GenerationBridge,
+        request: Request<Full<Bytes>>,
+    ) -> serde_json::Value {
+        let Ok(response) = bridge.call(request).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        serde_json::from_slice(&body).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_session_the_upstream_lost_is_opened_again_and_the_request_sent_once_more() {
+        let fake = Arc::new(Mutex::new(Fake::default()));
+        let mut bridge = GenerationBridge::new(upstream(fake.clone()), UpstreamGeneration::Legacy);
+        let first = answer(&mut bridge, list(r#""a""#)).await;
+        assert_eq!(first["id"], "a", "{first}");
+        assert_eq!(first["result"]["cacheScope"], "private", "{first}");
+        fake.lock().unwrap().restarted = true;
+        let second = answer(&mut bridge, list(r#""a""#)).await;
+        assert_eq!(second["id"], "a", "the client's id again: {second}");
+        assert_eq!(second["result"]["resultType"], "complete", "{second}");
+        let fake = fake.lock().unwrap();
+        assert_eq!(fake.opened, 2, "one session, then a second after the loss");
+        assert_eq!(
+            fake.ids,
+            ["1", "2"],
+            "the upstream saw the bridge's own ids"
+        );
+    }
+
+    #[test]
+    fn an_operator_names_a_generation_by_its_version() {
+        assert_eq!("auto".parse(), Ok(UpstreamGeneration::Auto));
+        assert_eq!(MODERN_VERSION.parse(), Ok(UpstreamGeneration::Modern));
+        assert_eq!("2025-06-18".parse(), Ok(UpstreamGeneration::Legacy));
+        assert!("2027-01-01".parse::<UpstreamGeneration>().is_err());
+    }
+}

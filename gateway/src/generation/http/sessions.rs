@@ -1,0 +1,151 @@
+//! The upstream session that carries 2026-07-28 requests to an older HTTP
+//! upstream.
+//!
+//! | Rule | Why |
+//! |------|-----|
+//! | one session, opened on the first request that needs it | a 2026-07-28 request depends on no earlier one, so any session serves it; an older server takes concurrent requests in one session |
+//! | opened by one request at a time; the others wait for it | no burst of sessions when many requests arrive at once |
+//! | opened with no client capabilities | the bridge cannot yet carry the upstream's questions (elicitation, sampling, roots) to a 2026-07-28 client as input rounds, so the upstream must not ask them |
+//! | dropped when the upstream answers `404` to it, and opened again | the upstream restarted or expired it; the request is sent once more in the new one |
+//! | its `initialize` answer kept | it is the upstream's `server/discover` answer |
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::{HeaderValue, Method, Request};
+use tower::ServiceExt;
+
+use super::answer::first_response;
+use super::{Plain, Upstream, full};
+use crate::generation::declared::Declared;
+use crate::generation::message::Message;
+
+/// The version the bridge asks an older upstream for.
+const ASKED_VERSION: &str = "2025-11-25";
+
+/// One upstream session.
+#[derive(Debug)]
+pub(crate) struct Session {
+    /// `Mcp-Session-Id`.
+    pub id: HeaderValue,
+    /// `MCP-Protocol-Version` of the session: the version the upstream agreed to.
+    pub version: HeaderValue,
+    /// What the upstream declared.
+    pub declared: Declared,
+}
+
+/// The session, and the one request that may open it.
+#[derive(Debug, Default)]
+pub(crate) struct Sessions {
+    open: Mutex<Option<Arc<Session>>>,
+    opening: tokio::sync::Mutex<()>,
+}
+
+impl Sessions {
+    /// The open session, or a new one opened through `inner` (answers read
+    /// up to `max` bytes).
+    pub(crate) async fn get(&self, inner: &Upstream, max: usize) -> Result<Arc<Session>, String> {
+        if let Some(open) = self.current() {
+            return Ok(open);
+        }
+        let _opening = self.opening.lock().await;
+        if let Some(open) = self.current() {
+            return Ok(open);
+        }
+        let session = Arc::new(open(inner.clone(), max).await?);
+        tracing::info!(
+            session = ?session.id,
+            version = ?session.version,
+            "opened an upstream session for 2026-07-28 clients"
+        );
+        *self.lock() = Some(session.clone());
+        Ok(session)
+    }
+
+    /// Forgets `session`, which the upstream no longer knows (unless
+    /// another request replaced it already).
+    pub(crate) fn lost(&self, session: &Arc<Session>) {
+        let mut open = self.lock();
+        if open.as_ref().is_some_and(|open| Arc::ptr_eq(open, session)) {
+            tracing::info!(session = ?session.id, "the upstream lost its session: a new one is opened");
+            *open = None;
+        }
+    }
+
+    fn current(&self) -> Option<Arc<Session>> {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<Session>>> {
+        self.open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A request of the bridge's own to the upstream.
+pub(crate) fn own_request(body: String, headers: &[(&'static str, HeaderValue)]) -> Request<Plain> {
+    let mut request = Request::new(full(Bytes::from(body)));
+    *request.method_mut() = Method::POST;
+    let map = request.headers_mut();
+    map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    map.insert(
+        ACCEPT,
+        HeaderValue::from_static("application/json, text/event-stream"),
+    );
+    for (name, value) in headers {
+        map.insert(*name, value.clone());
+    }
+    request
+}
+
+/// Opens a session: `initialize`, then `notifications/initialized`.
+async fn open(inner: Upstream, max: usize) -> Result<Session, String> {
+    let version = env!("CARGO_PKG_VERSION");
+    let initialize = format!(
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{ASKED_VERSION}","capabilities":{{}},"clientInfo":{{"name":"mcp-tasks-gateway","version":"{version}"}}}}}}"#
+    );
+    let request = own_request(initialize, &[]);
+    let Ok(response) = inner.clone().oneshot(request).await;
+    if !response.status().is_success() {
+        return Err(format!(
+            "the upstream answered initialize with HTTP {}",
+            response.status()
+        ));
+    }
+    let id = response
+        .headers()
+        .get("mcp-session-id")
+        .cloned()
+        .ok_or("the upstream opened no session (no Mcp-Session-Id)")?;
+    let answer = first_response(response, max).await?;
+    let message = Message::read(&answer).ok_or("its initialize answer is not JSON-RPC")?;
+    if let Some(error) = message.error {
+        return Err(format!(
+            "the upstream answered initialize with {}",
+            error.get()
+        ));
+    }
+    let declared = Declared::read(
+        message
+            .result
+            .ok_or("its initialize answer has no result")?,
+    )?;
+    let version = HeaderValue::from_str(&declared.version)
+        .map_err(|_| "its protocolVersion is no header value".to_owned())?;
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned();
+    let headers = [
+        ("mcp-session-id", id.clone()),
+        ("mcp-protocol-version", version.clone()),
+    ];
+    let Ok(response) = inner.oneshot(own_request(initialized, &headers)).await;
+    if !response.status().is_success() {
+        tracing::warn!(status = %response.status(), "the upstream refused notifications/initialized");
+    }
+    Ok(Session {
+        id,
+        version,
+        declared,
+    })
+}

@@ -1,0 +1,18 @@
+//! Where the two protocol generations meet: what a client of 2026-07-28
+//! needs from an upstream that speaks only 2025-11-25 or older, shared by
+//! both transports (the stdio upstream and the HTTP bridge).
+//!
+//! | Piece | What it does |
+//! |-------|--------------|
+//! | `message.rs` | one JSON-RPC message as the gateway reads it, and its byte edits |
+//! | `declared.rs` | what the upstream's `initialize` declared, and the `server/discover` answer made from it |
+//! | `results.rs` | an older server's result made a 2026-07-28 one (`resultType`, the cache hints) |
+//! | `http/` | the HTTP transport of the bridge: [`GenerationBridge`] |
+
+pub(crate) mod declared;
+pub(crate) mod message;
+pub(crate) mod results;
+
+mod http;
+
+pub use http::{DEFAULT_MAX_MESSAGE_BYTES, GenerationBridge, UpstreamGeneration};

@@ -1,0 +1,70 @@
+"""An ordinary MCP server on the official Python SDK 1.x (PyPI `mcp` 1.30.0,
+the FastMCP 1 inside it): protocol 2025-11-25 and older, sessions, no tasks
+and no 2026-07-28. Most servers people run are like it; the gateway's
+generation bridge serves clients of 2026-07-28 from it.
+
+Tools:
+- `greet(name)`: `Hello, {name}!` at once.
+- `slow(seconds, label="slow")`: `{label} done after {seconds}s`, with
+  `notifications/progress` every 200 ms (`step N of M`) when the call
+  carries a progress token.
+
+Usage:
+    python server.py HOST:PORT   # Streamable HTTP; port 0 picks a free port
+    python server.py --stdio     # over stdin and stdout
+
+Prints `listening on http://HOST:PORT/mcp` (the real port) once it accepts;
+logs `slow started|finished|cancelled label=...` to stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from mcp.server.fastmcp import Context, FastMCP
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+from serving import serve  # noqa: E402  (the shared uvicorn runner)
+
+mcp = FastMCP("mcp-tasks-python1-fixture")
+
+
+def log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+@mcp.tool()
+def greet(name: str) -> str:
+    """Answers `Hello, {name}!` at once."""
+    return f"Hello, {name}!"
+
+
+@mcp.tool()
+async def slow(seconds: float, ctx: Context, label: str = "slow") -> str:
+    """Sleeps `seconds`, reporting progress every 200 ms."""
+    log(f"slow started label={label}")
+    steps = max(1, round(seconds / 0.2))
+    try:
+        for step in range(1, steps + 1):
+            await asyncio.sleep(seconds / steps)
+            await ctx.report_progress(step, steps, f"step {step} of {steps}")
+    except asyncio.CancelledError:
+        log(f"slow cancelled label={label}")
+        raise
+    log(f"slow finished label={label}")
+    return f"{label} done after {seconds}s"
+
+
+def main() -> None:
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    if sys.argv[1] == "--stdio":
+        mcp.run("stdio")
+        return
+    asyncio.run(serve(mcp.streamable_http_app(), sys.argv[1]))
+
+
+if __name__ == "__main__":
+    main()
