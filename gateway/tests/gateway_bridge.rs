@@ -168,3 +168,51 @@ async fn an_operator_who_says_the_upstream_speaks_2026_07_28_gets_no_bridge() {
         "the upstream's own refusal: {discovered}"
     );
 }
+
+/// Runs `scripts/interop/python1_tasks.py` (the Python SDK 1.30 client,
+/// 2025-11-25 tasks) against `url`; its output lines.
+async fn python1_tasks_client(url: &str) -> Vec<String> {
+    let repo = gateway::repo();
+    let run = Command::new("bash")
+        .arg(repo.join("scripts/client-python1.sh"))
+        .arg(repo.join("scripts/interop/python1_tasks.py"))
+        .args([url, "slow_compute", "1.5"])
+        .current_dir(&repo)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(600), run)
+        .await
+        .expect("the client finished")
+        .expect("the client ran");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "the client failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout.lines().map(str::to_owned).collect()
+}
+
+#[tokio::test]
+async fn a_python_sdk_1_client_gets_its_tasks_in_front_of_a_server_that_opens_no_session() {
+    // The TypeScript SDK v2 server: 2026-07-28 statelessly, and 2025-era
+    // requests without a session.
+    let upstream =
+        gateway::upstream_script_with("upstream-typescript.sh", &["--legacy=stateless"]).await;
+    let gateway = gateway::start(&upstream.url, &[]).await;
+    let lines = python1_tasks_client(&gateway.url).await;
+    let has = |line: &str| lines.iter().any(|seen| seen == line);
+    assert!(
+        has("tasks: True"),
+        "the initialize answer declares tasks: {lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.starts_with("task: ") && line.ends_with(" working")),
+        "{lines:?}"
+    );
+    assert!(has("status: completed"), "{lines:?}");
+    assert!(has("result: kept done after 1.5s"), "{lines:?}");
+    logged(&gateway, "a 2025-11-25 session kept by the gateway").await;
+}

@@ -12,13 +12,14 @@
 //! it (the call's waiter then sees a cut stream, as with any broken one).
 
 use bytes::Bytes;
-use futures_util::{StreamExt, TryStreamExt};
+use futures_util::TryStreamExt;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
-use http::{HeaderValue, Response, StatusCode};
-use http_body::{Body, Frame};
+use http::{Response, StatusCode};
+use http_body::Frame;
 use http_body_util::{BodyExt, Limited, StreamBody};
 use sse_stream::{Sse, SseStream};
 
+use super::exchange::{error_reply, is_sse, limited};
 use super::pending::Pending;
 use super::{Plain, full};
 use crate::generation::message::{Kind, Message, error_response, replaced};
@@ -26,38 +27,6 @@ use crate::generation::results::modernize;
 
 /// How many times the message limit a whole SSE answer may carry.
 pub(crate) const STREAM_FACTOR: usize = 4;
-
-/// Whether `response` is an SSE stream.
-fn is_sse<B>(response: &Response<B>) -> bool {
-    response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.trim_start().starts_with("text/event-stream"))
-}
-
-/// The first JSON-RPC response in `response` (JSON, or the first response
-/// event of an SSE stream), read up to `max` bytes.
-pub(crate) async fn first_response(response: Response<Plain>, max: usize) -> Result<Bytes, String> {
-    if !is_sse(&response) {
-        let body = Limited::new(response.into_body(), max);
-        return match body.collect().await {
-            Ok(body) => Ok(body.to_bytes()),
-            Err(error) => Err(format!("its answer could not be read: {error}")),
-        };
-    }
-    let mut events = std::pin::pin!(SseStream::new(limited(response.into_body(), max)));
-    while let Some(event) = events.next().await {
-        let event = event.map_err(|error| format!("its event stream broke: {error}"))?;
-        let Some(data) = event.data else { continue };
-        let is_response =
-            Message::read(data.as_bytes()).is_some_and(|m| m.kind() == Kind::Response);
-        if is_response {
-            return Ok(Bytes::from(data));
-        }
-    }
-    Err("its event stream ended without an answer".to_owned())
-}
 
 /// A 2026-07-28 call as the bridge sent it on.
 pub(crate) struct Call {
@@ -129,11 +98,6 @@ fn answer_for(message: Bytes, call: &mut Call) -> (Bytes, bool) {
     (modernize(message, call.cacheable), true)
 }
 
-/// `body` cut at `max` bytes, with an error type the SSE reader takes.
-fn limited(body: Plain, max: usize) -> impl Body<Data = Bytes, Error = std::io::Error> {
-    Limited::new(body, max).map_err(std::io::Error::other)
-}
-
 /// One event of an older upstream's stream for a 2026-07-28 client.
 fn modern_event(event: Sse, call: &mut Call) -> Sse {
     let data = event.data.map(|data| {
@@ -148,18 +112,11 @@ fn modern_event(event: Sse, call: &mut Call) -> Sse {
     }
 }
 
-/// A JSON answer made here.
-pub(crate) fn error_reply(status: StatusCode, body: Bytes) -> Response<Plain> {
-    let mut response = Response::new(full(body));
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
-}
-
 #[cfg(test)]
 mod tests {
+    use http::HeaderValue;
+
+    use super::super::exchange::first_response;
     use super::*;
 
     fn sse_response(text: &'static str) -> Response<Plain> {

@@ -26,6 +26,7 @@
 //! | any other 2026-07-28 request | passed | sent in the bridge's upstream session (`sessions.rs`), under its version and an id of the bridge's own; the answer made a 2026-07-28 one (`answer.rs`): the client's id, `resultType`, cache hints, no session header, no event ids; a call whose client goes away before its answer is cancelled upstream (`pending.rs`) |
 //! | a 2026-07-28 notification or response | passed | `202`: an older upstream has nothing to do with it outside a session |
 //! | a 2026-07-28 GET or DELETE | passed | `405`: 2026-07-28 has neither |
+//! | 2025-11-25 `initialize`, and requests in its session, when the upstream opens no session | kept here (`kept.rs`) | kept here (`kept.rs`) |
 //!
 //! Which generation the upstream speaks is found by a probe (`probe.rs`)
 //! on the first 2026-07-28 request, and logged (a probe that cannot tell,
@@ -36,10 +37,12 @@
 //!
 //! Not yet: the upstream's questions (elicitation, sampling, roots) as
 //! `input_required` rounds (the session declares no client capabilities,
-//! so the upstream does not ask), and the other way round, a 2025-11-25
-//! client in front of an upstream that opens no session.
+//! so the upstream does not ask), and the other way round, a 2026-07-28
+//! upstream's `input_required` results for a 2025-11-25 client.
 
 mod answer;
+mod exchange;
+mod kept;
 mod pending;
 mod probe;
 mod sessions;
@@ -65,7 +68,9 @@ use serde_json::value::RawValue;
 use tower::util::BoxCloneSyncService;
 use tower::{Service, ServiceExt};
 
-use self::answer::{Call, error_reply, for_client};
+use self::answer::{Call, for_client};
+use self::exchange::error_reply;
+use self::kept::KeptSessions;
 use self::pending::Pending;
 use self::probe::{Found, PROBE_BACKOFF, probe};
 use self::sessions::Sessions;
@@ -110,11 +115,11 @@ impl FromStr for UpstreamGeneration {
 /// A body inside the bridge. Its error is a plain `io::Error`: with a boxed
 /// `dyn Error` in the bodies its async code holds, rustc cannot prove the
 /// futures `Send` (rust-lang/rust#102211).
-type Plain = UnsyncBoxBody<Bytes, std::io::Error>;
+pub(crate) type Plain = UnsyncBoxBody<Bytes, std::io::Error>;
 
 /// The upstream service, its type erased (the bridge's own requests and
 /// the clients' share it).
-type Upstream = BoxCloneSyncService<Request<Plain>, Response<Plain>, Infallible>;
+pub(crate) type Upstream = BoxCloneSyncService<Request<Plain>, Response<Plain>, Infallible>;
 
 /// An upstream service with 2026-07-28 requests bridged when it speaks
 /// an older generation (see the module docs).
@@ -134,6 +139,8 @@ struct Shared {
     /// No probe before then: the last one could not tell.
     quiet_until: Mutex<Option<Instant>>,
     sessions: Sessions,
+    /// The sessions of 2025-11-25 clients kept here (`kept.rs`).
+    kept: KeptSessions,
     /// The next id of a bridged request.
     next: AtomicU64,
 }
@@ -163,6 +170,7 @@ impl GenerationBridge {
             probing: tokio::sync::Mutex::new(()),
             quiet_until: Mutex::new(None),
             sessions: Sessions::default(),
+            kept: KeptSessions::default(),
             next: AtomicU64::new(1),
         };
         Self {
@@ -265,10 +273,25 @@ where
             .headers()
             .get("mcp-protocol-version")
             .is_some_and(|version| version == MODERN_VERSION);
+        let session = request
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|session| session.to_str().ok())
+            .map(str::to_owned);
+        let unsessioned = session.is_none() && request.method() == Method::POST;
         let request = request.map(plain);
         let answer = async move {
-            if modern && shared.generation(&inner, max).await == Some(Found::Legacy) {
-                return bridged(inner, &shared, max, request).await;
+            if modern {
+                if shared.generation(&inner, max).await == Some(Found::Legacy) {
+                    return bridged(inner, &shared, max, request).await;
+                }
+            } else if let Some(session) = session.filter(|session| shared.kept.holds(session)) {
+                let modern = shared.generation(&inner, max).await == Some(Found::Modern);
+                let kept = &shared.kept;
+                return kept::in_session(inner, kept, &session, modern, max, request).await;
+            } else if unsessioned {
+                let modern = shared.generation(&inner, max).await == Some(Found::Modern);
+                return kept::unsessioned(inner, &shared.kept, modern, max, request).await;
             }
             let Ok(response) = inner.oneshot(request).await;
             response
@@ -369,7 +392,7 @@ async fn bridged(
 }
 
 /// `mutex`, locked (a poisoned lock holds a plain value still good).
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -392,7 +415,7 @@ fn to_box(body: Plain) -> BoxBody {
 }
 
 /// `bytes` as a body inside the bridge.
-fn full(bytes: Bytes) -> Plain {
+pub(crate) fn full(bytes: Bytes) -> Plain {
     http_body_util::Full::new(bytes)
         .map_err(|never| match never {})
         .boxed_unsync()

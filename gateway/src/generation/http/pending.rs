@@ -9,7 +9,8 @@ use std::sync::Arc;
 use tower::ServiceExt;
 
 use super::Upstream;
-use super::sessions::{Session, own_request};
+use super::exchange::own_request;
+use super::sessions::Session;
 
 /// The call, until its answer passed.
 pub(crate) struct Pending {

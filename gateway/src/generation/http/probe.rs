@@ -16,8 +16,7 @@ use http::HeaderValue;
 use tower::ServiceExt;
 
 use super::Upstream;
-use super::answer::first_response;
-use super::sessions::own_request;
+use super::exchange::{first_response, own_request};
 use crate::generation::message::{Message, member};
 use mcp_tasks::MODERN_VERSION;
 

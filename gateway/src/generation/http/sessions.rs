@@ -11,13 +11,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
-use http::header::{ACCEPT, CONTENT_TYPE};
-use http::{HeaderValue, Method, Request};
+use http::HeaderValue;
 use tower::ServiceExt;
 
-use super::answer::first_response;
-use super::{Plain, Upstream, full};
+use super::Upstream;
+use super::exchange::{first_response, own_request};
 use crate::generation::declared::Declared;
 use crate::generation::message::Message;
 
@@ -82,22 +80,6 @@ impl Sessions {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
-}
-
-/// A request of the bridge's own to the upstream.
-pub(crate) fn own_request(body: String, headers: &[(&'static str, HeaderValue)]) -> Request<Plain> {
-    let mut request = Request::new(full(Bytes::from(body)));
-    *request.method_mut() = Method::POST;
-    let map = request.headers_mut();
-    map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    map.insert(
-        ACCEPT,
-        HeaderValue::from_static("application/json, text/event-stream"),
-    );
-    for (name, value) in headers {
-        map.insert(*name, value.clone());
-    }
-    request
 }
 
 /// Opens a session: `initialize`, then `notifications/initialized`.

@@ -1,0 +1,77 @@
+//! The bridge's own exchanges with the upstream, and the answers it makes
+//! itself: a request of its own, the first response of an answer (JSON or
+//! SSE), a JSON reply.
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::{HeaderValue, Method, Request, Response, StatusCode};
+use http_body::Body;
+use http_body_util::{BodyExt, Limited};
+use sse_stream::SseStream;
+
+use super::{Plain, full};
+use crate::generation::message::{Kind, Message};
+
+/// Whether `response` is an SSE stream.
+pub(crate) fn is_sse<B>(response: &Response<B>) -> bool {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.trim_start().starts_with("text/event-stream"))
+}
+
+/// The first JSON-RPC response in `response` (JSON, or the first response
+/// event of an SSE stream), read up to `max` bytes.
+pub(crate) async fn first_response(response: Response<Plain>, max: usize) -> Result<Bytes, String> {
+    if !is_sse(&response) {
+        let body = Limited::new(response.into_body(), max);
+        return match body.collect().await {
+            Ok(body) => Ok(body.to_bytes()),
+            Err(error) => Err(format!("its answer could not be read: {error}")),
+        };
+    }
+    let mut events = std::pin::pin!(SseStream::new(limited(response.into_body(), max)));
+    while let Some(event) = events.next().await {
+        let event = event.map_err(|error| format!("its event stream broke: {error}"))?;
+        let Some(data) = event.data else { continue };
+        let is_response =
+            Message::read(data.as_bytes()).is_some_and(|m| m.kind() == Kind::Response);
+        if is_response {
+            return Ok(Bytes::from(data));
+        }
+    }
+    Err("its event stream ended without an answer".to_owned())
+}
+
+/// `body` cut at `max` bytes, with an error type the SSE reader takes.
+pub(crate) fn limited(body: Plain, max: usize) -> impl Body<Data = Bytes, Error = std::io::Error> {
+    Limited::new(body, max).map_err(std::io::Error::other)
+}
+
+/// A JSON answer made here.
+pub(crate) fn error_reply(status: StatusCode, body: Bytes) -> Response<Plain> {
+    let mut response = Response::new(full(body));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// A request of the bridge's own to the upstream.
+pub(crate) fn own_request(body: String, headers: &[(&'static str, HeaderValue)]) -> Request<Plain> {
+    let mut request = Request::new(full(Bytes::from(body)));
+    *request.method_mut() = Method::POST;
+    let map = request.headers_mut();
+    map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    map.insert(
+        ACCEPT,
+        HeaderValue::from_static("application/json, text/event-stream"),
+    );
+    for (name, value) in headers {
+        map.insert(*name, value.clone());
+    }
+    request
+}
