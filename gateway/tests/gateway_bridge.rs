@@ -22,18 +22,17 @@ fn text(result: &Value) -> &str {
     result["content"][0]["text"].as_str().unwrap_or_default()
 }
 
-/// Runs `tests/upstreams/python-tasks/bridge_client.py` (FastMCP 4.1.4's
-/// client) against `url`; its output lines.
-async fn fastmcp_client(url: &str) -> Vec<String> {
+/// Runs `script` with the Python client that `runner` installs, with
+/// `args`; its output lines. The first run installs the client.
+async fn python_client(runner: &str, script: &str, args: &[&str]) -> Vec<String> {
     let repo = gateway::repo();
     let run = Command::new("bash")
-        .arg(repo.join("scripts/client-fastmcp.sh"))
-        .arg(repo.join("tests/upstreams/python-tasks/bridge_client.py"))
-        .arg(url)
+        .arg(repo.join(runner))
+        .arg(repo.join(script))
+        .args(args)
         .current_dir(&repo)
         .kill_on_drop(true)
         .output();
-    // The first run installs FastMCP into the cache.
     let out = tokio::time::timeout(Duration::from_secs(600), run)
         .await
         .expect("the client finished")
@@ -45,6 +44,13 @@ async fn fastmcp_client(url: &str) -> Vec<String> {
         String::from_utf8_lossy(&out.stderr)
     );
     stdout.lines().map(str::to_owned).collect()
+}
+
+/// FastMCP 4.1.4's client (`tests/upstreams/python-tasks/bridge_client.py`)
+/// against `url`.
+async fn fastmcp_client(url: &str) -> Vec<String> {
+    let script = "tests/upstreams/python-tasks/bridge_client.py";
+    python_client("scripts/client-fastmcp.sh", script, &[url]).await
 }
 
 /// What the client must have seen: the tools, a fast call, a task with
@@ -169,28 +175,16 @@ async fn an_operator_who_says_the_upstream_speaks_2026_07_28_gets_no_bridge() {
     );
 }
 
-/// Runs `scripts/interop/python1_tasks.py` (the Python SDK 1.30 client,
-/// 2025-11-25 tasks) against `url`; its output lines.
+/// The Python SDK 1.30 client's 2025-11-25 tasks
+/// (`scripts/interop/python1_tasks.py`) against `url`.
 async fn python1_tasks_client(url: &str) -> Vec<String> {
-    let repo = gateway::repo();
-    let run = Command::new("bash")
-        .arg(repo.join("scripts/client-python1.sh"))
-        .arg(repo.join("scripts/interop/python1_tasks.py"))
-        .args([url, "slow_compute", "1.5"])
-        .current_dir(&repo)
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(600), run)
-        .await
-        .expect("the client finished")
-        .expect("the client ran");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "the client failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout.lines().map(str::to_owned).collect()
+    let args = [url, "slow_compute", "1.5"];
+    python_client(
+        "scripts/client-python1.sh",
+        "scripts/interop/python1_tasks.py",
+        &args,
+    )
+    .await
 }
 
 #[tokio::test]
