@@ -101,6 +101,52 @@ fn the_example_configuration_holds_together() {
 }
 
 #[test]
+fn check_refuses_what_the_start_refuses() {
+    let refusals: [(&[&str], &str); 5] = [
+        (
+            &[
+                "--upstream",
+                "http://127.0.0.1:9/mcp",
+                "--sqlite",
+                "t.db",
+                "--redis",
+                "redis://127.0.0.1:1/",
+            ],
+            "--redis and --sqlite",
+        ),
+        (&["--upstream", "https://127.0.0.1:9/mcp"], "only http://"),
+        (
+            &[
+                "--upstream",
+                "http://127.0.0.1:9/mcp",
+                "--upstream-generation",
+                "2019-01-01",
+            ],
+            "--upstream-generation",
+        ),
+        (
+            &[
+                "--upstream",
+                "http://127.0.0.1:9/mcp",
+                "--keep-alive",
+                "none",
+            ],
+            "--keep-alive",
+        ),
+        (
+            &["--upstream", "http://127.0.0.1:9/mcp", "--path", "mcp"],
+            "--path",
+        ),
+    ];
+    for (args, reason) in refusals {
+        let out = run(&[args, &["--check"][..]].concat());
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(said.contains(reason), "{args:?}: {said}");
+    }
+}
+
+#[test]
 fn a_configuration_with_an_unknown_key_is_refused_with_its_name() {
     let dir = std::env::temp_dir().join(format!("mcp-tasks-check-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a folder");

@@ -297,6 +297,10 @@ async fn a_gateway_told_to_stop_stops_its_stdio_server() {
         !alive.exists(),
         "the stdio server {pid} outlived the gateway"
     );
+    // The stop it asked for is logged, and not as an error.
+    let log = gateway.log();
+    assert!(log.contains("stopped"), "{log}");
+    assert!(!log.lines().any(|line| line.contains(" ERROR ")), "{log}");
 }
 
 /// The pid of the Python child, from the gateway's log of its stderr: the

@@ -116,7 +116,12 @@ impl Bridge {
             why.map(|why| format!(" ({why})")).unwrap_or_default(),
             status
         );
-        tracing::error!("{message}");
+        // A stop the gateway asked for is no error.
+        if self.life.stopping() {
+            tracing::info!("{message}");
+        } else {
+            tracing::error!("{message}");
+        }
         for waiter in self.calls.drain() {
             let _ = waiter
                 .answer

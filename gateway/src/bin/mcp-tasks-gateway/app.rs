@@ -76,11 +76,6 @@ impl App {
     /// connects to Redis and fetches the OAuth keys when asked.
     pub async fn build(args: Args, local: SocketAddr) -> Result<Self, String> {
         let path = args.path.clone().unwrap_or_else(|| "/mcp".to_owned());
-        if !path.starts_with('/') || path.contains(['{', '}', '*', '?', '#']) {
-            return Err(format!(
-                "--path {path:?} must start with / and hold no {{, }}, *, ? or #"
-            ));
-        }
         // A JSON answer's head comes when the tool ends: by default the
         // upstream may take as long as a task may run.
         let max_runtime = optional(args.max_runtime, Some(Duration::from_secs(30 * 60)));
@@ -147,13 +142,43 @@ impl App {
     }
 }
 
-/// What the command line must say whatever else it says: one upstream,
-/// and stdio settings only for a stdio server.
+/// The refusal of `--sqlite` beside `--redis` or `--redis-cluster`.
+const TWO_STORES: &str = "--redis and --sqlite both name a task store: choose one \
+                          (--sqlite for a single gateway, --redis for several)";
+
+/// What the settings must say whatever else they say, checked by
+/// `--check` as at start: one upstream, a URL the proxy takes, one task
+/// store, and stdio settings only for a stdio server.
 pub fn check(args: &Args) -> Result<(), String> {
     if args.max_connections == Some(0) || args.max_connections_per_client == Some(0) {
         return Err("--max-connections and --max-connections-per-client must be at least 1".into());
     }
     generation(args)?;
+    let never_none = [
+        (args.threshold, "threshold"),
+        (args.header_timeout, "header-timeout"),
+        (args.body_timeout, "body-timeout"),
+        (args.shutdown_grace, "shutdown-grace"),
+        (args.start_timeout, "start-timeout"),
+        (args.place_timeout, "place-timeout"),
+        (args.upstream_idle_timeout, "upstream-idle-timeout"),
+        (args.keep_alive, "keep-alive"),
+    ];
+    for (value, name) in never_none {
+        required(value, Duration::ZERO, name)?;
+    }
+    let path = args.path.as_deref().unwrap_or("/mcp");
+    if !path.starts_with('/') || path.contains(['{', '}', '*', '?', '#']) {
+        return Err(format!(
+            "--path {path:?} must start with / and hold no {{, }}, *, ? or #"
+        ));
+    }
+    if redis_nodes(args)?.is_some() && args.sqlite.is_some() {
+        return Err(TWO_STORES.into());
+    }
+    if let Some(url) = &args.upstream {
+        Proxy::builder(url).map_err(|e| e.to_string())?;
+    }
     if args.upstream_generation.is_some() && args.upstream.is_none() {
         return Err(
             "--upstream-generation is for an HTTP upstream (a stdio server is asked at start)"
@@ -284,11 +309,7 @@ fn redis_nodes(args: &Args) -> Result<Option<(&'static str, Vec<String>)>, Strin
 async fn layer(args: &Args) -> Result<TasksLayer, String> {
     let redis = redis_nodes(args)?;
     let mut layer = match (redis, &args.sqlite) {
-        (Some(_), Some(_)) => {
-            return Err("--redis and --sqlite both name a task store: choose one \
-                        (--sqlite for a single gateway, --redis for several)"
-                .to_owned());
-        }
+        (Some(_), Some(_)) => return Err(TWO_STORES.to_owned()),
         (Some((flag, nodes)), None) => {
             let wait = args.redis_wait_replicas.unwrap_or(0);
             let store = RedisTaskStore::builder(nodes.clone())
