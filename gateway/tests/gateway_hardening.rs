@@ -140,3 +140,44 @@ async fn the_gateways_own_error_answer_to_a_call_carries_the_calls_id() {
         }
     }
 }
+
+/// The status line of what the gateway at `url` answers to `head` (a
+/// request head with no body), sent as raw bytes.
+async fn raw_status(url: &str, head: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .expect("an address");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(head.as_bytes()).await.expect("the head");
+    let mut answer = vec![0; 1024];
+    let read = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut answer))
+        .await
+        .expect("an answer in time")
+        .expect("read");
+    let answer = String::from_utf8_lossy(&answer[..read]).into_owned();
+    answer.lines().next().unwrap_or_default().to_owned()
+}
+
+#[tokio::test]
+async fn a_request_naming_its_host_twice_or_a_foreign_target_gets_400() {
+    let (upstream, _) = serve_fixture(FixtureMode::Stateless).await;
+    let gateway = gateway::start(&upstream.url, &[]).await;
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#;
+    let head = |target: &str, hosts: &str| {
+        format!(
+            "POST {target} HTTP/1.1\r\n{hosts}Content-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let twice = head("/mcp", "Host: 127.0.0.1\r\nHost: evil.example\r\n");
+    assert!(raw_status(&gateway.url, &twice).await.contains(" 400 "));
+    let foreign = head("http://evil.example/mcp", "Host: 127.0.0.1\r\n");
+    assert!(raw_status(&gateway.url, &foreign).await.contains(" 400 "));
+    // The same request, framed plainly, is served.
+    let plain = head("/mcp", "Host: 127.0.0.1\r\n");
+    assert!(raw_status(&gateway.url, &plain).await.contains(" 200 "));
+}

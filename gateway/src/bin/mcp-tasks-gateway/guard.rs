@@ -7,6 +7,11 @@
 //! too. So a gateway listening on loopback accepts only loopback host names
 //! and origins unless told otherwise. Requests without `Origin` (from
 //! programs, not browsers) are not refused for lacking one.
+//!
+//! Before that, the framing of the target (RFC 9112, 3.2): a request with
+//! several `Host` lines, or whose absolute-form target names another host
+//! than its `Host` header, gets `400`; an absolute-form target is itself
+//! the host the guard checks.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -114,36 +119,87 @@ fn host_name(authority: &str) -> &str {
     authority.split(':').next().unwrap_or(authority)
 }
 
-/// The axum middleware: `403` with a JSON-RPC error for a refused request.
+/// The host a request names, or why its framing is refused (`400`): one
+/// `Host` line at most, and an absolute-form target that names the same
+/// host as `Host` (the target then is the host).
+fn named_host<B>(request: &http::Request<B>) -> Result<Option<HeaderValue>, &'static str> {
+    let mut lines = request.headers().get_all(header::HOST).iter();
+    let host = lines.next();
+    if lines.next().is_some() {
+        return Err("Bad Request: several Host headers");
+    }
+    let Some(target) = request.uri().authority() else {
+        return Ok(host.cloned());
+    };
+    let target = target.as_str();
+    if host.is_some_and(|host| !host.as_bytes().eq_ignore_ascii_case(target.as_bytes())) {
+        return Err("Bad Request: the request target names another host than Host");
+    }
+    Ok(HeaderValue::from_str(target).ok())
+}
+
+/// The axum middleware: `400` for a request whose target is framed
+/// ambiguously, `403` for a refused one, each with a JSON-RPC error.
 pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
     let headers = request.headers();
-    match guard.refusal(headers.get(header::HOST), headers.get(header::ORIGIN)) {
-        None => next.run(request).await,
-        Some(reason) => {
-            tracing::warn!(
-                host = ?headers.get(header::HOST),
-                origin = ?headers.get(header::ORIGIN),
-                "{reason}"
-            );
-            let body = serde_json::json!({
-                "jsonrpc": "2.0",
-                "id": null,
-                "error": {"code": -32600, "message": reason},
-            });
-            let mut response = Response::new(Body::from(body.to_string()));
-            *response.status_mut() = StatusCode::FORBIDDEN;
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            response
-        }
-    }
+    let refused = match named_host(&request) {
+        Err(reason) => Some((StatusCode::BAD_REQUEST, reason)),
+        Ok(host) => guard
+            .refusal(host.as_ref(), headers.get(header::ORIGIN))
+            .map(|reason| (StatusCode::FORBIDDEN, reason)),
+    };
+    let Some((status, reason)) = refused else {
+        return next.run(request).await;
+    };
+    tracing::warn!(
+        host = ?headers.get_all(header::HOST).iter().collect::<Vec<_>>(),
+        target = %request.uri(),
+        origin = ?headers.get(header::ORIGIN),
+        "{reason}"
+    );
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32600, "message": reason},
+    });
+    let mut response = Response::new(Body::from(body.to_string()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn request(target: &str, hosts: &[&str]) -> http::Request<()> {
+        let mut request = http::Request::builder().uri(target);
+        for host in hosts {
+            request = request.header(header::HOST, *host);
+        }
+        request.body(()).unwrap()
+    }
+
+    #[test]
+    fn one_host_and_a_target_that_agrees_with_it_name_the_host() {
+        let named = |target, hosts: &[&str]| named_host(&request(target, hosts));
+        assert_eq!(
+            named("/mcp", &["localhost:8080"]),
+            Ok(Some(value("localhost:8080")))
+        );
+        assert_eq!(named("/mcp", &[]), Ok(None));
+        let agreed = named("http://LOCALHOST:8080/mcp", &["localhost:8080"]);
+        assert_eq!(agreed, Ok(Some(value("LOCALHOST:8080"))));
+        assert_eq!(
+            named("http://evil.example/mcp", &[]),
+            Ok(Some(value("evil.example")))
+        );
+        assert!(named("/mcp", &["localhost", "evil.example"]).is_err());
+        assert!(named("http://evil.example/mcp", &["localhost:8080"]).is_err());
+    }
 
     fn value(text: &str) -> HeaderValue {
         HeaderValue::from_str(text).unwrap()
