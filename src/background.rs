@@ -9,7 +9,7 @@
 //!
 //! | Signal    | Fired by                        | Effect                                                   |
 //! |-----------|---------------------------------|----------------------------------------------------------|
-//! | `closing` | [`Drain::close`](crate::Drain::close) | no new task starts: calls stay synchronous, 2025-11-25 `params.task` is refused |
+//! | `closing` | [`Drain::close`](crate::Drain::close) | no new task or call starts: a new `tools/call` gets `503` (the layer's dispatch) |
 //! | `abort`   | the drain deadline              | every running driver fails its task ("the server shut down") and stops its call |
 //! | `done`    | the end of [`Drain::shutdown`](crate::Drain::shutdown) | a `tasks/result` still waiting reads its task once more and ends, so the server's own graceful shutdown does not wait for it |
 

@@ -7,7 +7,7 @@
 //!
 //! | Phase    | What happens                                                                 |
 //! |----------|------------------------------------------------------------------------------|
-//! | close    | no task starts: calls stay synchronous, 2025-11-25 `params.task` gets `-32000`; task methods are still answered |
+//! | close    | no task starts, nor any call: a new `tools/call` gets `503` with `Retry-After` and `-32000` (a call the server might not finish would leave its client a stream that just ends; a load balancer sends the retry elsewhere); calls and tasks already running go on; task methods are still answered |
 //! | wait     | running tasks may finish, up to the grace                                    |
 //! | abort    | what still runs is failed ("The server shut down before the task finished") and its inner call cancelled; with a store that does not outlive the process (the memory store), so is a task waiting for its client's input |
 //! | release  | the store lets go of this instance (Redis: its lease is dropped, so another instance sweeps what is left at once) |

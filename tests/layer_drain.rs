@@ -46,7 +46,7 @@ async fn terminal(client: &McpClient, task: &str) -> Value {
 }
 
 #[tokio::test]
-async fn after_close_calls_stay_synchronous_and_running_tasks_go_on() {
+async fn after_close_new_calls_get_503_and_running_tasks_go_on() {
     let (layered, drain) = start(|layer| {
         layer
             .threshold(ms(200))
@@ -61,14 +61,27 @@ async fn after_close_calls_stay_synchronous_and_running_tasks_go_on() {
     drain.close();
     assert!(drain.is_closed(), "close is idempotent");
 
-    let slow = client
-        .call_tool("slow_compute", json!({"seconds": 0.6}), true)
-        .await;
-    assert_eq!(slow["result"]["resultType"], "complete", "{slow}");
-    assert_eq!(text(&slow["result"]), "slow_compute done after 0.6s");
-    let always = client.call_tool("greet", json!({"name": "d"}), true).await;
-    assert_eq!(text(&always["result"]), "Hello, d!", "{always}");
+    // Declaring or not, a new call is refused with a retry, and never
+    // reaches the inner server.
+    for declare in [true, false] {
+        let refused = client
+            .request(
+                "tools/call",
+                json!({"name": "greet", "arguments": {"name": "d"}}),
+                declare,
+            )
+            .await;
+        assert_eq!(refused.status, 503, "{}", refused.body);
+        assert_eq!(refused.headers["retry-after"], "1");
+        let refused = refused.into_response();
+        assert_eq!(refused["error"]["code"], -32000, "{refused}");
+        assert!(refused["id"].is_number(), "the call's id: {refused}");
+    }
+    assert_eq!(layered.probe.started("greet"), 0);
     assert_eq!(layered.store.len(), 1, "no task after close");
+    // Other requests are served.
+    let listed = client.request("tools/list", json!({}), false).await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
 
     // The task parked before the close runs on, and is still answered.
     assert_eq!(
@@ -178,7 +191,7 @@ async fn start_sessions() -> (Layered, Drain) {
 }
 
 #[tokio::test]
-async fn after_close_a_2025_11_25_task_request_gets_a_limit_error_and_no_task() {
+async fn after_close_a_2025_11_25_task_request_gets_503_and_no_task() {
     let (layered, drain) = start_sessions().await;
     let session = Session::open(&layered, None).await;
     drain.close();
@@ -189,7 +202,7 @@ async fn after_close_a_2025_11_25_task_request_gets_a_limit_error_and_no_task() 
             json!({"name": "greet", "arguments": {"name": "x"}, "task": {}}),
         )
         .await;
-    assert_eq!(refused.status, 200, "{}", refused.body);
+    assert_eq!(refused.status, 503, "{}", refused.body);
     let refused = refused.into_response();
     assert_eq!(refused["error"]["code"], -32000, "{refused}");
     let message = refused["error"]["message"].as_str().unwrap_or_default();

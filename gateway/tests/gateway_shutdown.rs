@@ -129,3 +129,34 @@ async fn a_synchronous_call_in_flight_gets_its_answer_and_an_idle_gateway_exits_
     assert!(!gateway.log().contains("answering polls a little longer"));
     drop(client);
 }
+
+#[tokio::test]
+async fn a_new_call_during_the_drain_gets_503_with_retry_after_not_a_stream_that_ends() {
+    let (upstream, _) = serve_fixture(FixtureMode::Stateless).await;
+    let mut gateway = gateway::start(&upstream.url, &["--shutdown-grace", "3s"]).await;
+    let client = McpClient::new(&gateway.url);
+    // A running task keeps the drain waiting for the grace.
+    let running = client
+        .start_task("slow_compute", json!({"seconds": 60}))
+        .await;
+    gateway.terminate();
+    let draining = gateway.wait_log("shutting down: draining tasks", Duration::from_secs(10));
+    assert!(draining.await, "{}", gateway.log());
+    let refused = client
+        .request(
+            "tools/call",
+            json!({"name": "slow_compute", "arguments": {"seconds": 20}}),
+            false,
+        )
+        .await;
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert_eq!(refused.headers["retry-after"], "1");
+    let refused = refused.into_response();
+    assert_eq!(refused["error"]["code"], -32000, "{refused}");
+    assert!(refused["id"].is_u64(), "the call's id: {refused}");
+    // The running task is still read while the drain lasts.
+    let read = poll(&client, &running).await.expect("an answer");
+    assert!(read["result"]["status"].is_string(), "{read}");
+    let status = gateway.wait_exit(Duration::from_secs(30)).await;
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+}

@@ -17,7 +17,8 @@
 //!
 //! Such a task is like any other: owned by the caller's principal, under
 //! the same limits and TTL, readable with `tasks/get` by a client that has
-//! tasks. A call refused a task (a limit, draining) stays synchronous. A
+//! tasks. A call refused a task at a limit stays synchronous (during a
+//! drain a new call gets `503`). A
 //! call of a session-based client (protocol 2025-11-25 and older) is not
 //! run again after a restart: its session would be gone.
 

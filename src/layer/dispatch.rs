@@ -32,7 +32,7 @@ use crate::race;
 use crate::rewrite;
 use crate::runtime::{Owner, Runtime};
 use crate::wire::envelope::header;
-use crate::wire::jsonrpc::Reply;
+use crate::wire::jsonrpc::{ErrorObject, LIMIT_REACHED, Reply};
 
 /// The state of the service's own future: a request the layer does not
 /// read (not a POST, or routed by its headers alone).
@@ -99,6 +99,35 @@ fn live_get_stream<B>(sessions: &Sessions, request: &Request<B>) -> Option<Strin
     (sessions.touch(session) == Known::Live).then(|| session.to_owned())
 }
 
+/// Whether `route` runs a tool upstream.
+fn starts_a_call(route: &Route) -> bool {
+    matches!(
+        route,
+        Route::ForwardCall(_) | Route::ToolCall(_) | Route::Legacy(LegacyRoute::Call(_))
+    )
+}
+
+/// The answer to a `tools/call` (`request`) during a drain: `503`, with
+/// `Retry-After`, and a `-32000` error naming the call's id.
+fn draining<B>(request: &[u8]) -> Response<ResponseBody<B>> {
+    #[derive(serde::Deserialize)]
+    struct Id {
+        id: Option<Box<serde_json::value::RawValue>>,
+    }
+    let id = serde_json::from_slice::<Id>(request)
+        .ok()
+        .and_then(|id| id.id);
+    let why = "The server is shutting down and starts no new call: call again (another instance may serve it)";
+    let error = ErrorObject::new(LIMIT_REACHED, why);
+    let reply = Reply::error(http::StatusCode::SERVICE_UNAVAILABLE, id.as_deref(), error);
+    let mut response = reply_response(reply);
+    response.headers_mut().insert(
+        http::header::RETRY_AFTER,
+        http::HeaderValue::from_static("1"),
+    );
+    response
+}
+
 /// The next state for a POST read into `bytes`, as classified.
 pub(super) fn buffered<S, B, RB>(
     shared: &Arc<Shared>,
@@ -121,6 +150,11 @@ where
         &runtime.config,
         &shared.sessions,
     );
+    // A drain starts no new call: the server is going away, and a call it
+    // could not finish would leave its client a stream that just ends.
+    if runtime.background.is_closing() && starts_a_call(&route) {
+        return owned(Box::pin(std::future::ready(Ok(draining(&bytes)))));
+    }
     match route {
         Route::Forward => State::Inner {
             future: inner.call(Request::from_parts(parts, RequestBody::buffered(bytes))),
