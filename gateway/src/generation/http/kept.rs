@@ -23,7 +23,8 @@ use http::{HeaderValue, Method, Request, Response, StatusCode};
 use serde_json::value::RawValue;
 
 use super::exchange::{error_reply, first_response, own_request};
-use super::{Plain, Upstream, full, lock};
+use super::probe::Found;
+use super::{Plain, Shared, Upstream, full, lock};
 use crate::generation::message::{Message, error_response, member, result_response};
 use mcp_tasks::MODERN_VERSION;
 use mcp_tasks::wire::raw::edit_object;
@@ -87,11 +88,12 @@ impl KeptSessions {
 }
 
 /// A session-less 2025-11-25 POST: an `initialize` gets a kept session
-/// when the upstream opens none; anything else passes as it is.
+/// when the upstream opens none; anything else passes as it is. The
+/// upstream's generation is asked only when it refuses `initialize`: a
+/// silent upstream holds up no other request here.
 pub(crate) async fn unsessioned(
     inner: Upstream,
-    kept: &KeptSessions,
-    modern_upstream: bool,
+    shared: &Shared,
     max: usize,
     request: Request<Plain>,
 ) -> Response<Plain> {
@@ -124,7 +126,7 @@ pub(crate) async fn unsessioned(
     }
     let response = if response.status().is_success() {
         response
-    } else if modern_upstream {
+    } else if shared.generation(&inner, max).await == Some(Found::Modern) {
         // A 2026-07-28-only upstream has no handshake: its discover is one.
         match from_discover(inner, &id, asked.as_deref(), max).await {
             Some(answer) => error_reply(StatusCode::OK, answer),
@@ -133,7 +135,7 @@ pub(crate) async fn unsessioned(
     } else {
         return response;
     };
-    let Some(session) = kept.open(capabilities) else {
+    let Some(session) = shared.kept.open(capabilities) else {
         let why = "The gateway keeps as many sessions as it may; try again later";
         let mut refused = error_reply(
             StatusCode::SERVICE_UNAVAILABLE,

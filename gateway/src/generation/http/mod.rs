@@ -290,8 +290,7 @@ where
                 let kept = &shared.kept;
                 return kept::in_session(inner, kept, &session, modern, max, request).await;
             } else if unsessioned {
-                let modern = shared.generation(&inner, max).await == Some(Found::Modern);
-                return kept::unsessioned(inner, &shared.kept, modern, max, request).await;
+                return kept::unsessioned(inner, &shared, max, request).await;
             }
             let Ok(response) = inner.oneshot(request).await;
             response
