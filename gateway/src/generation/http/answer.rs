@@ -57,7 +57,7 @@ pub(crate) async fn for_client(
     if sse {
         parts.headers.remove(CONTENT_LENGTH);
         let events = SseStream::new(limited(body, max.saturating_mul(STREAM_FACTOR)))
-            .map_ok(move |event| Frame::data(Bytes::from(modern_event(event, &mut call))))
+            .map_ok(move |event| Frame::data(modern_event(event, &mut call)))
             .map_err(|error| std::io::Error::other(error.to_string()));
         return Response::from_parts(parts, StreamBody::new(events).boxed_unsync());
     }
@@ -69,8 +69,12 @@ pub(crate) async fn for_client(
     match Limited::new(body, max).collect().await {
         Ok(body) => {
             parts.headers.remove(CONTENT_LENGTH);
-            let (body, _) = answer_for(body.to_bytes(), &mut call);
-            call.pending.answered();
+            let (body, _) = answer_for(body.to_bytes(), &call);
+            // A gateway error (502, 504) is no answer of the upstream's:
+            // the call may still run there, and is cancelled as it drops.
+            if parts.status.is_success() {
+                call.pending.answered();
+            }
             Response::from_parts(parts, full(body))
         }
         Err(error) => {
@@ -85,31 +89,44 @@ pub(crate) async fn for_client(
 }
 
 /// One message of the upstream on `call`'s answer: the response to it
-/// [`modernize`]d under the client's id (the call is then answered), any
-/// other message as it is. Whether it was the response.
-fn answer_for(message: Bytes, call: &mut Call) -> (Bytes, bool) {
+/// [`modernize`]d under the client's id, any other message as it is.
+/// Whether it was the response.
+fn answer_for(message: Bytes, call: &Call) -> (Bytes, bool) {
     let id = match Message::read(&message) {
         Some(read) if read.kind() == Kind::Response => read.id,
         _ => return (message, false),
     };
     let restored = id.and_then(|id| replaced(&message, &[(id, &call.id)]));
     let message = restored.unwrap_or(message);
-    call.pending.answered();
     (modernize(message, call.cacheable), true)
 }
 
-/// One event of an older upstream's stream for a 2026-07-28 client.
-fn modern_event(event: Sse, call: &mut Call) -> Sse {
-    let data = event.data.map(|data| {
-        let (out, _) = answer_for(Bytes::from(data.clone()), call);
-        String::from_utf8(out.to_vec()).unwrap_or(data)
-    });
-    Sse {
-        event: event.event,
-        data,
-        id: None,
-        retry: None,
+/// One event of an older upstream's stream, written for a 2026-07-28
+/// client: without `id` and `retry` (no resumable streams), each line of
+/// its data on a `data:` line of its own; an event with no data (a
+/// 2025-11-25 priming event) is left out. The response marks the call
+/// answered.
+fn modern_event(event: Sse, call: &mut Call) -> Bytes {
+    let Some(data) = event.data.filter(|data| !data.is_empty()) else {
+        return Bytes::new();
+    };
+    let (data, response) = answer_for(Bytes::from(data), call);
+    if response {
+        call.pending.answered();
     }
+    let mut out = Vec::with_capacity(data.len() + 32);
+    if let Some(name) = &event.event {
+        out.extend_from_slice(b"event: ");
+        out.extend_from_slice(name.as_bytes());
+        out.push(b'\n');
+    }
+    for line in data.split(|byte| *byte == b'\n') {
+        out.extend_from_slice(b"data: ");
+        out.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
+        out.push(b'\n');
+    }
+    out.push(b'\n');
+    Bytes::from(out)
 }
 
 #[cfg(test)]
@@ -166,6 +183,36 @@ mod tests {
         assert!(found.starts_with(br#"{"jsonrpc":"2.0","id":0,"result""#));
         let cut = sse_response("data: {\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{}}\n\n");
         assert!(first_response(cut, 8).await.is_err(), "over the limit");
+    }
+
+    #[tokio::test]
+    async fn a_multi_line_event_keeps_every_line_as_data_and_a_priming_event_is_left_out() {
+        let upstream = sse_response(
+            "id: prime\ndata: \n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\ndata: \"id\":7,\"result\":{}}\n\n",
+        );
+        let call = Call {
+            id: "3".to_owned(),
+            cacheable: false,
+            pending: Pending::settled(),
+        };
+        let response = for_client(upstream, call, 1 << 16).await;
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let text = std::str::from_utf8(&body).unwrap();
+        assert!(text.starts_with("event: message\ndata: "), "{text}");
+        assert!(
+            text.lines().all(|line| line.is_empty()
+                || line.starts_with("data: ")
+                || line.starts_with("event: ")),
+            "{text}"
+        );
+        let data: String = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let message: serde_json::Value = serde_json::from_str(&data).unwrap();
+        assert_eq!(message["id"], 3, "{text}");
+        assert_eq!(message["result"]["resultType"], "complete", "{text}");
     }
 
     #[tokio::test]

@@ -10,15 +10,19 @@
 //! | a notification or response in a kept session | — | `202`: nothing of the session is upstream |
 //! | DELETE, GET of a kept session | — | the session ends (`200`); `405` |
 //!
-//! At most [`MAX_KEPT`] sessions: a full table first forgets the sessions
-//! idle for [`IDLE`], then refuses `initialize` with `503`.
+//! At most [`MAX_KEPT`] sessions: a full table forgets the one used least
+//! recently, whose client then gets `404` and initializes again, as the
+//! protocol has it for a lost session (the bridge's session ids carry
+//! [`KEPT_PREFIX`], so one it forgot is told apart from the upstream's).
+//! A client's capabilities are kept up to [`MAX_CAPABILITIES`] bytes; an
+//! `initialize` declaring more gets `400`.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
-use http::header::{ALLOW, CONTENT_LENGTH, RETRY_AFTER};
+use http::header::{ALLOW, CONTENT_LENGTH};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use serde_json::value::RawValue;
 
@@ -33,8 +37,11 @@ use tower::ServiceExt;
 /// The most sessions kept at once.
 pub(crate) const MAX_KEPT: usize = 10_000;
 
-/// How long a kept session may stay unused before a full table forgets it.
-pub(crate) const IDLE: Duration = Duration::from_secs(30 * 60);
+/// What begins the id of every session the bridge keeps.
+pub(crate) const KEPT_PREFIX: &str = "mcp-tasks-kept-";
+
+/// The most bytes of client capabilities kept for one session.
+pub(crate) const MAX_CAPABILITIES: usize = 16 * 1024;
 
 /// The protocol versions a client may keep: those of the handshake.
 const HANDSHAKE_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
@@ -54,21 +61,26 @@ pub(crate) struct KeptSessions {
 
 impl KeptSessions {
     /// Whether `id` is a session the bridge keeps.
-    pub(crate) fn holds(&self, id: &str) -> bool {
+    #[cfg(test)]
+    fn holds(&self, id: &str) -> bool {
         lock(&self.table).contains_key(id)
     }
 
-    /// A new session for a client that declared `capabilities`; `None`
-    /// when the table is full.
+    /// A new session for a client that declared `capabilities`, the one
+    /// used least recently forgotten when the table is full; `None` when
+    /// no random id could be had.
     fn open(&self, capabilities: String) -> Option<String> {
+        let id = format!("{KEPT_PREFIX}{}", mcp_tasks::TaskId::generate().ok()?);
         let mut table = lock(&self.table);
         if table.len() >= MAX_KEPT {
-            table.retain(|_, kept| kept.used.elapsed() < IDLE);
+            let oldest = table
+                .iter()
+                .min_by_key(|(_, kept)| kept.used)
+                .map(|(id, _)| id.clone());
+            if let Some(oldest) = oldest {
+                table.remove(&oldest);
+            }
         }
-        if table.len() >= MAX_KEPT {
-            return None;
-        }
-        let id = mcp_tasks::TaskId::generate().ok()?.to_string();
         let used = Instant::now();
         table.insert(id.clone(), Kept { capabilities, used });
         Some(id)
@@ -119,6 +131,10 @@ pub(crate) async fn unsessioned(
     let capabilities = params
         .and_then(|params| member(params, "capabilities"))
         .map_or_else(|| "{}".to_owned(), |caps| caps.get().to_owned());
+    if capabilities.len() > MAX_CAPABILITIES {
+        let why = format!("capabilities over {MAX_CAPABILITIES} bytes");
+        return error_reply(StatusCode::BAD_REQUEST, error_response(&id, -32602, &why));
+    }
     let request = Request::from_parts(parts, full(body.clone()));
     let Ok(response) = inner.clone().oneshot(request).await;
     if response.headers().contains_key("mcp-session-id") {
@@ -136,15 +152,11 @@ pub(crate) async fn unsessioned(
         return response;
     };
     let Some(session) = shared.kept.open(capabilities) else {
-        let why = "The gateway keeps as many sessions as it may; try again later";
-        let mut refused = error_reply(
+        let why = "No session id could be made";
+        return error_reply(
             StatusCode::SERVICE_UNAVAILABLE,
-            error_response(&id, -32000, why),
+            error_response(&id, -32603, why),
         );
-        refused
-            .headers_mut()
-            .insert(RETRY_AFTER, HeaderValue::from_static("5"));
-        return refused;
     };
     tracing::debug!(%session, "a 2025-11-25 session kept by the gateway (the upstream opens none)");
     let mut response = response;
@@ -327,10 +339,10 @@ mod tests {
 
     #[test]
     fn a_2025_request_gains_the_2026_envelope_and_keeps_its_own_meta() {
-        let body = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{"n":1e400},"_meta":{"progressToken":"p"}}}"#;
+        let body = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{"n":1.50},"_meta":{"progressToken":"p"}}}"#;
         let out = as_modern(body, r#"{"elicitation":{}}"#).unwrap();
         let text = std::str::from_utf8(&out).unwrap();
-        assert!(text.contains(r#""arguments":{"n":1e400}"#), "{text}");
+        assert!(text.contains(r#""arguments":{"n":1.50}"#), "{text}");
         let value: serde_json::Value = serde_json::from_slice(&out).unwrap();
         let meta = &value["params"]["_meta"];
         assert_eq!(meta["progressToken"], "p");
@@ -351,18 +363,20 @@ mod tests {
     }
 
     #[test]
-    fn a_full_table_forgets_idle_sessions_first_then_refuses() {
+    fn a_full_table_forgets_the_session_used_least_recently() {
         let kept = KeptSessions::default();
         let first = kept.open("{}".into()).unwrap();
-        assert!(kept.holds(&first));
-        lock(&kept.table).get_mut(&first).unwrap().used = Instant::now() - IDLE;
-        for _ in 1..MAX_KEPT {
+        assert!(first.starts_with(KEPT_PREFIX));
+        let second = kept.open("{}".into()).unwrap();
+        for _ in 2..MAX_KEPT {
             kept.open("{}".into()).unwrap();
         }
-        // Full: the idle one makes room.
-        assert!(kept.open("{}".into()).is_some());
-        assert!(!kept.holds(&first));
-        assert!(kept.open("{}".into()).is_none(), "full of sessions in use");
-        assert!(kept.end(&lock(&kept.table).keys().next().unwrap().clone()));
+        // The first is used again: the second is now the oldest.
+        assert!(kept.capabilities(&first).is_some());
+        let next = kept.open("{}".into()).unwrap();
+        assert_eq!(lock(&kept.table).len(), MAX_KEPT);
+        assert!(kept.holds(&first) && kept.holds(&next));
+        assert!(!kept.holds(&second), "the least recently used went");
+        assert!(kept.end(&next) && !kept.end(&next));
     }
 }

@@ -285,7 +285,7 @@ where
                 if shared.generation(&inner, max).await == Some(Found::Legacy) {
                     return bridged(inner, &shared, max, request).await;
                 }
-            } else if let Some(session) = session.filter(|session| shared.kept.holds(session)) {
+            } else if let Some(session) = session.filter(|id| id.starts_with(kept::KEPT_PREFIX)) {
                 let modern = shared.generation(&inner, max).await == Some(Found::Modern);
                 let kept = &shared.kept;
                 return kept::in_session(inner, kept, &session, modern, max, request).await;
@@ -356,6 +356,11 @@ async fn bridged(
             Ok(session) => session,
             Err(why) => {
                 tracing::warn!(%why, "no upstream session for a 2026-07-28 request");
+                // A probe taken in by an error (a proxy's 404 before the
+                // upstream was up) is not believed for good: asked again.
+                if shared.setting == UpstreamGeneration::Auto {
+                    *lock(&shared.found) = None;
+                }
                 let why = format!("The upstream could not be reached in a session: {why}");
                 return error_reply(StatusCode::BAD_GATEWAY, error_response(&id, -32603, &why));
             }
@@ -368,14 +373,18 @@ async fn bridged(
         parts
             .headers
             .insert(CONTENT_LENGTH, HeaderValue::from(forwarded.len()));
-        parts.headers.insert("mcp-session-id", session.id.clone());
+        if let Some(session) = &session.id {
+            parts.headers.insert("mcp-session-id", session.clone());
+        }
         parts
             .headers
             .insert("mcp-protocol-version", session.version.clone());
+        // The answer is read and edited here: it must come as it is.
+        parts.headers.remove(http::header::ACCEPT_ENCODING);
         let request = Request::from_parts(parts, full(forwarded.clone()));
         let mut pending = Pending::new(inner.clone(), session.clone(), own);
         let Ok(response) = inner.clone().oneshot(request).await;
-        if response.status() == StatusCode::NOT_FOUND && again {
+        if response.status() == StatusCode::NOT_FOUND && again && session.id.is_some() {
             pending.answered();
             again = false;
             shared.sessions.lost(&session);

@@ -5,12 +5,18 @@
 //! because a connection closed.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use http::HeaderValue;
 use tower::ServiceExt;
 
 use super::Upstream;
 use super::exchange::own_request;
 use super::sessions::Session;
+
+/// How long telling the upstream of a cancel may take: one such request
+/// at most a dropped call, none outliving this.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
 
 /// The call, until its answer passed.
 pub(crate) struct Pending {
@@ -48,6 +54,10 @@ impl Drop for Pending {
         let Some((inner, session)) = self.asked.take() else {
             return;
         };
+        // Outside a session the upstream could not tell whose call it is.
+        let Some(id) = session.id.clone() else {
+            return;
+        };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -57,11 +67,15 @@ impl Drop for Pending {
                 r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{own},"reason":"The client is gone, or cancelled its task"}}}}"#
             );
             let headers = [
-                ("mcp-session-id", session.id.clone()),
+                ("mcp-session-id", id),
                 ("mcp-protocol-version", session.version.clone()),
+                ("mcp-method", HeaderValue::from_static("notifications/cancelled")),
             ];
-            let Ok(response) = inner.oneshot(own_request(cancel, &headers)).await;
-            tracing::debug!(own, status = %response.status(), "told the upstream a bridged call was cancelled");
+            let told = inner.oneshot(own_request(cancel, &headers));
+            match tokio::time::timeout(CANCEL_WAIT, told).await {
+                Ok(Ok(response)) => tracing::debug!(own, status = %response.status(), "told the upstream a bridged call was cancelled"),
+                Err(_) => tracing::debug!(own, "the upstream took the cancel of a bridged call too long"),
+            }
         });
     }
 }

@@ -8,8 +8,11 @@
 //! | opened with no client capabilities | the bridge cannot yet carry the upstream's questions (elicitation, sampling, roots) to a 2026-07-28 client as input rounds, so the upstream must not ask them |
 //! | dropped when the upstream answers `404` to it, and opened again | the upstream restarted or expired it; the request is sent once more in the new one |
 //! | its `initialize` answer kept | it is the upstream's `server/discover` answer |
+//! | an upstream that opens no session (`Mcp-Session-Id` absent) gets requests without one | a stateless 2025-era server serves each request alone |
+//! | opening may take [`OPEN_WAIT`]; after a failure, requests fail at once for [`OPEN_BACKOFF`] | an upstream that sends a head and then nothing holds no request for long, nor a queue of them |
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use http::HeaderValue;
 use tower::ServiceExt;
@@ -22,11 +25,17 @@ use crate::generation::message::Message;
 /// The version the bridge asks an older upstream for.
 const ASKED_VERSION: &str = "2025-11-25";
 
+/// How long opening a session may take.
+pub(crate) const OPEN_WAIT: Duration = Duration::from_secs(10);
+
+/// How long after a failed opening requests fail without trying again.
+pub(crate) const OPEN_BACKOFF: Duration = Duration::from_secs(2);
+
 /// One upstream session.
 #[derive(Debug)]
 pub(crate) struct Session {
-    /// `Mcp-Session-Id`.
-    pub id: HeaderValue,
+    /// `Mcp-Session-Id`; `None` for an upstream that opens no session.
+    pub id: Option<HeaderValue>,
     /// `MCP-Protocol-Version` of the session: the version the upstream agreed to.
     pub version: HeaderValue,
     /// What the upstream declared.
@@ -38,6 +47,8 @@ pub(crate) struct Session {
 pub(crate) struct Sessions {
     open: Mutex<Option<Arc<Session>>>,
     opening: tokio::sync::Mutex<()>,
+    /// The last failure to open one, and when.
+    failed: Mutex<Option<(Instant, String)>>,
 }
 
 impl Sessions {
@@ -47,11 +58,22 @@ impl Sessions {
         if let Some(open) = self.current() {
             return Ok(open);
         }
+        self.backing_off()?;
         let _opening = self.opening.lock().await;
         if let Some(open) = self.current() {
             return Ok(open);
         }
-        let session = Arc::new(open(inner.clone(), max).await?);
+        self.backing_off()?;
+        let opened = tokio::time::timeout(OPEN_WAIT, open(inner.clone(), max))
+            .await
+            .unwrap_or_else(|_| Err(format!("it did not answer initialize within {OPEN_WAIT:?}")));
+        let session = match opened {
+            Ok(session) => Arc::new(session),
+            Err(why) => {
+                *super::lock(&self.failed) = Some((Instant::now(), why.clone()));
+                return Err(why);
+            }
+        };
         tracing::info!(
             session = ?session.id,
             version = ?session.version,
@@ -68,6 +90,14 @@ impl Sessions {
         if open.as_ref().is_some_and(|open| Arc::ptr_eq(open, session)) {
             tracing::info!(session = ?session.id, "the upstream lost its session: a new one is opened");
             *open = None;
+        }
+    }
+
+    /// The last failure, while requests should not try again.
+    fn backing_off(&self) -> Result<(), String> {
+        match &*super::lock(&self.failed) {
+            Some((at, why)) if at.elapsed() < OPEN_BACKOFF => Err(why.clone()),
+            _ => Ok(()),
         }
     }
 
@@ -88,7 +118,10 @@ async fn open(inner: Upstream, max: usize) -> Result<Session, String> {
     let initialize = format!(
         r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{ASKED_VERSION}","capabilities":{{}},"clientInfo":{{"name":"mcp-tasks-gateway","version":"{version}"}}}}}}"#
     );
-    let request = own_request(initialize, &[]);
+    let request = own_request(
+        initialize,
+        &[("mcp-method", HeaderValue::from_static("initialize"))],
+    );
     let Ok(response) = inner.clone().oneshot(request).await;
     if !response.status().is_success() {
         return Err(format!(
@@ -96,11 +129,7 @@ async fn open(inner: Upstream, max: usize) -> Result<Session, String> {
             response.status()
         ));
     }
-    let id = response
-        .headers()
-        .get("mcp-session-id")
-        .cloned()
-        .ok_or("the upstream opened no session (no Mcp-Session-Id)")?;
+    let id = response.headers().get("mcp-session-id").cloned();
     let answer = first_response(response, max).await?;
     let message = Message::read(&answer).ok_or("its initialize answer is not JSON-RPC")?;
     if let Some(error) = message.error {
@@ -117,8 +146,16 @@ async fn open(inner: Upstream, max: usize) -> Result<Session, String> {
     let version = HeaderValue::from_str(&declared.version)
         .map_err(|_| "its protocolVersion is no header value".to_owned())?;
     let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned();
+    let Some(session) = id.clone() else {
+        // Nothing to confirm outside a session.
+        return Ok(Session {
+            id,
+            version,
+            declared,
+        });
+    };
     let headers = [
-        ("mcp-session-id", id.clone()),
+        ("mcp-session-id", session),
         ("mcp-protocol-version", version.clone()),
     ];
     let Ok(response) = inner.oneshot(own_request(initialized, &headers)).await;
