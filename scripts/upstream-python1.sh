@@ -5,8 +5,9 @@
 # 200 ms) are in tests/upstreams/python1/server.py.
 #
 # Usage:
-#   scripts/upstream-python1.sh HOST:PORT   # port 0 picks a free port
-#   scripts/upstream-python1.sh --stdio     # over stdin and stdout
+#   scripts/upstream-python1.sh HOST:PORT              # port 0 picks a free port
+#   scripts/upstream-python1.sh --stateless HOST:PORT  # no sessions (stateless_http)
+#   scripts/upstream-python1.sh --stdio                # over stdin and stdout
 #
 # Prints `listening on http://HOST:PORT/mcp` (the real port) on stdout once
 # it accepts connections; the server is exec'd, so the script's PID is the

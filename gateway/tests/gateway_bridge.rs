@@ -104,6 +104,17 @@ async fn fastmcps_client_gets_a_task_with_progress_from_a_python_sdk_1_server_ov
 }
 
 #[tokio::test]
+async fn fastmcps_client_gets_a_task_from_a_python_sdk_1_server_that_opens_no_session() {
+    let upstream = gateway::upstream_script_with("upstream-python1.sh", &["--stateless"]).await;
+    let gateway = gateway::start(&upstream.url, &[]).await;
+    let lines = fastmcp_client(&gateway.url).await;
+    // A stateless server cannot be told of the cancel (outside a session
+    // it could not tell whose call it is): the rest holds.
+    assert_served(&lines);
+    logged(&gateway, "the upstream speaks protocol 2025-11-25 or older").await;
+}
+
+#[tokio::test]
 async fn fastmcps_client_gets_a_task_with_progress_from_a_python_sdk_1_server_over_stdio() {
     let gateway = gateway::start_stdio(&PYTHON1_STDIO, &[]).await;
     let lines = fastmcp_client(&gateway.url).await;

@@ -10,8 +10,9 @@ Tools:
   carries a progress token.
 
 Usage:
-    python server.py HOST:PORT   # Streamable HTTP; port 0 picks a free port
-    python server.py --stdio     # over stdin and stdout
+    python server.py HOST:PORT              # Streamable HTTP, sessions; port 0 picks a free port
+    python server.py --stateless HOST:PORT  # Streamable HTTP without sessions (stateless_http)
+    python server.py --stdio                # over stdin and stdout
 
 Prints `listening on http://HOST:PORT/mcp` (the real port) once it accepts;
 logs `slow started|finished|cancelled label=...` to stderr.
@@ -28,7 +29,7 @@ from mcp.server.fastmcp import Context, FastMCP
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 from serving import serve  # noqa: E402  (the shared uvicorn runner)
 
-mcp = FastMCP("mcp-tasks-python1-fixture")
+mcp = FastMCP("mcp-tasks-python1-fixture", stateless_http="--stateless" in sys.argv)
 
 
 def log(text: str) -> None:
@@ -58,12 +59,13 @@ async def slow(seconds: float, ctx: Context, label: str = "slow") -> str:
 
 
 def main() -> None:
-    if len(sys.argv) != 2:
+    args = [arg for arg in sys.argv[1:] if arg != "--stateless"]
+    if len(args) != 1:
         sys.exit(__doc__)
-    if sys.argv[1] == "--stdio":
+    if args[0] == "--stdio":
         mcp.run("stdio")
         return
-    asyncio.run(serve(mcp.streamable_http_app(), sys.argv[1]))
+    asyncio.run(serve(mcp.streamable_http_app(), args[0]))
 
 
 if __name__ == "__main__":
