@@ -75,3 +75,16 @@ pub(crate) fn own_request(body: String, headers: &[(&'static str, HeaderValue)])
     }
     request
 }
+
+/// A client's request body, read whole up to `max` bytes, or the `413`
+/// that refuses it.
+pub(crate) async fn read_request(body: Plain, max: usize) -> Result<Bytes, Response<Plain>> {
+    match Limited::new(body, max).collect().await {
+        Ok(body) => Ok(body.to_bytes()),
+        Err(_) => {
+            let why = "The request body is too large or broken";
+            let reply = crate::generation::message::error_response("null", -32600, why);
+            Err(error_reply(StatusCode::PAYLOAD_TOO_LARGE, reply))
+        }
+    }
+}

@@ -26,7 +26,7 @@ use http::header::{ALLOW, CONTENT_LENGTH};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use serde_json::value::RawValue;
 
-use super::exchange::{error_reply, first_response, own_request};
+use super::exchange::{error_reply, first_response, own_request, read_request};
 use super::probe::Found;
 use super::{Plain, Shared, Upstream, full, lock};
 use crate::generation::message::{Message, error_response, member, result_response};
@@ -110,13 +110,9 @@ pub(crate) async fn unsessioned(
     request: Request<Plain>,
 ) -> Response<Plain> {
     let (parts, body) = request.into_parts();
-    let body = match http_body_util::BodyExt::collect(http_body_util::Limited::new(body, max)).await
-    {
-        Ok(body) => body.to_bytes(),
-        Err(_) => {
-            let reply = error_response("null", -32600, "The request body is too large or broken");
-            return error_reply(StatusCode::PAYLOAD_TOO_LARGE, reply);
-        }
+    let body = match read_request(body, max).await {
+        Ok(body) => body,
+        Err(refused) => return refused,
     };
     let initialize = Message::read(&body).filter(|m| m.method.as_deref() == Some("initialize"));
     let Some(initialize) = initialize else {
@@ -239,13 +235,9 @@ pub(crate) async fn in_session(
             error_response("null", -32001, "Session not found"),
         );
     };
-    let body = match http_body_util::BodyExt::collect(http_body_util::Limited::new(body, max)).await
-    {
-        Ok(body) => body.to_bytes(),
-        Err(_) => {
-            let reply = error_response("null", -32600, "The request body is too large or broken");
-            return error_reply(StatusCode::PAYLOAD_TOO_LARGE, reply);
-        }
+    let body = match read_request(body, max).await {
+        Ok(body) => body,
+        Err(refused) => return refused,
     };
     let Some(message) = Message::read(&body) else {
         return error_reply(

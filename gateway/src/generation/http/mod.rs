@@ -63,13 +63,13 @@ use http::header::{ALLOW, CONTENT_LENGTH};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use serde_json::value::RawValue;
 use tower::util::BoxCloneSyncService;
 use tower::{Service, ServiceExt};
 
 use self::answer::{Call, for_client};
-use self::exchange::error_reply;
+use self::exchange::{error_reply, read_request};
 use self::kept::KeptSessions;
 use self::pending::Pending;
 use self::probe::{Found, PROBE_BACKOFF, probe};
@@ -318,13 +318,9 @@ async fn bridged(
             .insert(ALLOW, HeaderValue::from_static("POST"));
         return refused;
     }
-    let body = match Limited::new(body, max).collect().await {
-        Ok(body) => body.to_bytes(),
-        Err(_) => {
-            let why = "The request body is too large or broken";
-            let reply = error_response("null", -32600, why);
-            return error_reply(StatusCode::PAYLOAD_TOO_LARGE, reply);
-        }
+    let body = match read_request(body, max).await {
+        Ok(body) => body,
+        Err(refused) => return refused,
     };
     let Some(message) = Message::read(&body) else {
         let reply = error_response("null", -32700, "Parse error");
