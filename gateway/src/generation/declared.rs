@@ -10,6 +10,11 @@ use super::message::{member, result_response};
 use mcp_tasks::MODERN_VERSION;
 use mcp_tasks::wire::raw::empty_object;
 
+/// The versions of the `initialize` handshake: a client asking one of them
+/// gets it (the stdio upstream: when no newer than its child's).
+pub(crate) const HANDSHAKE_VERSIONS: [&str; 4] =
+    ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
 /// What an upstream declared in its `initialize` answer.
 #[derive(Clone, Debug)]
 pub(crate) struct Declared {

@@ -33,6 +33,7 @@ use super::bridge::Bridge;
 use super::relay;
 use super::reply::{json, status};
 use super::sessions::{Session, Sessions};
+use crate::generation::declared::HANDSHAKE_VERSIONS;
 use crate::generation::message::{
     Kind, Message, error_response, member, replaced, result_response,
 };
@@ -203,10 +204,6 @@ where
         ),
     }
 }
-
-/// The versions a client may get from `initialize`: each no newer than the
-/// child's is served as the child serves it.
-const HANDSHAKE_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
 /// The answer to a client's `initialize` asking `asked`: what the child
 /// declared, in a new session, under the client's version when the bridge

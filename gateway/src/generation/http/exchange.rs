@@ -12,6 +12,7 @@ use sse_stream::SseStream;
 
 use super::{Plain, full};
 use crate::generation::message::{Kind, Message};
+use mcp_tasks::MODERN_VERSION;
 
 /// Whether `response` is an SSE stream.
 pub(crate) fn is_sse<B>(response: &Response<B>) -> bool {
@@ -87,4 +88,20 @@ pub(crate) async fn read_request(body: Plain, max: usize) -> Result<Bytes, Respo
             Err(error_reply(StatusCode::PAYLOAD_TOO_LARGE, reply))
         }
     }
+}
+
+/// The bridge's own 2026-07-28 `server/discover`: the generation probe,
+/// and an `initialize` answer for a 2026-07-28-only upstream.
+pub(crate) fn discover_request() -> Request<Plain> {
+    let discover = format!(
+        r#"{{"jsonrpc":"2.0","id":"mcp-tasks-gateway-discover","method":"server/discover","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"{MODERN_VERSION}","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+    );
+    let headers = [
+        (
+            "mcp-protocol-version",
+            HeaderValue::from_static(MODERN_VERSION),
+        ),
+        ("mcp-method", HeaderValue::from_static("server/discover")),
+    ];
+    own_request(discover, &headers)
 }

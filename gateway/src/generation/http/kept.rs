@@ -26,9 +26,10 @@ use http::header::{ALLOW, CONTENT_LENGTH};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use serde_json::value::RawValue;
 
-use super::exchange::{error_reply, first_response, own_request, read_request};
+use super::exchange::{discover_request, error_reply, first_response, read_request};
 use super::probe::Found;
 use super::{Plain, Shared, Upstream, full, lock};
+use crate::generation::declared::HANDSHAKE_VERSIONS;
 use crate::generation::message::{Message, error_response, member, result_response};
 use mcp_tasks::MODERN_VERSION;
 use mcp_tasks::wire::raw::edit_object;
@@ -42,9 +43,6 @@ pub(crate) const KEPT_PREFIX: &str = "mcp-tasks-kept-";
 
 /// The most bytes of client capabilities kept for one session.
 pub(crate) const MAX_CAPABILITIES: usize = 16 * 1024;
-
-/// The protocol versions a client may keep: those of the handshake.
-const HANDSHAKE_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
 /// One kept session.
 struct Kept {
@@ -171,17 +169,7 @@ async fn from_discover(
     asked: Option<&str>,
     max: usize,
 ) -> Option<Bytes> {
-    let discover = format!(
-        r#"{{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"{MODERN_VERSION}","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
-    );
-    let headers = [
-        (
-            "mcp-protocol-version",
-            HeaderValue::from_static(MODERN_VERSION),
-        ),
-        ("mcp-method", HeaderValue::from_static("server/discover")),
-    ];
-    let Ok(response) = inner.oneshot(own_request(discover, &headers)).await;
+    let Ok(response) = inner.oneshot(discover_request()).await;
     let answer = first_response(response, max).await.ok()?;
     let result = Message::read(&answer)?.result?;
     let version = asked
@@ -301,7 +289,10 @@ fn as_modern(body: &[u8], capabilities: &str) -> Option<Bytes> {
     let text = std::str::from_utf8(body).ok()?;
     let message = Message::read(body)?;
     let params = message.params.map_or("{}", RawValue::get);
-    let meta = member_text(params, "_meta").unwrap_or("{}");
+    let meta = message
+        .params
+        .and_then(|params| member(params, "_meta"))
+        .map_or("{}", RawValue::get);
     let version = format!("\"{MODERN_VERSION}\"");
     let meta = edit_object(
         meta,
@@ -318,11 +309,6 @@ fn as_modern(body: &[u8], capabilities: &str) -> Option<Bytes> {
         text,
         &[("params", Some(&params))],
     )?))
-}
-
-fn member_text<'a>(object: &'a str, name: &str) -> Option<&'a str> {
-    let raw: &RawValue = serde_json::from_str(object).ok()?;
-    member(raw, name).map(RawValue::get)
 }
 
 #[cfg(test)]

@@ -12,11 +12,10 @@
 
 use std::time::Duration;
 
-use http::HeaderValue;
 use tower::ServiceExt;
 
 use super::Upstream;
-use super::exchange::{first_response, own_request};
+use super::exchange::{discover_request, first_response};
 use crate::generation::message::{Message, member};
 use mcp_tasks::MODERN_VERSION;
 
@@ -37,18 +36,8 @@ pub(crate) enum Found {
 
 /// Asks `inner` which generation it speaks; `None` when it cannot tell.
 pub(crate) async fn probe(inner: Upstream, max: usize) -> Option<Found> {
-    let discover = format!(
-        r#"{{"jsonrpc":"2.0","id":"mcp-tasks-gateway-probe","method":"server/discover","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"{MODERN_VERSION}","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
-    );
-    let headers = [
-        (
-            "mcp-protocol-version",
-            HeaderValue::from_static(MODERN_VERSION),
-        ),
-        ("mcp-method", HeaderValue::from_static("server/discover")),
-    ];
     let asked = async {
-        let Ok(response) = inner.oneshot(own_request(discover, &headers)).await;
+        let Ok(response) = inner.oneshot(discover_request()).await;
         let status = response.status().as_u16();
         if matches!(status, 400 | 404 | 405 | 406 | 415) {
             return Some(Found::Legacy);
