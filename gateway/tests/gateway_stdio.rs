@@ -331,3 +331,104 @@ async fn a_command_that_cannot_start_stops_the_gateway_with_a_clear_error() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn a_stdio_server_that_does_not_answer_holds_no_call_and_no_place_past_its_bound() {
+    let gateway = gateway::start_stdio(
+        &MISBEHAVING,
+        &[
+            "--upstream-request-timeout",
+            "1s",
+            "--upstream-header-timeout",
+            "2s",
+            "--max-in-flight",
+            "1",
+        ],
+    )
+    .await;
+    let client = McpClient::new(&gateway.url);
+    // A request that runs no tool gets the shorter bound.
+    let listed = client.request("prompts/list", json!({}), false).await;
+    assert_eq!(listed.status, 504, "{}", listed.body);
+    let said = listed.into_response();
+    assert!(
+        said["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("did not answer prompts/list within 1s")),
+        "{said}"
+    );
+    // A call the child never answers ends at its bound, on the JSON path
+    // and on a stream with progress, and the child is told to stop it.
+    let silent = client.call_tool("silent", json!({}), false).await;
+    assert!(
+        silent["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("did not answer tools/call within 2s")),
+        "{silent}"
+    );
+    let streamed = client
+        .call_tool_with(
+            "silent",
+            json!({}),
+            json!({"_meta": {"progressToken": "p"}}),
+            false,
+        )
+        .await;
+    assert!(streamed.is_sse(), "{}", streamed.body);
+    let streamed = streamed.into_response();
+    assert!(
+        streamed["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("within 2s")),
+        "{streamed}"
+    );
+    assert!(
+        gateway
+            .wait_log_count("stdio::child: cancelled", 3, Duration::from_secs(5))
+            .await,
+        "the child got a cancel for each: {}",
+        gateway.log()
+    );
+    // The one place in flight is free again.
+    let echoed = client
+        .call_tool("echo", json!({"text": "free"}), false)
+        .await;
+    assert_eq!(text(&echoed["result"]), "free", "{echoed}");
+}
+
+#[tokio::test]
+async fn calls_that_arrive_while_a_stdio_server_is_started_again_wait_for_it() {
+    let gateway = gateway::start_stdio(&MISBEHAVING, &[]).await;
+    let client = McpClient::new(&gateway.url);
+    // A child that closes its output but lives on is taken for exited.
+    let closed = client.call_tool("close_stdout", json!({}), false).await;
+    let said = closed["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("its output ended but it did not exit"),
+        "{closed}"
+    );
+    // Sent the moment the crash is answered, while the child is down:
+    // each waits for the new child instead of failing.
+    let crashed = client.call_tool("crash", json!({}), false).await;
+    assert!(
+        crashed["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("exit status: 3"))
+    );
+    let calls = (0..4).map(|at| {
+        let client = &client;
+        async move {
+            client
+                .call_tool("echo", json!({"text": format!("after {at}")}), false)
+                .await
+        }
+    });
+    for (at, answer) in futures_util::future::join_all(calls)
+        .await
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(text(&answer["result"]), format!("after {at}"), "{answer}");
+    }
+    assert!(gateway.log().contains("started again"), "{}", gateway.log());
+}

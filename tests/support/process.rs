@@ -86,9 +86,14 @@ impl Process {
 
     /// Waits up to `timeout` for `needle` to appear in the log.
     pub async fn wait_log(&self, needle: &str, timeout: Duration) -> bool {
+        self.wait_log_count(needle, 1, timeout).await
+    }
+
+    /// Waits up to `timeout` for `needle` to appear `count` times in the log.
+    pub async fn wait_log_count(&self, needle: &str, count: usize, timeout: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            if self.log().contains(needle) {
+            if self.log().matches(needle).count() >= count {
                 return true;
             }
             if tokio::time::Instant::now() >= deadline {

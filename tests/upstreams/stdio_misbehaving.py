@@ -4,7 +4,10 @@ JSON, lists no tools, answers `tools/call` of `echo` at once, and exits with sta
 `tools/call` of `crash`, without answering. It reads one line at a time:
 `hold` sleeps `seconds` before it answers, blocking every other call;
 `pid` and `hold` answer with its process id; `big` answers with a line of
-`bytes` bytes and its id last, as TypeScript servers write it.
+`bytes` bytes and its id last, as TypeScript servers write it;
+`silent` (and any method it does not know) is never answered; `close_stdout`
+closes its standard output and then lives on without a word. Every
+`notifications/cancelled` it gets is written to stderr as `cancelled ID`.
 
 Usage: python3 stdio_misbehaving.py
 """
@@ -35,6 +38,15 @@ for line in sys.stdin:
     elif method == "tools/call" and message["params"]["name"] == "crash":
         print("crashing on purpose", file=sys.stderr, flush=True)
         sys.exit(3)
+    elif method == "notifications/cancelled":
+        print(f"cancelled {message['params'].get('requestId')}", file=sys.stderr, flush=True)
+    elif method == "tools/call" and message["params"]["name"] == "silent":
+        print("silent", file=sys.stderr, flush=True)
+    elif method == "tools/call" and message["params"]["name"] == "close_stdout":
+        sys.stdout.flush()
+        os.close(1)
+        print("stdout closed", file=sys.stderr, flush=True)
+        time.sleep(600)
     elif method == "tools/call" and message["params"]["name"] == "big":
         size = message["params"].get("arguments", {}).get("bytes", 10_000)
         send({"jsonrpc": "2.0", "result": {

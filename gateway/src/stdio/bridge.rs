@@ -122,6 +122,9 @@ impl Bridge {
         } else {
             tracing::error!("{message}");
         }
+        // Down first: a call arriving from now on waits for the restart
+        // instead of finding the table closed.
+        let again = self.life.went_down(message.clone());
         for waiter in self.calls.drain() {
             let _ = waiter
                 .answer
@@ -131,7 +134,7 @@ impl Bridge {
         self.rounds.clear();
         self.relayed.clear();
         // After the drain, which closed the table to new calls.
-        if self.life.went_down(message) {
+        if again {
             tokio::spawn(restart(Arc::downgrade(&self)));
         }
     }
@@ -420,7 +423,7 @@ impl Bridge {
             notes,
             answer,
         };
-        let Some(own) = self.calls.add(waiter) else {
+        let Ok(own) = self.calls.add(waiter) else {
             return;
         };
         let list = format!(r#"{{"jsonrpc":"2.0","id":{own},"method":"tools/list"}}"#);
@@ -481,9 +484,10 @@ async fn restart_with_backoff(bridge: Weak<Bridge>) {
         }
         match launch(&live.spec, &live.settings).await {
             Ok(launched) => {
+                // Open before the calls waiting for the child are woken.
+                live.calls.reopen();
                 if live.life.came_back(&launched) {
                     metrics::restarted();
-                    live.calls.reopen();
                     let warm = live.clone();
                     tracing::warn!(command = %live.spec.shown(), "the stdio server was started again");
                     tokio::spawn(Bridge::read(
@@ -492,6 +496,9 @@ async fn restart_with_backoff(bridge: Weak<Bridge>) {
                         launched.process,
                     ));
                     tokio::spawn(async move { warm.warm_up().await });
+                } else {
+                    // Stopping: no call may wait on a child that is not kept.
+                    drop(live.calls.drain());
                 }
                 return;
             }

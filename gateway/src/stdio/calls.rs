@@ -5,7 +5,7 @@
 //! | every forwarded request gets a fresh id (a counter) | two clients may use the same id; answers must never cross |
 //! | a progress token is replaced by that same id | tokens are the client's choice too; the child's progress finds its call by it |
 //! | the answer goes through a oneshot, progress through a bounded queue that drops when full | a slow client loses progress lines, never its answer, and never stalls the reader |
-//! | a call dropped before its answer (the client left, the task was cancelled) sends `notifications/cancelled` to the child | the tool stops instead of running for nobody |
+//! | a call dropped before its answer (the client left, the task was cancelled, its time ran out) sends `notifications/cancelled` to the child | the tool stops instead of running for nobody |
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -69,16 +69,17 @@ impl Calls {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Files `waiter` under a fresh id; `None` while the child is gone.
-    pub(super) fn add(&self, waiter: Waiter) -> Option<u64> {
+    /// Files `waiter` under a fresh id; while the child is gone, the
+    /// waiter comes back.
+    pub(super) fn add(&self, waiter: Waiter) -> Result<u64, Waiter> {
         let mut table = self.lock();
         if table.closed {
-            return None;
+            return Err(waiter);
         }
         let id = table.next;
         table.next += 1;
         table.waiting.insert(id, waiter);
-        Some(id)
+        Ok(id)
     }
 
     /// The waiter of `id`, taken out: its answer came, or it gave up.
@@ -150,6 +151,8 @@ pub(super) struct Pending {
     pub to_child: mpsc::Sender<Bytes>,
     pub id: u64,
     pub answered: bool,
+    /// Why the call is cancelled, if it is dropped unanswered.
+    pub reason: &'static str,
     /// The call's place among those in flight.
     pub _slot: OwnedSemaphorePermit,
 }
@@ -160,8 +163,9 @@ impl Drop for Pending {
             return;
         }
         let cancel = format!(
-            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{},"reason":"The client went away"}}}}"#,
-            self.id
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{},"reason":{}}}}}"#,
+            self.id,
+            serde_json::to_string(self.reason).unwrap_or_default()
         );
         // A full queue means a child that stopped reading: it gets no cancel.
         if self.to_child.try_send(Bytes::from(cancel)).is_ok() {

@@ -4,7 +4,7 @@
 //! | Event | What the bridge does |
 //! |-------|----------------------|
 //! | start | launches the child and waits for its `initialize` answer (`start_timeout`); a child that cannot start fails the start |
-//! | the child exits | every waiting call ends with an error that names the exit; calls meanwhile are refused (`502`); the child is started again after 0.2 s, doubling to 30 s while starts fail |
+//! | the child exits, or closes its standard output | every waiting call ends with an error that names the exit (a child that closed its output but lives on is killed after 1 s); calls meanwhile wait for the new child up to `place_timeout`, then `502`; the child is started again after 0.2 s, doubling to 30 s while starts fail |
 //! | shutdown | no more restarts; stdin closed, then `SIGTERM` after half the grace, then `SIGKILL` |
 
 use std::sync::{Mutex, MutexGuard};
@@ -105,10 +105,12 @@ impl Current {
     }
 }
 
-/// The child now, and the signal that its output ended.
+/// The child now, and the signals that its output ended or that a new
+/// child runs.
 pub(super) struct Life {
     current: Mutex<Current>,
     exited: Notify,
+    back: Notify,
 }
 
 impl Life {
@@ -116,6 +118,7 @@ impl Life {
         Self {
             current: Current::up(launched),
             exited: Notify::new(),
+            back: Notify::new(),
         }
     }
 
@@ -167,7 +170,29 @@ impl Life {
             down: None,
             stopping: false,
         };
+        drop(current);
+        self.back.notify_waiters();
         true
+    }
+
+    /// Waits until a child runs, up to `deadline`; or why none does (the
+    /// reason the last one went down, the bridge stopping, or the wait).
+    /// Wakes every waiter when the bridge starts stopping, too.
+    pub(super) async fn wait_up(&self, deadline: tokio::time::Instant) -> Result<(), String> {
+        loop {
+            let back = self.back.notified();
+            let down = {
+                let current = self.current();
+                match (&current.down, current.stopping) {
+                    (None, _) => return Ok(()),
+                    (Some(why), true) => return Err(why.clone()),
+                    (Some(why), false) => why.clone(),
+                }
+            };
+            if tokio::time::timeout_at(deadline, back).await.is_err() {
+                return Err(format!("{down}; it was not running again in time"));
+            }
+        }
     }
 
     /// Stops the child: no more restarts, stdin closed, then `SIGTERM`
@@ -178,6 +203,8 @@ impl Life {
             current.stopping = true;
             (current.pid, current.close.clone())
         };
+        // Calls waiting for a restart that will not come end now.
+        self.back.notify_waiters();
         close.cancel();
         let half = grace / 2;
         for signal in [libc::SIGTERM, libc::SIGKILL] {
@@ -246,15 +273,19 @@ pub(super) async fn initialized(lines: &mut Lines) -> Result<Declared, String> {
 /// `, exit status: …` once the child has exited (waited up to a second,
 /// then killed), for messages.
 pub(super) async fn exit_status(process: &mut tokio::process::Child) -> String {
-    let status = match tokio::time::timeout(Duration::from_secs(1), process.wait()).await {
-        Ok(status) => status,
+    let (status, killed) = match tokio::time::timeout(Duration::from_secs(1), process.wait()).await
+    {
+        Ok(status) => (status, ""),
         Err(_) => {
             let _ = process.kill().await;
-            process.wait().await
+            (
+                process.wait().await,
+                " (its output ended but it did not exit, so the gateway killed it)",
+            )
         }
     };
     match status {
-        Ok(status) => format!(", {status}"),
-        Err(error) => format!(", its status unknown: {error}"),
+        Ok(status) => format!(", {status}{killed}"),
+        Err(error) => format!(", its status unknown: {error}{killed}"),
     }
 }

@@ -44,8 +44,14 @@
 //! whose it is and the child gets an error. [`StdioBuilder::instances`]
 //! runs several copies of a server that handles one call at a time.
 //!
-//! A child that exits fails the calls waiting on it with a message that
-//! names the exit and is started again with backoff (`life.rs`).
+//! Every call is bounded: a `tools/call` by [`StdioBuilder::call_timeout`],
+//! any other request by [`StdioBuilder::request_timeout`]; the child is told
+//! to stop a call that ran out (`notifications/cancelled`).
+//!
+//! A child that exits, or closes its standard output, fails the calls
+//! waiting on it with a message that names the exit and is started again
+//! with backoff (`life.rs`); calls that arrive meanwhile wait for the new
+//! child up to [`StdioBuilder::place_timeout`].
 //!
 //! Not yet: the child's own notifications outside a call (logged, not
 //! streamed).
@@ -99,6 +105,21 @@ pub(crate) struct Settings {
     pub place_timeout: Duration,
     /// How long the child has to answer `initialize`.
     pub start_timeout: Duration,
+    /// How long a `tools/call` waits for the child's answer.
+    pub call_timeout: Option<Duration>,
+    /// How long any other request waits for the child's answer.
+    pub request_timeout: Option<Duration>,
+}
+
+impl Settings {
+    /// How long a request of `method` waits for the child's answer.
+    pub(crate) fn timeout_for(&self, method: &str) -> Option<Duration> {
+        if method == "tools/call" {
+            self.call_timeout
+        } else {
+            self.request_timeout
+        }
+    }
 }
 
 /// How long the children that did start get to stop when another could
@@ -153,9 +174,29 @@ impl StdioBuilder {
     /// How long a call waits for a place among the calls in flight
     /// before it fails with `503` (default 30 s): a server that stopped
     /// answering, or answers slower than calls come, turns them away
-    /// instead of holding them.
+    /// instead of holding them. A call that arrives while an exited child
+    /// is started again waits for it as long (then `502`).
     pub fn place_timeout(mut self, timeout: Duration) -> Self {
         self.settings.place_timeout = timeout;
+        self
+    }
+
+    /// How long a `tools/call` waits for the child's answer (default
+    /// 30 min, the layer's default `max_runtime`; `None`: no bound); then
+    /// the call ends with `504` (or, on its stream, an error event) and the
+    /// child gets `notifications/cancelled`. Its place among the calls in
+    /// flight is free again.
+    pub fn call_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.settings.call_timeout = timeout;
+        self
+    }
+
+    /// How long any other request (`tools/list`, `resources/read`, …)
+    /// waits for the child's answer (default 60 s; `None`: no bound); then
+    /// as [`Self::call_timeout`]. Such requests run no tools, so a child
+    /// that hangs on one is not waited on as long as a tool may run.
+    pub fn request_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.settings.request_timeout = timeout;
         self
     }
 
@@ -233,6 +274,8 @@ impl StdioUpstream {
                 max_in_flight: 64,
                 place_timeout: Duration::from_secs(30),
                 start_timeout: Duration::from_secs(30),
+                call_timeout: Some(Duration::from_secs(30 * 60)),
+                request_timeout: Some(Duration::from_secs(60)),
             },
             instances: 1,
         }

@@ -2,7 +2,10 @@
 //! id, its answer (and progress, as SSE) waited for and given back; and
 //! the retry of a call that asked its client for input (`input.rs`).
 
-use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -12,6 +15,7 @@ use http_body::Frame;
 use http_body_util::StreamBody;
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 
 use super::bridge::Bridge;
 use super::calls::{NOTES, Pending, Waiter};
@@ -34,12 +38,15 @@ pub(super) async fn call(
 ) -> Response<BoxBody> {
     let modern = session.is_none();
     let client_id = message.id.map_or("null", RawValue::get).to_owned();
-    if let Some(why) = bridge.gone() {
+    let wait = bridge.settings.place_timeout;
+    let placed_by = Instant::now() + wait;
+    // A child being started again is waited for, as a place is.
+    if let Err(why) = bridge.life.wait_up(placed_by).await {
         return failed(&client_id, &why);
     }
     // The place first: a retry takes its round only once it can go on.
-    let wait = bridge.settings.place_timeout;
-    let slot = match tokio::time::timeout(wait, bridge.slots.clone().acquire_owned()).await {
+    let slot = match tokio::time::timeout_at(placed_by, bridge.slots.clone().acquire_owned()).await
+    {
         Ok(Ok(slot)) => slot,
         Ok(Err(_)) => return failed(&client_id, "The stdio server is closed"),
         Err(_) => {
@@ -98,8 +105,9 @@ pub(super) async fn call(
             }
         }
         None => {
-            let Some(own) = bridge.calls.add(waiter) else {
-                return failed(&client_id, &stopped(&bridge));
+            let own = match filed(&bridge, waiter, placed_by).await {
+                Ok(own) => own,
+                Err(why) => return failed(&client_id, &why),
             };
             match forwarded(body, message, own, modern, &bridge.token_prefix) {
                 Some(line) => (own, vec![line]),
@@ -111,11 +119,12 @@ pub(super) async fn call(
             }
         }
     };
-    let pending = Pending {
+    let mut pending = Pending {
         calls: bridge.calls.clone(),
         to_child: bridge.sender(),
         id: own,
         answered: false,
+        reason: "The client went away",
         _slot: slot,
     };
     for line in lines {
@@ -123,18 +132,107 @@ pub(super) async fn call(
             return failed(&client_id, &why);
         }
     }
+    let method = message.method.as_deref().unwrap_or_default();
+    let limit = bridge.settings.timeout_for(method);
+    let answered = bounded(answered, limit, Arc::downgrade(&bridge));
     if stream {
-        return sse(pending, noted, answered, client_id);
+        let method = method.to_owned();
+        let ending =
+            move |ended: &Ended| error_response(&client_id, -32603, &ended.message(&method));
+        return sse(pending, noted, answered, ending);
     }
     // Progress has no reader on the JSON path.
     drop(noted);
-    let mut pending = pending;
     match answered.await {
         Ok(answer) => {
             pending.answered = true;
             json(StatusCode::OK, answer)
         }
-        Err(_) => failed(&client_id, &stopped(&bridge)),
+        Err(ended) => {
+            pending.reason = ended.reason();
+            json(
+                ended.status(),
+                error_response(&client_id, -32603, &ended.message(method)),
+            )
+        }
+    }
+}
+
+/// Why a call ended without the child's answer.
+enum Ended {
+    /// The child stopped (why).
+    Stopped(String),
+    /// It did not answer within the bound.
+    TimedOut(Duration),
+}
+
+impl Ended {
+    fn status(&self) -> StatusCode {
+        match self {
+            Self::Stopped(_) => StatusCode::BAD_GATEWAY,
+            Self::TimedOut(_) => StatusCode::GATEWAY_TIMEOUT,
+        }
+    }
+
+    fn message(&self, method: &str) -> String {
+        match self {
+            Self::Stopped(why) => why.clone(),
+            Self::TimedOut(limit) => {
+                format!(
+                    "The stdio server did not answer {method} within {limit:?}; the call was cancelled"
+                )
+            }
+        }
+    }
+
+    /// The reason the child is given with its `notifications/cancelled`.
+    fn reason(&self) -> &'static str {
+        match self {
+            Self::Stopped(_) => "The stdio server stopped",
+            Self::TimedOut(_) => "The gateway's time limit for the call passed",
+        }
+    }
+}
+
+/// The call's answer, or why it will not come.
+type Answered = Pin<Box<dyn Future<Output = Result<Bytes, Ended>> + Send>>;
+
+/// `answered`, waited for at most `limit`; when the child went away
+/// before it, `bridge` says why.
+fn bounded(
+    answered: oneshot::Receiver<Bytes>,
+    limit: Option<Duration>,
+    bridge: Weak<Bridge>,
+) -> Answered {
+    Box::pin(async move {
+        let answer = match limit {
+            Some(limit) => match tokio::time::timeout(limit, answered).await {
+                Ok(answer) => answer,
+                Err(_) => return Err(Ended::TimedOut(limit)),
+            },
+            None => answered.await,
+        };
+        answer.map_err(|_| {
+            let why = bridge.upgrade().as_deref().and_then(Bridge::gone);
+            Ended::Stopped(why.unwrap_or_else(|| "The stdio server stopped".to_owned()))
+        })
+    })
+}
+
+/// Files `waiter` with the child's calls; while the child is being started
+/// again, once it runs (up to `deadline`). Or why it could not be filed.
+async fn filed(bridge: &Bridge, mut waiter: Waiter, deadline: Instant) -> Result<u64, String> {
+    loop {
+        match bridge.calls.add(waiter) {
+            Ok(own) => return Ok(own),
+            Err(back) => waiter = back,
+        }
+        bridge.life.wait_up(deadline).await?;
+        if Instant::now() >= deadline {
+            return Err(stopped(bridge));
+        }
+        // Up, but its calls not yet open: the restart is between the two.
+        tokio::task::yield_now().await;
     }
 }
 
@@ -214,25 +312,37 @@ const ERA_META: [&str; 4] = [
     "io.modelcontextprotocol/logLevel",
 ];
 
-/// The call's progress, then its answer, as SSE events; dropping the body
-/// before the answer cancels the call.
+/// The call's progress, then its answer (or, when it ends without one,
+/// the error `ending` writes), as SSE events; dropping the body before the
+/// answer cancels the call.
 fn sse(
     pending: Pending,
     noted: mpsc::Receiver<Bytes>,
-    answered: oneshot::Receiver<Bytes>,
-    client_id: String,
+    answered: Answered,
+    ending: impl Fn(&Ended) -> Bytes + Send + Sync + 'static,
 ) -> Response<BoxBody> {
-    let stopped = error_response(&client_id, -32603, "The stdio server stopped");
     enum Step {
         Notes,
         Answer,
         Done,
     }
+    let ending = Arc::new(ending);
+    // The answer, or the error, as the last event: the call is over then.
+    let last = move |pending: &mut Pending, answer: Result<Bytes, Ended>| match answer {
+        Ok(answer) => {
+            pending.answered = true;
+            answer
+        }
+        Err(ended) => {
+            pending.reason = ended.reason();
+            ending(&ended)
+        }
+    };
     let state = (pending, noted, answered, Step::Notes);
     let events = futures_util::stream::unfold(
         state,
         move |(mut pending, mut noted, mut answered, step)| {
-            let stopped = stopped.clone();
+            let last = last.clone();
             async move {
                 match step {
                     Step::Notes => {
@@ -248,18 +358,15 @@ fn sse(
                                 while let Ok(note) = noted.try_recv() {
                                     out.extend_from_slice(&event(&note));
                                 }
-                                pending.answered = answer.is_ok();
-                                let last = answer.unwrap_or_else(|_| stopped.clone());
-                                out.extend_from_slice(&event(&last));
+                                out.extend_from_slice(&event(&last(&mut pending, answer)));
                                 Some((Bytes::from(out), (pending, noted, answered, Step::Done)))
                             }
                         }
                     }
                     Step::Answer => {
                         let answer = (&mut answered).await;
-                        pending.answered = answer.is_ok();
-                        let last = answer.unwrap_or_else(|_| stopped.clone());
-                        Some((event(&last), (pending, noted, answered, Step::Done)))
+                        let last = event(&last(&mut pending, answer));
+                        Some((last, (pending, noted, answered, Step::Done)))
                     }
                     Step::Done => None,
                 }

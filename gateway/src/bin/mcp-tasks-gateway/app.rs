@@ -217,6 +217,13 @@ fn generation(args: &Args) -> Result<UpstreamGeneration, String> {
 /// initialized) now, before the gateway listens.
 async fn upstream(args: &Args, max_runtime: Option<Duration>) -> Result<Upstream, String> {
     check(args)?;
+    // How long a tools/call, and any other request, may wait for the
+    // upstream, on either transport.
+    let call_timeout = optional(
+        args.upstream_header_timeout,
+        max_runtime.map(|runtime| runtime.saturating_add(RUNTIME_MARGIN)),
+    );
+    let request_timeout = optional(args.upstream_request_timeout, Some(Duration::from_secs(60)));
     match (&args.upstream, args.command.split_first()) {
         (Some(_), Some(_)) | (None, None) => Err("one upstream, checked above".into()),
         (None, Some((program, rest))) => {
@@ -238,7 +245,12 @@ async fn upstream(args: &Args, max_runtime: Option<Duration>) -> Result<Upstream
                 builder = builder.max_in_flight(max);
             }
             let wait = required(args.place_timeout, Duration::from_secs(30), "place-timeout")?;
-            builder = builder.place_timeout(wait);
+            // The same bounds as an HTTP upstream's: a child that does not
+            // answer holds no call, and no place, for ever.
+            builder = builder
+                .place_timeout(wait)
+                .call_timeout(call_timeout)
+                .request_timeout(request_timeout);
             let stdio = builder.start().await.map_err(|error| error.to_string())?;
             Ok(Upstream::Stdio(stdio))
         }
@@ -249,14 +261,8 @@ async fn upstream(args: &Args, max_runtime: Option<Duration>) -> Result<Upstream
                     args.upstream_connect_timeout,
                     Some(Duration::from_secs(5)),
                 ))
-                .header_timeout(optional(
-                    args.upstream_header_timeout,
-                    max_runtime.map(|runtime| runtime.saturating_add(RUNTIME_MARGIN)),
-                ))
-                .request_timeout(optional(
-                    args.upstream_request_timeout,
-                    Some(Duration::from_secs(60)),
-                ))
+                .header_timeout(call_timeout)
+                .request_timeout(request_timeout)
                 .pool(
                     required(
                         args.upstream_idle_timeout,

@@ -376,7 +376,8 @@ pub struct Args {
     pub upstream_connect_timeout: Option<Human>,
     /// How long the upstream may take to send the response head of a
     /// tools/call, or of a request that names no method in Mcp-Method (as
-    /// 2025-11-25 clients send them) [default: --max-runtime + 10s, so a
+    /// 2025-11-25 clients send them); for a stdio server, how long a
+    /// tools/call waits for its answer [default: --max-runtime + 10s, so a
     /// tool answering with JSON may run that long, and a parked call ends
     /// with the runtime-limit message, not this timeout].
     #[arg(
@@ -388,7 +389,8 @@ pub struct Args {
     pub upstream_header_timeout: Option<Human>,
     /// How long the upstream may take to send the response head of any
     /// other request (initialize, tools/list, resources/read, …), named in
-    /// its Mcp-Method header [default: 60s].
+    /// its Mcp-Method header; for a stdio server, how long any request but
+    /// tools/call waits for its answer [default: 60s].
     #[arg(
         help_heading = "Upstream",
         long,
