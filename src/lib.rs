@@ -89,6 +89,7 @@ mod rewrite;
 mod runtime;
 pub mod store;
 mod task;
+mod unreached;
 pub mod wire;
 
 pub use admin::Admin;
@@ -107,4 +108,5 @@ pub use store::{
     Orphan, Quota, QuotaScope, Rerun, StoreError, TaskChange, TaskList, TaskStore,
 };
 pub use task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
+pub use unreached::Unreached;
 pub use wire::{MODERN_VERSION, TASKS_EXTENSION};

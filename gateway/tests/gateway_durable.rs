@@ -10,6 +10,7 @@
 //! | marked `idempotentHint` upstream | runs again as if named (not with `--retry-hints false`) |
 //! | named, but its attempts spent   | `failed`, with a message that says so                  |
 //! | named, still running when a drain (SIGTERM) gives up | left `working`; runs again at the next start |
+//! | named, its upstream down at the restart | waits for the upstream (no attempt spent), then runs and completes |
 
 #[path = "support/gateway.rs"]
 mod gateway;
@@ -21,7 +22,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::client::McpClient;
-use support::fixture::{FixtureMode, serve_fixture};
+use support::fixture::{FixtureMode, serve_at, serve_fixture, service};
 use support::process::Process;
 
 /// A fresh task file, removed with its WAL when dropped.
@@ -230,4 +231,48 @@ async fn a_retried_tool_still_running_when_a_drain_gives_up_runs_again_at_the_ne
         status_message(&failed).contains("shut down"),
         "a tool not named for retry fails at the drain, as before: {failed}"
     );
+}
+
+#[tokio::test]
+async fn a_rerun_waits_for_an_upstream_that_is_not_up_yet_and_spends_no_attempt_on_it() {
+    let (upstream, probe) = serve_fixture(FixtureMode::Stateless).await;
+    let (addr, url) = (upstream.addr, upstream.url.clone());
+    let file = TaskFile::new();
+    // Two attempts: the crash takes the first, so one refused connection
+    // counted as an attempt would fail the task for good.
+    let retry = ["--retry", "slow_compute=2"];
+    let mut first = gateway_on(&url, &file, &retry).await;
+    let task = park_then_kill(&mut first, &probe, "slow_compute", json!({"seconds": 1.5})).await;
+    upstream.shutdown().await;
+
+    let second = gateway_on(&url, &file, &retry).await;
+    let client = McpClient::new(&second.url);
+    let seen = client.tasks_get(&task).await;
+    assert_eq!(seen["result"]["status"], "working", "{seen}");
+    assert!(
+        second
+            .wait_log("the call waits for it", Duration::from_secs(10))
+            .await,
+        "the re-run finds the upstream down: {}",
+        second.log()
+    );
+    let waiting = client.tasks_get(&task).await;
+    assert_eq!(waiting["result"]["status"], "working", "{waiting}");
+    assert!(
+        status_message(&waiting).contains("Waiting for the inner server"),
+        "the status message says that it waits: {waiting}"
+    );
+    assert_eq!(
+        probe.started("slow_compute"),
+        1,
+        "nothing reached the upstream"
+    );
+
+    // The upstream comes back on the same address: the call goes through.
+    let _again = serve_at(addr, service(FixtureMode::Stateless, probe.clone())).await;
+    let done = client
+        .wait_task_status(&task, &["completed", "failed"], Duration::from_secs(30))
+        .await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(probe.started("slow_compute"), 2, "the tool ran once more");
 }

@@ -119,6 +119,19 @@ impl Answer {
         }
     }
 
+    /// Whether the call never reached the inner server ([`Unreached`]):
+    /// sending it again runs nothing twice.
+    ///
+    /// [`Unreached`]: crate::Unreached
+    pub(crate) fn unreached(&self) -> bool {
+        match self {
+            Self::Unusable { response, .. } => {
+                response.extensions().get::<crate::Unreached>().is_some()
+            }
+            _ => false,
+        }
+    }
+
     /// How the call ended, for a task to record; `Err` with the reason when
     /// the answer is unusable. Read only here: an answer relayed to its
     /// client never needs it.

@@ -10,6 +10,7 @@
 //! | the inner server asks for input     | `input_required`; `tasks/update` resumes it |
 //! | it asks for input too often         | `failed`: more rounds than `max_input_rounds` |
 //! | it sheds load (`requestState` only) | retried at once, a bounded number of times |
+//! | it was not reached (`Unreached`)    | sent again with backoff until it answers; the status message says so |
 //! | `tasks/cancel`, expiry              | already `cancelled` / gone; the inner call is dropped, which cancels it |
 //! | the runtime limit or TTL comes near | `failed` with the reason (see `deadline`); the call is dropped |
 //! | the layer drains and gives up       | `failed`: "the server shut down"; the call is dropped |
@@ -273,6 +274,13 @@ enum Handled {
 /// Records an answer; returns the next flight when the call must be retried.
 async fn handle(work: &mut Work, dialect: &mut dyn Dialect, answer: Answer) -> Handled {
     let settled = Handled::Ended(Ended::Settled);
+    // A call that never reached the inner server is sent again once it is
+    // up: only the first send of a round (a later one carries answers the
+    // driver no longer holds), and not a call that follows an inner task.
+    if answer.unreached() && work.round == 0 && dialect.inner_task().is_none() {
+        return Box::pin(unreached(work)).await;
+    }
+    work.unreached = 0;
     let outcome = match answer.into_outcome() {
         Ok(outcome) => outcome,
         Err(reason) => {
@@ -360,6 +368,37 @@ async fn ask(work: &mut Work, dialect: &mut dyn Dialect, result: Box<RawValue>) 
         Err(reason) => {
             settle(work, internal(format!("The tool call failed: {reason}"))).await;
             settled
+        }
+    }
+}
+
+/// The first wait before a call that did not reach the inner server is
+/// sent again, and the longest.
+const UNREACHED_BACKOFF: (Duration, Duration) =
+    (Duration::from_millis(250), Duration::from_secs(10));
+
+/// Sends again, after a backoff, a call that did not reach the inner
+/// server; the task's status message says that it waits. The driver's
+/// deadline, stop signal and drain end the wait as they end a call.
+async fn unreached(work: &mut Work) -> Handled {
+    let (first, longest) = UNREACHED_BACKOFF;
+    let wait = first
+        .saturating_mul(1 << work.unreached.min(6))
+        .min(longest);
+    work.unreached = work.unreached.saturating_add(1);
+    let message = format!(
+        "Waiting for the inner server, which could not be reached; trying again in {wait:?}"
+    );
+    tracing::info!(task = %work.id, ?wait, "the inner server could not be reached; the call waits for it");
+    if let Err(error) = work.store.set_status_message(work.id, message).await {
+        tracing::debug!(task = %work.id, %error, "status not recorded");
+    }
+    tokio::time::sleep(wait).await;
+    match reissue(work, None, None) {
+        Ok(flight) => Handled::Next(flight),
+        Err(message) => {
+            settle(work, internal(message)).await;
+            Handled::Ended(Ended::Settled)
         }
     }
 }

@@ -40,6 +40,8 @@ pub(crate) struct Work {
     pub attempts: u32,
     /// Load-shedding retries in a row.
     pub shed: u32,
+    /// Sends in a row that did not reach the inner server (`Unreached`).
+    pub unreached: u32,
     /// When the task expires (`None`: never); outcome writes are retried
     /// until then.
     pub expires: Option<Timestamp>,
@@ -126,6 +128,7 @@ impl Work {
             max_rounds: runtime.config.max_input_rounds,
             attempts: 0,
             shed: 0,
+            unreached: 0,
             expires: None,
             deadline: None,
             max_result: runtime.config.max_result_bytes,

@@ -44,10 +44,13 @@ pub(super) fn bad_gateway(error: &hyper_util::client::legacy::Error) -> Response
     }
     if error.is_connect() {
         tracing::warn!(error = %error_chain(error), "upstream unreachable");
-        answer(
+        let mut response = answer(
             StatusCode::BAD_GATEWAY,
             "the upstream MCP server is unreachable",
-        )
+        );
+        // Nothing was sent: a task's call waits for the upstream instead.
+        response.extensions_mut().insert(mcp_tasks::Unreached);
+        response
     } else {
         tracing::warn!(error = %error_chain(error), "upstream request failed");
         answer(

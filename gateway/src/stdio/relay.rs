@@ -42,7 +42,7 @@ pub(super) async fn call(
     let placed_by = Instant::now() + wait;
     // A child being started again is waited for, as a place is.
     if let Err(why) = bridge.life.wait_up(placed_by).await {
-        return failed(&client_id, &why);
+        return unreached(failed(&client_id, &why));
     }
     // The place first: a retry takes its round only once it can go on.
     let slot = match tokio::time::timeout_at(placed_by, bridge.slots.clone().acquire_owned()).await
@@ -107,7 +107,7 @@ pub(super) async fn call(
         None => {
             let own = match filed(&bridge, waiter, placed_by).await {
                 Ok(own) => own,
-                Err(why) => return failed(&client_id, &why),
+                Err(why) => return unreached(failed(&client_id, &why)),
             };
             match forwarded(body, message, own, modern, &bridge.token_prefix) {
                 Some(line) => (own, vec![line]),
@@ -234,6 +234,13 @@ async fn filed(bridge: &Bridge, mut waiter: Waiter, deadline: Instant) -> Result
         // Up, but its calls not yet open: the restart is between the two.
         tokio::task::yield_now().await;
     }
+}
+
+/// `response`, marked as the answer to a call the child never got: a
+/// task's call is sent again once a child runs.
+fn unreached(mut response: Response<BoxBody>) -> Response<BoxBody> {
+    response.extensions_mut().insert(mcp_tasks::Unreached);
+    response
 }
 
 /// `502` with a JSON-RPC error saying `why`.

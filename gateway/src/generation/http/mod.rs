@@ -358,7 +358,11 @@ async fn bridged(
                     *lock(&shared.found) = None;
                 }
                 let why = format!("The upstream could not be reached in a session: {why}");
-                return error_reply(StatusCode::BAD_GATEWAY, error_response(&id, -32603, &why));
+                let mut failed =
+                    error_reply(StatusCode::BAD_GATEWAY, error_response(&id, -32603, &why));
+                // The request itself was never sent.
+                failed.extensions_mut().insert(mcp_tasks::Unreached);
+                return failed;
             }
         };
         if method == "server/discover" {
