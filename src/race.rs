@@ -103,11 +103,18 @@ where
         .unwrap_or_else(|| bytes.clone());
     parts.headers.remove(CONTENT_LENGTH);
     if !raced {
-        // Not raced: nothing is kept for parking.
+        // Not raced: only the id is kept, for a gateway's error answer.
+        let id = call_id(&bytes, &call.id);
         let future = inner.call(Request::from_parts(parts, RequestBody::buffered(forwarded)));
         let future = Box::pin(future);
         let keep_alive = runtime.config.keep_alive;
-        return Either::Left(async move { Ok(passed(future.await?, keep_alive)) });
+        return Either::Left(async move {
+            let response = future.await?;
+            if response.status().is_server_error() {
+                return Ok(Box::pin(rewrite::with_call_id(response, id)).await);
+            }
+            Ok(passed(response, keep_alive))
+        });
     }
     // What a parked call needs later and only the request has: its owner,
     // and the credentials and extensions for re-issuing (only the listed
@@ -163,10 +170,7 @@ where
             // A gateway's own error answer gets the call's id. Boxed: rare,
             // and its state would otherwise be reserved in every call's.
             Ok(Ok(response)) if response.status().is_server_error() => {
-                let id = match parking.body.get(parking.id.clone()) {
-                    Some(_) => parking.body.slice(parking.id.clone()),
-                    None => Bytes::from_static(b"null"),
-                };
+                let id = call_id(&parking.body, &parking.id);
                 Ok(Box::pin(rewrite::with_call_id(response, id)).await)
             }
             Ok(Ok(response)) => Ok(response.map(ResponseBody::inner)),
@@ -174,6 +178,13 @@ where
             Err(_) => Ok(park(parking, caller(), future).await),
         }
     })
+}
+
+/// The call's id (its JSON text) at `at` in `body`; `null` if not there.
+fn call_id(body: &Bytes, at: &Range<usize>) -> Bytes {
+    let null = || Bytes::from_static(b"null");
+    body.get(at.clone())
+        .map_or_else(null, |_| body.slice(at.clone()))
 }
 
 /// The inner answer if it comes before `deadline`.
@@ -571,10 +582,19 @@ impl Parking {
         caller: Box<dyn CallInner>,
         flight: Flight,
         progress: Option<String>,
-    ) -> Response<ResponseBody<RB>> {
+    ) -> Response<ResponseBody<RB>>
+    where
+        RB: Body<Data = Bytes> + Send + 'static,
+        RB::Error: Into<BoxError>,
+    {
+        let id = call_id(&self.body, &self.id);
         match self.start(caller, flight, progress).await {
             Parked::Task(reply) | Parked::Lost(reply) => reply_response(reply),
-            Parked::Refused(flight) => flight.into_response().await,
+            // Refused (a full quota): a gateway's error answer gets the id.
+            Parked::Refused(flight) => {
+                let response = flight.into_response().await;
+                rewrite::with_call_id_in(response, id).await
+            }
         }
     }
 }

@@ -196,32 +196,68 @@ where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    use http::StatusCode;
-    let gateway_error = matches!(
-        response.status(),
-        StatusCode::BAD_GATEWAY | StatusCode::GATEWAY_TIMEOUT
-    );
-    if !gateway_error || !content_type(response.headers()).starts_with("application/json") {
+    if !is_gateway_error(&response) {
         return response.map(ResponseBody::inner);
     }
-    let (mut head, body) = response.into_parts();
+    let (head, body) = response.into_parts();
+    let (head, bytes) = id_patched(head, body, &id).await;
+    Response::from_parts(head, ResponseBody::full(bytes))
+}
+
+/// [`with_call_id`] for a response the layer already holds as its own.
+pub(crate) async fn with_call_id_in<B>(
+    response: Response<ResponseBody<B>>,
+    id: Bytes,
+) -> Response<ResponseBody<B>>
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    if !is_gateway_error(&response) {
+        return response;
+    }
+    let (head, body) = response.into_parts();
+    let (head, bytes) = id_patched(head, body, &id).await;
+    Response::from_parts(head, ResponseBody::full(bytes))
+}
+
+/// A `502` or `504` in JSON: a gateway's own error answer.
+fn is_gateway_error<B>(response: &Response<B>) -> bool {
+    use http::StatusCode;
+    matches!(
+        response.status(),
+        StatusCode::BAD_GATEWAY | StatusCode::GATEWAY_TIMEOUT
+    ) && content_type(response.headers()).starts_with("application/json")
+}
+
+/// The body of a gateway error answer, read, with `id` in place of its
+/// `null` id.
+async fn id_patched<B>(
+    mut head: http::response::Parts,
+    body: B,
+    id: &[u8],
+) -> (http::response::Parts, Bytes)
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    head.headers.remove(CONTENT_LENGTH);
     // Such an answer is a few hundred bytes; a larger one is not ours.
     let bytes = match http_body_util::Limited::new(body, 64 * 1024)
         .collect()
         .await
     {
         Ok(collected) => collected.to_bytes(),
-        Err(_) => return Response::from_parts(head, ResponseBody::full(Bytes::new())),
+        Err(_) => return (head, Bytes::new()),
     };
     let patched = std::str::from_utf8(&bytes)
         .ok()
-        .zip(std::str::from_utf8(&id).ok())
+        .zip(std::str::from_utf8(id).ok())
         .and_then(|(message, id)| {
             let current = Members::parse(message).ok()?.get("id")?;
             (current.get() == "null").then(|| replace(message, current.get(), id))?
         });
-    head.headers.remove(CONTENT_LENGTH);
-    Response::from_parts(head, ResponseBody::full(patched.map_or(bytes, Bytes::from)))
+    (head, patched.map_or(bytes, Bytes::from))
 }
 
 /// `message` with the JSON text `target` (a slice of it) replaced by

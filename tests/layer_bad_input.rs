@@ -319,18 +319,17 @@ async fn a_body_over_a_limit_set_further_out_answers_413_too() {
 }
 
 /// The id of a request the layer answers comes back exactly as written,
-/// whatever its shape: escapes, a number beyond `u64`, deep nesting.
+/// whatever its spelling: escapes, a number beyond `u64`.
 #[tokio::test]
 async fn the_layer_echoes_an_id_exactly_as_written() {
     let layered = Layered::start(|layer| layer).await;
     let client = layered.client();
     let task = "0123456789abcdef0123456789abcdef";
     let params = json!({"taskId": task, "_meta": client.meta(true)});
-    let deep = format!("{}1{}", "[".repeat(100), "]".repeat(100));
     for id in [
         r#""a\"b\u00e9""#,
         "123456789012345678901234567890",
-        deep.as_str(),
+        "-1.5e3",
     ] {
         let body =
             format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tasks/get","params":{params}}}"#);
@@ -345,5 +344,34 @@ async fn the_layer_echoes_an_id_exactly_as_written() {
         assert!(text.contains(&echoed), "{id} not echoed: {text}");
         assert!(text.contains("-32602"), "{text}");
     }
+    assert_still_serving(&client).await;
+}
+
+/// An id JSON-RPC forbids (MCP: a string or a number) gets `-32600` with
+/// `"id": null`: it is neither taken for a notification (`null`) nor
+/// echoed back, and the call runs nothing, parked or not.
+#[tokio::test]
+async fn a_request_whose_id_json_rpc_forbids_gets_invalid_request_and_runs_nothing() {
+    let layered = Layered::start(|layer| layer.tool_policy("greet", ToolPolicy::Always)).await;
+    let client = layered.client();
+    let params = json!({"name": "greet", "arguments": {"name": "x"}, "_meta": client.meta(true)});
+    let deep = format!("{}1{}", "[".repeat(100), "]".repeat(100));
+    for id in [
+        "null",
+        "{}",
+        r#"{"a":1}"#,
+        "[1]",
+        deep.as_str(),
+        "true",
+        "false",
+    ] {
+        let body =
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#);
+        let (status, response) = post_raw(&client, "tools/call", Some("greet"), body).await;
+        assert_eq!(status, 400, "id {id}: {response}");
+        assert_eq!(response["error"]["code"], -32600, "id {id}: {response}");
+        assert_eq!(response["id"], Value::Null, "id {id}: {response}");
+    }
+    assert_eq!(layered.probe.started("greet"), 0, "no call ran");
     assert_still_serving(&client).await;
 }

@@ -20,7 +20,9 @@ use super::raw::span;
 /// `Envelope::parse`, in `wire::read`).
 #[derive(Deserialize)]
 pub(crate) struct Envelope<'a> {
-    #[serde(borrow)]
+    /// The id as written, `null` included (a request JSON-RPC forbids,
+    /// not a notification); `None` only when there is no `id` member.
+    #[serde(borrow, default, deserialize_with = "present")]
     pub id: Option<Json<'a>>,
     #[serde(borrow)]
     pub method: Option<Text<'a>>,
@@ -28,7 +30,23 @@ pub(crate) struct Envelope<'a> {
     pub params: Option<Spanned<'a>>,
 }
 
+/// A member's value as written, `null` included.
+fn present<'de: 'a, 'a, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Json<'a>>, D::Error> {
+    Json::deserialize(deserializer).map(Some)
+}
+
 impl<'a> Envelope<'a> {
+    /// Whether this is a request whose id JSON-RPC forbids: `null`, an
+    /// object, an array or a boolean (MCP: a string or a number).
+    pub(crate) fn has_invalid_id(&self) -> bool {
+        self.method.is_some()
+            && self.id.is_some_and(|id| {
+                !matches!(id.get().as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9'))
+            })
+    }
+
     pub(super) fn parse_with<R: serde_json::de::Read<'a>>(
         mut reader: serde_json::Deserializer<R>,
     ) -> serde_json::Result<Self> {

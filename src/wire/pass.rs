@@ -47,7 +47,8 @@ pub(super) fn envelope(text: &str) -> Option<Envelope<'_>> {
     };
     pass.members(["id", "method", "params"], |pass, index| {
         match index {
-            0 => envelope.id = pass.json()?,
+            // `null` kept: an id JSON-RPC forbids, not a notification.
+            0 => envelope.id = pass.present()?,
             1 => envelope.method = pass.text()?,
             _ => envelope.params = pass.spanned()?,
         }
@@ -189,6 +190,12 @@ impl<'a> Pass<'a> {
         self.scan.skip()?;
         let text = self.text.get(start..self.scan.at())?;
         Some(Json::checked(text))
+    }
+
+    /// A value as written, `null` included.
+    fn present(&mut self) -> Option<Option<Json<'a>>> {
+        self.scan.peek()?;
+        self.spanned_value().map(Some)
     }
 
     /// An optional value as written: `null` is none.

@@ -6,7 +6,7 @@
 //!
 //! | Step | Check                                                         | Failure            |
 //! |------|---------------------------------------------------------------|--------------------|
-//! | 1    | one JSON object (no batch)                                    | `-32700`/`-32600`, 400 |
+//! | 1    | one JSON object (no batch), a request's id a string or number | `-32700`/`-32600`, 400 |
 //! | 2    | `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` match the body | `-32020`, 400      |
 //! | 3    | required `_meta` fields present                               | `-32602`, 400      |
 //! | 4    | a version the layer serves (task methods)                     | `-32022`, 400      |
@@ -40,12 +40,16 @@ use crate::push::TaskFilter;
 use crate::rewrite::Strip;
 use crate::task::TaskId;
 use crate::wire::envelope::{
-    Capabilities, Envelope, Json, Loose, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, Params,
-    Spanned, as_str, decode_name, header,
+    Capabilities, Envelope, Json, Loose, MCP_METHOD, MCP_PROTOCOL_VERSION, Params, Spanned, as_str,
+    header,
 };
 use crate::wire::jsonrpc::Reply;
 use crate::wire::raw::span;
 use crate::wire::{MODERN_VERSION, value_starts_with};
+
+mod headers;
+
+use headers::{Said, Sent, check_headers};
 
 /// Who answers a request, and what they need to know.
 #[derive(Debug)]
@@ -259,6 +263,12 @@ pub(crate) fn classify(
         Err(_) if !modern_header => return Route::Forward,
         Err(error) => return unusual(body, error),
     };
+    if envelope.has_invalid_id() {
+        return Route::Reply(Reply::invalid_request(
+            None,
+            "Invalid Request: the id must be a string or a number",
+        ));
+    }
     let spanned = envelope.params.unwrap_or_default();
     let params = &spanned.fields;
     let meta = params.meta.as_ref();
@@ -333,15 +343,14 @@ pub(crate) fn classify(
             header(headers, &MCP_METHOD)
         },
     };
-    let checked = check_headers(
-        headers,
-        sent,
+    let said = Said {
         id,
         method,
         meta_version,
-        named.as_deref(),
-        config,
-    );
+        named: named.as_deref(),
+        task_method: task_method.is_some(),
+    };
+    let checked = check_headers(headers, sent, said, config);
     if let Err(reply) = checked {
         return Route::Reply(reply);
     }
@@ -537,64 +546,4 @@ fn task_route(
         task: TaskId::parse(task_id),
         input_responses,
     })
-}
-
-/// The values of `MCP-Protocol-Version` and `Mcp-Method`.
-#[derive(Clone, Copy)]
-struct Sent<'h> {
-    version: Option<&'h str>,
-    method: Option<&'h str>,
-}
-
-/// Step 2: the routing headers agree with the body.
-fn check_headers(
-    headers: &HeaderMap,
-    sent: Sent<'_>,
-    id: Json<'_>,
-    method: &str,
-    meta_version: Option<&str>,
-    named: Option<&str>,
-    config: &TasksConfig,
-) -> Result<(), Reply> {
-    let mismatch = |message: String| Err(Reply::header_mismatch(Some(id.raw()), message));
-    if let Some(version) = meta_version
-        && sent.version != Some(version)
-    {
-        return mismatch(format!(
-            "MCP-Protocol-Version header {:?} does not match _meta protocolVersion {version:?}",
-            sent.version.unwrap_or("(missing)")
-        ));
-    }
-    match sent.method {
-        Some(value) if value == method => {}
-        other => {
-            return mismatch(format!(
-                "Mcp-Method header {:?} does not match method {method:?}",
-                other.unwrap_or("(missing)")
-            ));
-        }
-    }
-    let required = match method {
-        "tools/call" => true,
-        _ if TaskMethod::named(method).is_some() => config.require_task_name_header,
-        _ => return Ok(()),
-    };
-    let Some(raw) = headers.get(&MCP_NAME) else {
-        if required {
-            return mismatch(format!("Mcp-Name header is required for {method}"));
-        }
-        return Ok(());
-    };
-    let given = raw.to_str().ok().and_then(decode_name);
-    if given.is_none() || given.as_deref() != named {
-        return mismatch(format!(
-            "Mcp-Name header does not match the {} in the body",
-            if method == "tools/call" {
-                "tool name"
-            } else {
-                "taskId"
-            }
-        ));
-    }
-    Ok(())
 }
