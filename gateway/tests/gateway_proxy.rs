@@ -284,6 +284,66 @@ async fn a_silent_upstream_answers_504_after_the_header_timeout() {
 }
 
 #[tokio::test]
+async fn an_sse_answer_that_then_says_nothing_ends_at_the_calls_bound() {
+    // Answers every request with an SSE head, then says nothing.
+    let silent = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}/mcp", silent.local_addr().expect("addr"));
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((mut stream, _)) = silent.accept().await {
+            let mut request = [0u8; 8192];
+            let _ = stream.read(&mut request).await;
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+            let _ = stream.write_all(head.as_bytes()).await;
+            open.push(stream);
+        }
+    });
+    let bound = ["--upstream-header-timeout", "1s"];
+    let gateway = gateway::start(
+        &url,
+        &[&bound[..], &["--upstream-generation", "2026-07-28"]].concat(),
+    )
+    .await;
+    let client = McpClient::new(&gateway.url);
+
+    // A call that becomes a task: the task fails at the bound.
+    let task = client.start_task("slow", json!({})).await;
+    let ended = client
+        .wait_task_status(&task, &["failed", "completed"], Duration::from_secs(15))
+        .await;
+    assert_eq!(ended["result"]["status"], "failed", "{ended}");
+
+    // A call that stays with its client (which declares no tasks): its
+    // stream ends at the bound, though the layer's keep-alive would keep
+    // it open for ever.
+    let body = client.build_request(
+        client.next_id(),
+        "tools/call",
+        json!({"name": "slow", "arguments": {}}),
+        false,
+    );
+    let mut request = reqwest::Client::new()
+        .post(&gateway.url)
+        .timeout(Duration::from_secs(20))
+        .body(body.to_string());
+    for (name, value) in McpClient::standard_headers("tools/call", Some("slow")) {
+        request = request.header(name, value);
+    }
+    let response = request.send().await.expect("the head");
+    let read = response.text().await;
+    assert!(
+        !matches!(&read, Err(error) if error.is_timeout()),
+        "the stream ended by itself: {read:?}"
+    );
+    assert!(
+        gateway.log().contains("ran past its time limit"),
+        "{}",
+        gateway.log()
+    );
+    held.abort();
+}
+
+#[tokio::test]
 async fn half_sent_headers_are_cut_off_and_over_the_connection_limit_clients_wait() {
     let (upstream, _) = serve_fixture(FixtureMode::Stateless).await;
     let gateway = gateway::start(

@@ -47,7 +47,14 @@ pub fn accepts_sse(headers: &http::HeaderMap) -> bool {
 
 /// Whether the `Content-Type` of `headers` starts with `prefix` (lower
 /// case; leading blanks and letter case ignored), without allocating.
-pub(crate) fn is_content_type(headers: &http::HeaderMap, prefix: &str) -> bool {
+///
+/// ```
+/// let mut headers = http::HeaderMap::new();
+/// headers.insert(http::header::CONTENT_TYPE, "Text/Event-Stream; charset=utf-8".parse().unwrap());
+/// assert!(mcp_tasks::wire::is_content_type(&headers, "text/event-stream"));
+/// assert!(!mcp_tasks::wire::is_content_type(&headers, "application/json"));
+/// ```
+pub fn is_content_type(headers: &http::HeaderMap, prefix: &str) -> bool {
     headers
         .get(http::header::CONTENT_TYPE)
         .is_some_and(|value| value_starts_with(value, prefix))

@@ -45,9 +45,12 @@
 //! `http://` upstreams are supported: the upstream is expected on the same
 //! host or network, and TLS is for the side facing clients.
 
+mod bounded;
 mod connections;
 mod errors;
 mod headers;
+
+pub use bounded::{StreamTimedOut, UpstreamBody};
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -62,7 +65,6 @@ use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{Request, Response, Uri, Version};
 use http_body::Body;
 use http_body_util::{BodyExt, Either, Full};
-use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -72,9 +74,10 @@ use self::connections::Counting;
 use crate::metrics::Sent;
 use mcp_tasks::body::{BoxBody, BoxError};
 
-/// The response body of [`Proxy`]: the upstream's body, streamed, or a
-/// JSON-RPC error made here.
-pub type ProxyBody = Either<Incoming, Full<Bytes>>;
+/// The response body of [`Proxy`]: the upstream's body, streamed (an SSE
+/// answer to a POST cut at its request's time limit), or a JSON-RPC error
+/// made here.
+pub type ProxyBody = Either<UpstreamBody, Full<Bytes>>;
 
 /// An upstream URL that [`Proxy::builder`] cannot use.
 #[derive(Debug, thiserror::Error)]
@@ -285,6 +288,7 @@ where
             .get::<axum::extract::ConnectInfo<SocketAddr>>()
             .map(|info| info.0);
         let header_timeout = self.target.timeout_for(&parts.headers);
+        let post = parts.method == http::Method::POST;
         headers::prepare_request(
             &mut parts.headers,
             client_addr,
@@ -296,6 +300,7 @@ where
         let body = BoxBody::new(body.map_err(Into::into));
         let pending = self.client.request(Request::from_parts(parts, body));
         let sent = Sent::now();
+        let started = tokio::time::Instant::now();
         Box::pin(async move {
             let answer = match header_timeout {
                 Some(limit) => match tokio::time::timeout(limit, pending).await {
@@ -313,6 +318,12 @@ where
                     sent.answered(response.status());
                     let (mut parts, body) = response.into_parts();
                     headers::strip_hop_by_hop(&mut parts.headers);
+                    let sse = post
+                        && mcp_tasks::wire::is_content_type(&parts.headers, "text/event-stream");
+                    let body = match header_timeout {
+                        Some(limit) if sse => UpstreamBody::until(body, started + limit, limit),
+                        _ => UpstreamBody::open(body),
+                    };
                     Response::from_parts(parts, Either::Left(body))
                 }
                 Err(error) => {

@@ -16,11 +16,7 @@ use mcp_tasks::MODERN_VERSION;
 
 /// Whether `response` is an SSE stream.
 pub(crate) fn is_sse<B>(response: &Response<B>) -> bool {
-    response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.trim_start().starts_with("text/event-stream"))
+    mcp_tasks::wire::is_content_type(response.headers(), "text/event-stream")
 }
 
 /// The first JSON-RPC response in `response` (JSON, or the first response
