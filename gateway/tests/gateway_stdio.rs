@@ -134,13 +134,24 @@ async fn an_elicitation_of_the_stdio_server_becomes_the_tasks_input_request_and_
 async fn a_client_that_did_not_declare_elicitation_is_not_asked() {
     let gateway = gateway::start_stdio(&PYTHON, &[]).await;
     let client = McpClient::new(&gateway.url);
-    let refused = client
-        .call_tool("confirm_delete", json!({"filename": "x"}), false)
-        .await;
-    // FastMCP turns the refused elicitation into a tool error.
-    let result = &refused["result"];
-    assert_eq!(result["isError"], true, "{refused}");
-    assert!(text(result).contains("elicitation"), "{refused}");
+    let params = json!({"name": "confirm_delete", "arguments": {"filename": "x"}});
+    let refused = client.request("tools/call", params, false).await;
+    // As a 2026-07-28 server answers it: -32021 naming what is missing.
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    let refused = refused.into_response();
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert!(
+        refused["error"]["data"]["requiredCapabilities"]["elicitation"].is_object(),
+        "{refused}"
+    );
+    // The bridge took that path, and told the child to stop its call.
+    assert!(
+        gateway
+            .wait_log("the call ends with -32021", Duration::from_secs(5))
+            .await,
+        "{}",
+        gateway.log()
+    );
 }
 
 #[tokio::test]

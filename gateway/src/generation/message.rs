@@ -112,6 +112,29 @@ pub(crate) fn error_response(id: &str, code: i64, message: &str) -> Bytes {
     Bytes::from(format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{error}}}"#))
 }
 
+/// The `-32021` error response to `id` (its JSON text) of a call whose
+/// client did not declare the client capability `needed` (`elicitation`,
+/// `sampling`, `roots`), which the server asked for.
+pub(crate) fn missing_capability(id: &str, needed: &str) -> Bytes {
+    let error = serde_json::json!({
+        "code": MISSING_CAPABILITY,
+        "message": format!("The server needs the client capability {needed:?} for this call, which the request did not declare"),
+        "data": {"requiredCapabilities": {needed: {}}},
+    });
+    Bytes::from(format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{error}}}"#))
+}
+
+/// `-32021`: a client capability the call needs was not declared.
+pub(crate) const MISSING_CAPABILITY: i64 = -32021;
+
+/// Whether `message` is an error response with `code`.
+pub(crate) fn is_error(message: &[u8], code: i64) -> bool {
+    Message::read(message)
+        .and_then(|message| message.error)
+        .and_then(|error| member(error, "code"))
+        .is_some_and(|found| found.get() == code.to_string())
+}
+
 /// A JSON-RPC result response to `id` (its JSON text), as one line.
 pub(crate) fn result_response(id: &str, result: &str) -> Bytes {
     Bytes::from(format!(

@@ -31,7 +31,7 @@ use super::relayed::Relayed;
 use super::{Settings, StdioError};
 use crate::generation::declared::Declared;
 use crate::generation::message::{
-    Kind, Message, error_response, member, one_line, replaced, result_response,
+    Kind, Message, error_response, member, missing_capability, one_line, replaced, result_response,
 };
 use crate::generation::results::modernize;
 use crate::metrics;
@@ -302,14 +302,20 @@ impl Bridge {
         // until it expires.
         let call = self.calls.single().ok_or((-32603, unclear.to_owned()))?;
         let asked = asked.ok_or((-32603, unclear.to_owned()))?;
+        let cannot = || {
+            let why = format!(
+                "The client of this call cannot answer {method} (it did not declare {needed})"
+            );
+            Err((-32603, why))
+        };
         let relayed = self.calls.with(call, |waiter| {
             if !waiter.declared.iter().any(|have| have == needed) {
-                return Err((-32603, format!(
-                    "The client of this call cannot answer {method} (it did not declare {needed})"
-                )));
+                return Ok(Asking::Undeclared {
+                    modern: waiter.modern,
+                });
             }
             let Some(session) = waiter.session.as_deref().filter(|_| !waiter.modern) else {
-                return Ok(false);
+                return Ok(Asking::Round);
             };
             // A 2025-11-25 session: on the call's stream, as that
             // protocol asks; the client answers with a POST.
@@ -321,12 +327,33 @@ impl Bridge {
             );
             if waiter.notes.try_send(Bytes::from(line)).is_err() {
                 self.relayed.answer(id, session);
-                return Err((-32603, "The call's client has no stream to be asked on".to_owned()));
+                return Err((
+                    -32603,
+                    "The call's client has no stream to be asked on".to_owned(),
+                ));
             }
-            Ok(true)
+            Ok(Asking::OnStream)
         });
-        if relayed.ok_or((-32603, unclear.to_owned()))?? {
-            return Ok(());
+        match relayed.ok_or((-32603, unclear.to_owned()))?? {
+            Asking::OnStream => return Ok(()),
+            Asking::Undeclared { modern: false } => return cannot(),
+            // A 2026-07-28 call ends with -32021 naming what it lacks, as a
+            // server of that protocol answers it; the child's call stops.
+            Asking::Undeclared { modern: true } => {
+                if let Some(waiter) = self.calls.take(call) {
+                    tracing::info!(
+                        method,
+                        needed,
+                        "the stdio server asked what the call's client did not declare; the call ends with -32021"
+                    );
+                    let _ = waiter
+                        .answer
+                        .send(missing_capability(&waiter.client_id, needed));
+                    self.cancel(call, "The client cannot answer the server's request");
+                }
+                return cannot();
+            }
+            Asking::Round => {}
         }
         let waiter = self.calls.take(call).ok_or((-32603, unclear.to_owned()))?;
         let round = Round {
@@ -373,12 +400,27 @@ impl Bridge {
                 error_response(&asked.request, -32603, "The client did not answer in time");
             let _ = to_child.try_send(refused);
         }
-        let cancel = format!(
-            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{},"reason":"The client did not answer in time"}}}}"#,
-            round.call
-        );
-        let _ = to_child.try_send(Bytes::from(cancel));
+        self.cancel(round.call, "The client did not answer in time");
     }
+
+    /// Tells the child to stop its call `call` (the bridge's id), for `reason`.
+    fn cancel(&self, call: u64, reason: &str) {
+        let cancel = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{call},"reason":{}}}}}"#,
+            serde_json::to_string(reason).unwrap_or_default()
+        );
+        let _ = self.sender().try_send(Bytes::from(cancel));
+    }
+}
+
+/// How the child's request during a call is asked of its client.
+enum Asking {
+    /// On the call's stream, in a 2025-11-25 session.
+    OnStream,
+    /// As an MRTR round (2026-07-28).
+    Round,
+    /// Not at all: the client did not declare what it takes.
+    Undeclared { modern: bool },
 }
 
 /// The start of `line`, for the log.

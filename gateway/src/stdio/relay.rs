@@ -21,7 +21,9 @@ use super::bridge::Bridge;
 use super::calls::{NOTES, Pending, Waiter};
 use super::input::Resumed;
 use super::reply::json;
-use crate::generation::message::{Message, error_response, member, replaced};
+use crate::generation::message::{
+    MISSING_CAPABILITY, Message, error_response, is_error, member, replaced,
+};
 use crate::generation::results::{is_cacheable, modernize};
 use mcp_tasks::body::{BoxBody, BoxError};
 use mcp_tasks::wire::raw::edit_object;
@@ -146,7 +148,13 @@ pub(super) async fn call(
     match answered.await {
         Ok(answer) => {
             pending.answered = true;
-            json(StatusCode::OK, answer)
+            // A 2026-07-28 server answers a missing capability with 400.
+            let status = if modern && is_error(&answer, MISSING_CAPABILITY) {
+                StatusCode::BAD_REQUEST
+            } else {
+                StatusCode::OK
+            };
+            json(status, answer)
         }
         Err(ended) => {
             pending.reason = ended.reason();

@@ -10,7 +10,7 @@
 //! | `notifications/roots/list_changed` | forwarded |
 //! | a response in a session | the answer to the child's request the bridge relayed on that session's call stream (`relayed.rs`); otherwise dropped (`202`) |
 //! | other notifications | not for the child (`202`) |
-//! | `initialize` in 2026-07-28 | refused (`400`): that protocol has no handshake |
+//! | a 2026-07-28 request that fails what such a server checks (`checked.rs`: its method, `Mcp-Method`, `_meta`), or a version no generation has | refused as that server refuses it (`initialize` and `ping` are no methods of 2026-07-28: `404`) |
 //! | a session's request with an unknown `Mcp-Session-Id` | `404` |
 //! | GET | `405`: the child's own notifications are not streamed (yet) |
 //! | DELETE | the session ends |
@@ -33,6 +33,7 @@ use super::bridge::Bridge;
 use super::relay;
 use super::reply::{json, status};
 use super::sessions::{Session, Sessions};
+use crate::generation::checked;
 use crate::generation::declared::HANDSHAKE_VERSIONS;
 use crate::generation::message::{
     Kind, Message, error_response, member, replaced, result_response,
@@ -78,7 +79,8 @@ where
         .is_some_and(|version| version == MODERN_VERSION);
     let takes_sse = mcp_tasks::wire::accepts_sse(request.headers());
     let limit = children[0].settings.max_line_bytes;
-    let body = match Limited::new(request.into_body(), limit).collect().await {
+    let (parts, body) = request.into_parts();
+    let body = match Limited::new(body, limit).collect().await {
         Ok(body) => body.to_bytes(),
         Err(_) => {
             let reply = error_response("null", -32600, "The request body is too large or broken");
@@ -93,6 +95,16 @@ where
     };
     let method = message.method.as_deref().unwrap_or_default();
     let id = message.id.map_or("null", RawValue::get);
+    // What a 2026-07-28 server checks, the bridge checks for the child.
+    if let Some(refused) = checked::unknown_version(&parts.headers, message.id) {
+        return json(refused.status, refused.body);
+    }
+    if modern
+        && message.kind() == Kind::Request
+        && let Err(refused) = checked::request(&parts.headers, &message)
+    {
+        return json(refused.status, refused.body);
+    }
     let known = match &session {
         Some(session) if !modern => sessions.get(session),
         _ => None,
@@ -130,22 +142,11 @@ where
             let session = Session { child, declared };
             initialize(&bridge, &sessions, session, id, asked.as_deref())
         }
-        // A 2026-07-28 client has no handshake; the child's is the bridge's.
-        (Kind::Request, "initialize") => json(
-            StatusCode::BAD_REQUEST,
-            error_response(id, -32600, "initialize is not part of protocol 2026-07-28"),
-        ),
         (Kind::Request, "server/discover") if modern => {
             json(StatusCode::OK, bridge.declared.discover(id))
         }
-        (Kind::Request, "ping") => {
-            let result = if modern {
-                r#"{"resultType":"complete"}"#
-            } else {
-                "{}"
-            };
-            json(StatusCode::OK, result_response(id, result))
-        }
+        // Only in a session: 2026-07-28 has no ping (refused above).
+        (Kind::Request, "ping") => json(StatusCode::OK, result_response(id, "{}")),
         (Kind::Request, _) => {
             let declared = match &known {
                 Some(known) => known.declared.clone(),

@@ -22,8 +22,49 @@ use sse_stream::{Sse, SseStream};
 use super::exchange::{error_reply, is_sse, limited};
 use super::pending::Pending;
 use super::{Plain, full};
-use crate::generation::message::{Kind, Message, error_response, replaced};
+use serde_json::value::RawValue;
+
+use crate::generation::message::{Kind, Message, error_response, member, replaced};
 use crate::generation::results::modernize;
+
+/// The log levels of MCP, least severe first.
+pub(crate) const LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// The index in [`LEVELS`] of the level the JSON text `level` names.
+pub(crate) fn level(level: &RawValue) -> Option<usize> {
+    let level: String = serde_json::from_str(level.get()).ok()?;
+    LEVELS.iter().position(|known| *known == level)
+}
+
+/// Whether `message` is a log message the call's client did not ask for:
+/// 2026-07-28 sends log messages only at or above the level a request
+/// names, and none to a request that names none.
+fn unasked_log(message: &[u8], call: &Call) -> bool {
+    let Some(read) = Message::read(message) else {
+        return false;
+    };
+    if read.method.as_deref() != Some("notifications/message") {
+        return false;
+    }
+    let sent = read
+        .params
+        .and_then(|params| member(params, "level"))
+        .and_then(level);
+    match (call.log_level, sent) {
+        (Some(least), Some(sent)) => sent < least,
+        (Some(_), None) => false,
+        (None, _) => true,
+    }
+}
 
 /// How many times the message limit a whole SSE answer may carry.
 pub(crate) const STREAM_FACTOR: usize = 4;
@@ -34,6 +75,10 @@ pub(crate) struct Call {
     pub id: String,
     /// Whether its result is cacheable.
     pub cacheable: bool,
+    /// The least severe log message its client asked for
+    /// (`_meta["io.modelcontextprotocol/logLevel"]`, as a [`LEVELS`]
+    /// index); none asked, no log messages.
+    pub log_level: Option<usize>,
     /// The upstream to tell if the client goes away first.
     pub pending: Pending,
 }
@@ -110,6 +155,9 @@ fn modern_event(event: Sse, call: &mut Call) -> Bytes {
     let Some(data) = event.data.filter(|data| !data.is_empty()) else {
         return Bytes::new();
     };
+    if unasked_log(data.as_bytes(), call) {
+        return Bytes::new();
+    }
     let (data, response) = answer_for(Bytes::from(data), call);
     if response {
         call.pending.answered();
@@ -155,6 +203,7 @@ mod tests {
         let call = Call {
             id: r#""c-5""#.to_owned(),
             cacheable: true,
+            log_level: None,
             pending: Pending::settled(),
         };
         let response = for_client(upstream, call, 1 << 16).await;
@@ -193,6 +242,7 @@ mod tests {
         let call = Call {
             id: "3".to_owned(),
             cacheable: false,
+            log_level: None,
             pending: Pending::settled(),
         };
         let response = for_client(upstream, call, 1 << 16).await;
@@ -226,6 +276,7 @@ mod tests {
         let call = Call {
             id: "9".to_owned(),
             cacheable: false,
+            log_level: None,
             pending: Pending::settled(),
         };
         let response = for_client(upstream, call, 8).await;
@@ -233,5 +284,28 @@ mod tests {
         let body = response.into_body().collect().await.unwrap().to_bytes();
         let message: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(message["id"], 9);
+    }
+
+    #[tokio::test]
+    async fn log_messages_reach_only_a_client_that_asked_for_their_level() {
+        let stream = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"working\"}}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n\n";
+        for (asked, shown) in [
+            (None, false),
+            (Some(1), true),
+            (Some(0), true),
+            (Some(4), false),
+        ] {
+            let call = Call {
+                id: "9".to_owned(),
+                cacheable: false,
+                log_level: asked,
+                pending: Pending::settled(),
+            };
+            let response = for_client(sse_response(stream), call, 1 << 16).await;
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            let text = std::str::from_utf8(&body).unwrap();
+            assert_eq!(text.contains("working"), shown, "asked {asked:?}: {text}");
+            assert!(text.contains(r#""id":9"#), "the answer always: {text}");
+        }
     }
 }

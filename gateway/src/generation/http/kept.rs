@@ -29,6 +29,7 @@ use serde_json::value::RawValue;
 use super::exchange::{discover_request, error_reply, first_response, read_request};
 use super::probe::Found;
 use super::{Plain, Shared, Upstream, full, lock};
+use crate::generation::checked;
 use crate::generation::declared::HANDSHAKE_VERSIONS;
 use crate::generation::message::{Message, error_response, member, result_response};
 use mcp_tasks::MODERN_VERSION;
@@ -112,8 +113,19 @@ pub(crate) async fn unsessioned(
         Ok(body) => body,
         Err(refused) => return refused,
     };
-    let initialize = Message::read(&body).filter(|m| m.method.as_deref() == Some("initialize"));
+    let message = Message::read(&body);
+    let initialize = message
+        .as_ref()
+        .filter(|m| m.method.as_deref() == Some("initialize"));
     let Some(initialize) = initialize else {
+        // A version no generation has, outside a session: refused as a
+        // 2026-07-28 server refuses it, for an upstream that cannot.
+        let id = message.as_ref().and_then(|message| message.id);
+        if let Some(refused) = checked::unknown_version(&parts.headers, id)
+            && shared.generation(&inner, max).await == Some(Found::Legacy)
+        {
+            return error_reply(refused.status, refused.body);
+        }
         let Ok(response) = inner.oneshot(Request::from_parts(parts, full(body))).await;
         return response;
     };

@@ -74,7 +74,8 @@ use self::kept::KeptSessions;
 use self::pending::Pending;
 use self::probe::{Found, PROBE_BACKOFF, probe};
 use self::sessions::Sessions;
-use super::message::{Kind, Message, error_response, replaced};
+use super::checked;
+use super::message::{Kind, Message, error_response, member, replaced};
 use super::results::is_cacheable;
 use mcp_tasks::MODERN_VERSION;
 use mcp_tasks::body::{BoxBody, BoxError};
@@ -335,7 +336,15 @@ async fn bridged(
             return error_reply(StatusCode::BAD_REQUEST, reply);
         }
     }
+    if let Err(refused) = checked::request(&parts.headers, &message) {
+        return error_reply(refused.status, refused.body);
+    }
     let method = message.method.as_deref().unwrap_or_default().to_owned();
+    let log_level = message
+        .params
+        .and_then(|params| member(params, "_meta"))
+        .and_then(|meta| member(meta, "io.modelcontextprotocol/logLevel"))
+        .and_then(answer::level);
     // Under an id of the bridge's own: clients share the session, and two
     // of them may use the same id at once.
     let own = shared.next.fetch_add(1, Ordering::Relaxed);
@@ -393,6 +402,7 @@ async fn bridged(
         let call = Call {
             id,
             cacheable: is_cacheable(&method),
+            log_level,
             pending,
         };
         return for_client(response, call, max).await;
@@ -518,6 +528,7 @@ mod tests {
         Request::builder()
             .method(Method::POST)
             .header("mcp-protocol-version", MODERN_VERSION)
+            .header("mcp-method", "tools/list")
             .header(CONTENT_LENGTH, body.len())
             .body(Full::new(Bytes::from(body)))
             .unwrap()
