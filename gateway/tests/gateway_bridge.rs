@@ -47,18 +47,31 @@ async fn python_client(runner: &str, script: &str, args: &[&str]) -> Vec<String>
 }
 
 /// FastMCP 4.1.4's client (`tests/upstreams/python-tasks/bridge_client.py`)
-/// against `url`.
-async fn fastmcp_client(url: &str) -> Vec<String> {
+/// against `url`; with `ask`, it also calls a tool whose server asks it a
+/// question (an elicitation), which it answers.
+async fn fastmcp_client(url: &str, ask: bool) -> Vec<String> {
     let script = "tests/upstreams/python-tasks/bridge_client.py";
-    python_client("scripts/client-fastmcp.sh", script, &[url]).await
+    let args: &[&str] = if ask { &[url, "--ask"] } else { &[url] };
+    python_client("scripts/client-fastmcp.sh", script, args).await
 }
 
-/// What the client must have seen: the tools, a fast call, a task with
-/// its progress and its result, and a cancelled task.
-fn assert_served(lines: &[String]) {
+/// What the client must have seen: the tools, a fast call, with `asked`
+/// the server's question and the answer it made, a task with its progress
+/// and its result, and a cancelled task.
+fn assert_served(lines: &[String], asked: bool) {
     let has = |prefix: &str| lines.iter().any(|line| line.starts_with(prefix));
-    assert!(has("tools: greet,slow"), "{lines:?}");
+    assert!(has("tools: confirm,greet,slow"), "{lines:?}");
     assert!(has("greet: Hello, bridge!"), "{lines:?}");
+    if asked {
+        assert!(
+            has("asked: Go on?"),
+            "the question reached the client: {lines:?}"
+        );
+        assert!(
+            has("confirm: answered: yes"),
+            "its answer reached the server: {lines:?}"
+        );
+    }
     assert!(
         lines
             .iter()
@@ -93,11 +106,12 @@ async fn logged(process: &Process, needle: &str) {
 }
 
 #[tokio::test]
-async fn fastmcps_client_gets_a_task_with_progress_from_a_python_sdk_1_server_over_http() {
+async fn fastmcps_client_gets_a_task_with_progress_and_is_asked_by_a_python_sdk_1_server_over_http()
+{
     let upstream = gateway::upstream_script("upstream-python1.sh").await;
     let gateway = gateway::start(&upstream.url, &[]).await;
-    let lines = fastmcp_client(&gateway.url).await;
-    assert_served(&lines);
+    let lines = fastmcp_client(&gateway.url, true).await;
+    assert_served(&lines, true);
     logged(&gateway, "the upstream speaks protocol 2025-11-25 or older").await;
     // The cancelled task's call stopped in the server, not only here.
     logged(&upstream, "slow cancelled label=doomed").await;
@@ -107,18 +121,20 @@ async fn fastmcps_client_gets_a_task_with_progress_from_a_python_sdk_1_server_ov
 async fn fastmcps_client_gets_a_task_from_a_python_sdk_1_server_that_opens_no_session() {
     let upstream = gateway::upstream_script_with("upstream-python1.sh", &["--stateless"]).await;
     let gateway = gateway::start(&upstream.url, &[]).await;
-    let lines = fastmcp_client(&gateway.url).await;
-    // A stateless server cannot be told of the cancel (outside a session
-    // it could not tell whose call it is): the rest holds.
-    assert_served(&lines);
+    let lines = fastmcp_client(&gateway.url, false).await;
+    // A stateless server can neither ask (its question's answer would come
+    // in no session) nor be told of the cancel (outside a session it could
+    // not tell whose call it is): the rest holds.
+    assert_served(&lines, false);
     logged(&gateway, "the upstream speaks protocol 2025-11-25 or older").await;
 }
 
 #[tokio::test]
-async fn fastmcps_client_gets_a_task_with_progress_from_a_python_sdk_1_server_over_stdio() {
+async fn fastmcps_client_gets_a_task_with_progress_and_is_asked_by_a_python_sdk_1_server_over_stdio()
+ {
     let gateway = gateway::start_stdio(&PYTHON1_STDIO, &[]).await;
-    let lines = fastmcp_client(&gateway.url).await;
-    assert_served(&lines);
+    let lines = fastmcp_client(&gateway.url, true).await;
+    assert_served(&lines, true);
     logged(&gateway, "slow cancelled label=doomed").await;
 }
 
@@ -147,8 +163,8 @@ async fn the_bridge_answers_discover_from_initialize_and_keeps_each_clients_ids_
     assert_eq!(listed["ttlMs"], 0, "{listed}");
     assert_eq!(listed["cacheScope"], "private", "{listed}");
 
-    // Two clients whose calls carry the same id at once, in the bridge's
-    // one upstream session: each gets its own answer, under its own id.
+    // Two clients whose calls carry the same id at once, in the same
+    // upstream session: each gets its own answer, under its own id.
     let first = McpClient::new(&gateway.url);
     let second = McpClient::new(&gateway.url);
     let (a, b) = tokio::join!(
@@ -169,7 +185,7 @@ async fn the_bridge_answers_discover_from_initialize_and_keeps_each_clients_ids_
     assert!(
         tools["result"]["tools"]
             .as_array()
-            .is_some_and(|t| t.len() == 2)
+            .is_some_and(|t| t.len() == 3)
     );
     assert!(tools["result"].get("resultType").is_none(), "{tools}");
 }

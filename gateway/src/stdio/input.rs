@@ -14,23 +14,13 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use bytes::Bytes;
 
 use super::calls::{Calls, Waiter};
+pub(super) use crate::generation::input::{Asked, GATHER, ROUND_WAIT, capability};
+use crate::generation::input::{input_required, key};
 use crate::generation::message::result_response;
-
-/// One request of the child, asked in a round.
-pub(super) struct Asked {
-    /// The id of the child's request (JSON text), for its answer.
-    pub request: String,
-    /// Its key in `inputRequests`.
-    pub key: String,
-    pub method: String,
-    /// Its params (JSON text).
-    pub params: String,
-}
 
 /// A call whose client is asked for input.
 pub(super) struct Round {
@@ -50,13 +40,6 @@ pub(super) struct Round {
 pub(super) struct Rounds {
     open: Mutex<HashMap<String, Round>>,
 }
-
-/// How long a round waits for its client before the call is cancelled.
-pub(super) const ROUND_WAIT: Duration = Duration::from_secs(600);
-
-/// How long a round gathers requests the child sends together (a tool that
-/// asks two questions at once sends two requests back to back).
-pub(super) const GATHER: Duration = Duration::from_millis(25);
 
 impl Rounds {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Round>> {
@@ -86,7 +69,7 @@ impl Rounds {
         match (gathering.next(), gathering.next()) {
             (Some(round), None) => match asked.take() {
                 Some(mut asked) => {
-                    asked.key = format!("{}-{}", asked.key, round.asked.len() + 1);
+                    asked.key = key(&asked.key, round.asked.len() + 1);
                     round.asked.push(asked);
                     true
                 }
@@ -216,58 +199,10 @@ pub(super) enum Answered {
     Nobody,
 }
 
-/// The capability a client needs to answer `method`.
-pub(super) fn capability(method: &str) -> Option<&'static str> {
-    match method {
-        "elicitation/create" => Some("elicitation"),
-        "sampling/createMessage" => Some("sampling"),
-        "roots/list" => Some("roots"),
-        _ => None,
-    }
-}
-
-/// The `input_required` result that asks `asked`, with `token` as the
-/// `requestState`.
-fn input_required(asked: &[Asked], token: &str) -> String {
-    let requests: Vec<String> = asked
-        .iter()
-        .map(|asked| {
-            format!(
-                r#"{}:{{"method":{},"params":{}}}"#,
-                serde_json::to_string(&asked.key).unwrap_or_default(),
-                serde_json::to_string(&asked.method).unwrap_or_default(),
-                asked.params
-            )
-        })
-        .collect();
-    format!(
-        r#"{{"resultType":"input_required","inputRequests":{{{}}},"requestState":"{token}"}}"#,
-        requests.join(",")
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn asked(key: &str) -> Asked {
-        Asked {
-            request: "3".into(),
-            key: key.into(),
-            method: "elicitation/create".into(),
-            params: r#"{"message":"Go?"}"#.into(),
-        }
-    }
-
-    #[test]
-    fn an_input_round_is_a_valid_mrtr_result() {
-        let text = input_required(&[asked("a"), asked("b")], "t0k");
-        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(value["resultType"], "input_required");
-        assert_eq!(value["inputRequests"]["a"]["method"], "elicitation/create");
-        assert_eq!(value["inputRequests"]["b"]["params"]["message"], "Go?");
-        assert_eq!(value["requestState"], "t0k");
-    }
+    use crate::generation::input::tests::asked;
 
     #[test]
     fn a_round_is_taken_for_its_retry_only_once_its_client_was_asked() {

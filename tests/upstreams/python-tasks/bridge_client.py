@@ -2,14 +2,16 @@
 2026-07-28, the tasks extension from fastmcp-tasks) against a server of an
 older generation behind the gateway, as a user of it would call it.
 
-    python bridge_client.py URL
+    python bridge_client.py URL [--ask]
 
-Lists the tools, calls `greet` (fast), starts `slow` as a task and follows it
-with `tasks/get` to its result, then starts another and cancels it. Prints
-one line per step:
+Lists the tools, calls `greet` (fast), with `--ask` calls `confirm`, whose
+question (an elicitation of the server's) the client answers `ok: true`,
+starts `slow` as a task and follows it with `tasks/get` to its result, then
+starts another and cancels it. Prints one line per step:
 
-    tools: greet,slow
+    tools: confirm,greet,slow
     greet: Hello, bridge!
+    confirm: answered: yes               (with --ask; the question asked is logged as "asked: ...")
     task: <id> working
     status: <statusMessage>            (each new one while it runs)
     result: bridge done after 2.0s
@@ -46,12 +48,21 @@ async def follow(task: Any) -> None:
         await asyncio.sleep(0.1)
 
 
-async def main(url: str) -> None:
-    async with Client(url) as client:
+async def answer(message: str, response_type: Any, params: Any, context: Any) -> dict:
+    """Answers every question of the server: yes."""
+    print(f"asked: {message}", flush=True)
+    return {"ok": True}
+
+
+async def main(url: str, ask: bool) -> None:
+    async with Client(url, elicitation_handler=answer) as client:
         tools = await client.list_tools()
         print("tools: " + ",".join(sorted(tool.name for tool in tools)), flush=True)
         greeted = await client.call_tool("greet", {"name": "bridge"})
         print(f"greet: {text(greeted)}", flush=True)
+        if ask:
+            confirmed = await client.call_tool("confirm", {"question": "Go on?"})
+            print(f"confirm: {text(confirmed)}", flush=True)
         task = await call_tool_task(client, "slow", {"seconds": 2.0, "label": "bridge"})
         print(f"task: {task.task_id} {task.create_result.status}", flush=True)
         await follow(task)
@@ -64,6 +75,6 @@ async def main(url: str) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3) or sys.argv[2:] not in ([], ["--ask"]):
         sys.exit(__doc__)
-    asyncio.run(main(sys.argv[1]))
+    asyncio.run(main(sys.argv[1], sys.argv[2:] == ["--ask"]))

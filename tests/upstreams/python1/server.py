@@ -8,6 +8,8 @@ Tools:
 - `slow(seconds, label="slow")`: `{label} done after {seconds}s`, with
   `notifications/progress` every 200 ms (`step N of M`) when the call
   carries a progress token.
+- `confirm(question)`: asks the client `question` (an `elicitation/create`
+  for `{ok: bool}`), then answers `answered: yes|no` or `answered: ACTION`.
 
 Usage:
     python server.py HOST:PORT              # Streamable HTTP, sessions; port 0 picks a free port
@@ -25,6 +27,7 @@ import os
 import sys
 
 from mcp.server.fastmcp import Context, FastMCP
+from pydantic import BaseModel
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 from serving import serve  # noqa: E402  (the shared uvicorn runner)
@@ -40,6 +43,21 @@ def log(text: str) -> None:
 def greet(name: str) -> str:
     """Answers `Hello, {name}!` at once."""
     return f"Hello, {name}!"
+
+
+class Answer(BaseModel):
+    """What `confirm` asks for."""
+
+    ok: bool
+
+
+@mcp.tool()
+async def confirm(question: str, ctx: Context) -> str:
+    """Asks the client `question` (an elicitation) and says what it answered."""
+    answered = await ctx.elicit(message=question, schema=Answer)
+    if answered.action == "accept":
+        return f"answered: {'yes' if answered.data.ok else 'no'}"
+    return f"answered: {answered.action}"
 
 
 @mcp.tool()

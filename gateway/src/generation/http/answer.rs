@@ -3,92 +3,38 @@
 //!
 //! | Answer | For the bridge itself (`initialize`, the probe) | For a client |
 //! |--------|-------------------------------------------------|--------------|
-//! | `application/json` | read whole, up to the message limit | read whole, up to the message limit, [`modernize`]d |
-//! | `text/event-stream` | read up to the first response | each event passed on as it comes; a response among them [`modernize`]d; `id` and `retry` dropped (2026-07-28 has no resumable streams); the whole stream cut at [`STREAM_FACTOR`] times the message limit |
+//! | `application/json` | read whole, up to the message limit | read whole, up to the message limit, made a 2026-07-28 answer (`events.rs`) |
+//! | `text/event-stream` | read up to the first response | each event passed on as it comes (`events.rs`); a response among them made a 2026-07-28 answer; `id` and `retry` dropped (2026-07-28 has no resumable streams); the whole stream cut at [`STREAM_FACTOR`] times the message limit |
 //! | anything else | no answer | passed on as it came |
 //!
 //! An answer over its limit fails: the bridge's own request with an error,
 //! a client's JSON with a `502` JSON-RPC error, a client's stream by ending
 //! it (the call's waiter then sees a cut stream, as with any broken one).
 
-use bytes::Bytes;
 use futures_util::TryStreamExt;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{Response, StatusCode};
 use http_body::Frame;
 use http_body_util::{BodyExt, Limited, StreamBody};
-use sse_stream::{Sse, SseStream};
+use sse_stream::SseStream;
 
+use super::events::{Call, answer_for, modern_event};
 use super::exchange::{error_reply, is_sse, limited};
-use super::pending::Pending;
+use super::rounds::{Asking, relayed};
 use super::{Plain, full};
-use serde_json::value::RawValue;
-
-use crate::generation::message::{Kind, Message, error_response, member, replaced};
-use crate::generation::results::modernize;
-
-/// The log levels of MCP, least severe first.
-pub(crate) const LEVELS: [&str; 8] = [
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
-
-/// The index in [`LEVELS`] of the level the JSON text `level` names.
-pub(crate) fn level(level: &RawValue) -> Option<usize> {
-    let level: String = serde_json::from_str(level.get()).ok()?;
-    LEVELS.iter().position(|known| *known == level)
-}
-
-/// Whether `message` is a log message the call's client did not ask for:
-/// 2026-07-28 sends log messages only at or above the level a request
-/// names, and none to a request that names none.
-fn unasked_log(message: &[u8], call: &Call) -> bool {
-    let Some(read) = Message::read(message) else {
-        return false;
-    };
-    if read.method.as_deref() != Some("notifications/message") {
-        return false;
-    }
-    let sent = read
-        .params
-        .and_then(|params| member(params, "level"))
-        .and_then(level);
-    match (call.log_level, sent) {
-        (Some(least), Some(sent)) => sent < least,
-        (Some(_), None) => false,
-        (None, _) => true,
-    }
-}
+use crate::generation::message::error_response;
 
 /// How many times the message limit a whole SSE answer may carry.
 pub(crate) const STREAM_FACTOR: usize = 4;
 
-/// A 2026-07-28 call as the bridge sent it on.
-pub(crate) struct Call {
-    /// The client's id (JSON text), put back on the answer.
-    pub id: String,
-    /// Whether its result is cacheable.
-    pub cacheable: bool,
-    /// The least severe log message its client asked for
-    /// (`_meta["io.modelcontextprotocol/logLevel"]`, as a [`LEVELS`]
-    /// index); none asked, no log messages.
-    pub log_level: Option<usize>,
-    /// The upstream to tell if the client goes away first.
-    pub pending: Pending,
-}
-
 /// `response`, an older upstream's answer to `call`, as a 2026-07-28
-/// server would send it.
+/// server would send it. A client that can be asked the upstream's
+/// questions (`asking`) gets them as input rounds (`rounds.rs`).
 pub(crate) async fn for_client(
     response: Response<Plain>,
     mut call: Call,
     max: usize,
+    asking: Option<Asking>,
 ) -> Response<Plain> {
     let sse = is_sse(&response);
     let json = !sse
@@ -101,7 +47,12 @@ pub(crate) async fn for_client(
     parts.headers.remove("mcp-session-id");
     if sse {
         parts.headers.remove(CONTENT_LENGTH);
-        let events = SseStream::new(limited(body, max.saturating_mul(STREAM_FACTOR)))
+        let events = SseStream::new(limited(body, max.saturating_mul(STREAM_FACTOR)));
+        if let Some(asking) = asking {
+            let events = events.map_err(|error| std::io::Error::other(error.to_string()));
+            return Response::from_parts(parts, relayed(Box::pin(events), call, asking));
+        }
+        let events = events
             .map_ok(move |event| Frame::data(modern_event(event, &mut call)))
             .map_err(|error| std::io::Error::other(error.to_string()));
         return Response::from_parts(parts, StreamBody::new(events).boxed_unsync());
@@ -133,55 +84,13 @@ pub(crate) async fn for_client(
     }
 }
 
-/// One message of the upstream on `call`'s answer: the response to it
-/// [`modernize`]d under the client's id, any other message as it is.
-/// Whether it was the response.
-fn answer_for(message: Bytes, call: &Call) -> (Bytes, bool) {
-    let id = match Message::read(&message) {
-        Some(read) if read.kind() == Kind::Response => read.id,
-        _ => return (message, false),
-    };
-    let restored = id.and_then(|id| replaced(&message, &[(id, &call.id)]));
-    let message = restored.unwrap_or(message);
-    (modernize(message, call.cacheable), true)
-}
-
-/// One event of an older upstream's stream, written for a 2026-07-28
-/// client: without `id` and `retry` (no resumable streams), each line of
-/// its data on a `data:` line of its own; an event with no data (a
-/// 2025-11-25 priming event) is left out. The response marks the call
-/// answered.
-fn modern_event(event: Sse, call: &mut Call) -> Bytes {
-    let Some(data) = event.data.filter(|data| !data.is_empty()) else {
-        return Bytes::new();
-    };
-    if unasked_log(data.as_bytes(), call) {
-        return Bytes::new();
-    }
-    let (data, response) = answer_for(Bytes::from(data), call);
-    if response {
-        call.pending.answered();
-    }
-    let mut out = Vec::with_capacity(data.len() + 32);
-    if let Some(name) = &event.event {
-        out.extend_from_slice(b"event: ");
-        out.extend_from_slice(name.as_bytes());
-        out.push(b'\n');
-    }
-    for line in data.split(|byte| *byte == b'\n') {
-        out.extend_from_slice(b"data: ");
-        out.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
-        out.push(b'\n');
-    }
-    out.push(b'\n');
-    Bytes::from(out)
-}
-
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
     use http::HeaderValue;
 
     use super::super::exchange::first_response;
+    use super::super::pending::Pending;
     use super::*;
 
     fn sse_response(text: &'static str) -> Response<Plain> {
@@ -206,7 +115,7 @@ mod tests {
             log_level: None,
             pending: Pending::settled(),
         };
-        let response = for_client(upstream, call, 1 << 16).await;
+        let response = for_client(upstream, call, 1 << 16, None).await;
         assert!(response.headers().get("mcp-session-id").is_none());
         let body = response.into_body().collect().await.unwrap().to_bytes();
         let text = std::str::from_utf8(&body).unwrap();
@@ -245,7 +154,7 @@ mod tests {
             log_level: None,
             pending: Pending::settled(),
         };
-        let response = for_client(upstream, call, 1 << 16).await;
+        let response = for_client(upstream, call, 1 << 16, None).await;
         let body = response.into_body().collect().await.unwrap().to_bytes();
         let text = std::str::from_utf8(&body).unwrap();
         assert!(text.starts_with("event: message\ndata: "), "{text}");
@@ -279,7 +188,7 @@ mod tests {
             log_level: None,
             pending: Pending::settled(),
         };
-        let response = for_client(upstream, call, 8).await;
+        let response = for_client(upstream, call, 8, None).await;
         assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
         let body = response.into_body().collect().await.unwrap().to_bytes();
         let message: serde_json::Value = serde_json::from_slice(&body).unwrap();
@@ -301,7 +210,7 @@ mod tests {
                 log_level: asked,
                 pending: Pending::settled(),
             };
-            let response = for_client(sse_response(stream), call, 1 << 16).await;
+            let response = for_client(sse_response(stream), call, 1 << 16, None).await;
             let body = response.into_body().collect().await.unwrap().to_bytes();
             let text = std::str::from_utf8(&body).unwrap();
             assert_eq!(text.contains("working"), shown, "asked {asked:?}: {text}");

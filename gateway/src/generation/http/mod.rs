@@ -35,16 +35,20 @@
 //! ([`UpstreamGeneration`]). A request body, and an answer read
 //! whole, are capped at the message limit (`413` and `502` past it).
 //!
-//! Not yet: the upstream's questions (elicitation, sampling, roots) as
-//! `input_required` rounds (the session declares no client capabilities,
-//! so the upstream does not ask), and the other way round, a 2026-07-28
-//! upstream's `input_required` results for a 2025-11-25 client.
+//! The upstream's questions during a call (elicitation, sampling, roots)
+//! are asked of a client that declared what they need as `input_required`
+//! rounds (`rounds.rs`), in a session that declared the same.
+//!
+//! Not yet: the other way round, a 2026-07-28 upstream's `input_required`
+//! results for a 2025-11-25 client; `subscriptions/listen`.
 
 mod answer;
+mod events;
 mod exchange;
 mod kept;
 mod pending;
 mod probe;
+mod rounds;
 mod sessions;
 
 use std::convert::Infallible;
@@ -68,17 +72,20 @@ use serde_json::value::RawValue;
 use tower::util::BoxCloneSyncService;
 use tower::{Service, ServiceExt};
 
-use self::answer::{Call, for_client};
+use self::answer::for_client;
+use self::events::Call;
 use self::exchange::{error_reply, read_request};
 use self::kept::KeptSessions;
 use self::pending::Pending;
 use self::probe::{Found, PROBE_BACKOFF, probe};
+use self::rounds::{Asking, Rounds};
 use self::sessions::Sessions;
-use super::checked;
 use super::message::{Kind, Message, error_response, member, replaced};
 use super::results::is_cacheable;
+use super::{checked, input};
 use mcp_tasks::MODERN_VERSION;
 use mcp_tasks::body::{BoxBody, BoxError};
+use mcp_tasks::wire::raw::Members;
 
 /// The message limit unless set: a request body, or an answer the bridge
 /// reads whole (an SSE answer may carry four times as much in all).
@@ -139,7 +146,11 @@ struct Shared {
     probing: tokio::sync::Mutex<()>,
     /// No probe before then: the last one could not tell.
     quiet_until: Mutex<Option<Instant>>,
-    sessions: Sessions,
+    /// The upstream sessions, one per set of client capabilities (a mask of
+    /// [`crate::generation::input::ASKABLE`]).
+    sessions: [Sessions; 8],
+    /// The calls whose client is asked for input (`rounds.rs`).
+    rounds: Arc<Rounds>,
     /// The sessions of 2025-11-25 clients kept here (`kept.rs`).
     kept: KeptSessions,
     /// The next id of a bridged request.
@@ -170,7 +181,8 @@ impl GenerationBridge {
             found: Mutex::new(found),
             probing: tokio::sync::Mutex::new(()),
             quiet_until: Mutex::new(None),
-            sessions: Sessions::default(),
+            sessions: std::array::from_fn(|_| Sessions::default()),
+            rounds: Arc::default(),
             kept: KeptSessions::default(),
             next: AtomicU64::new(1),
         };
@@ -344,7 +356,25 @@ async fn bridged(
         .params
         .and_then(|params| member(params, "_meta"))
         .and_then(|meta| member(meta, "io.modelcontextprotocol/logLevel"))
-        .and_then(answer::level);
+        .and_then(events::level);
+    // The retry of a call that asked its client: it goes on where it was.
+    let state = message
+        .params
+        .and_then(|params| member(params, "requestState"))
+        .and_then(|state| serde_json::from_str::<String>(state.get()).ok());
+    if let Some(token) = state {
+        return rounds::resume(&shared.rounds, &inner, &token, &message, id, log_level).await;
+    }
+    // What the client can be asked; the session it goes in declared the same.
+    let mask = message
+        .params
+        .and_then(|params| member(params, "_meta"))
+        .and_then(|meta| member(meta, "io.modelcontextprotocol/clientCapabilities"))
+        .and_then(|capabilities| Members::parse(capabilities.get()).ok())
+        .map_or(0, |members| {
+            input::declared(members.0.iter().map(|(name, _)| &**name))
+        });
+    let sessions = &shared.sessions[mask];
     // Under an id of the bridge's own: clients share the session, and two
     // of them may use the same id at once.
     let own = shared.next.fetch_add(1, Ordering::Relaxed);
@@ -357,7 +387,7 @@ async fn bridged(
     };
     let mut again = true;
     loop {
-        let session = match shared.sessions.get(&inner, max).await {
+        let session = match sessions.get(&inner, max, mask).await {
             Ok(session) => session,
             Err(why) => {
                 tracing::warn!(%why, "no upstream session for a 2026-07-28 request");
@@ -396,7 +426,7 @@ async fn bridged(
         if response.status() == StatusCode::NOT_FOUND && again && session.id.is_some() {
             pending.answered();
             again = false;
-            shared.sessions.lost(&session);
+            sessions.lost(&session);
             continue;
         }
         let call = Call {
@@ -405,7 +435,13 @@ async fn bridged(
             log_level,
             pending,
         };
-        return for_client(response, call, max).await;
+        let asking = (mask != 0).then(|| Asking {
+            rounds: shared.rounds.clone(),
+            inner: inner.clone(),
+            session: session.clone(),
+            mask,
+        });
+        return for_client(response, call, max, asking).await;
     }
 }
 
@@ -447,128 +483,4 @@ fn accepted() -> Response<Plain> {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::sync::Mutex;
-
-    use http_body_util::Full;
-
-    use super::*;
-
-    /// An older upstream that forgets its sessions when `restarted`.
-    #[derive(Default)]
-    struct Fake {
-        opened: usize,
-        restarted: bool,
-        ids: Vec<String>,
-    }
-
-    fn upstream(
-        fake: Arc<Mutex<Fake>>,
-    ) -> impl Service<
-        Request<BoxBody>,
-        Response = Response<Full<Bytes>>,
-        Error = Infallible,
-        Future = impl Future<Output = Result<Response<Full<Bytes>>, Infallible>> + Send,
-    > + Clone
-    + Send
-    + Sync
-    + 'static {
-        tower::service_fn(move |request: Request<BoxBody>| {
-            let fake = fake.clone();
-            async move {
-                let session = request.headers().get("mcp-session-id").cloned();
-                let length = request.headers().get(CONTENT_LENGTH).cloned();
-                let body = request.into_body().collect().await.unwrap().to_bytes();
-                if let Some(length) = length {
-                    assert_eq!(length.to_str().unwrap(), body.len().to_string());
-                }
-                let message: serde_json::Value = serde_json::from_slice(&body).unwrap();
-                let mut fake = fake.lock().unwrap();
-                let mut response = Response::new(Full::new(Bytes::new()));
-                match message["method"].as_str() {
-                    Some("initialize") => {
-                        fake.opened += 1;
-                        fake.restarted = false;
-                        let result = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}}"#;
-                        *response.body_mut() = Full::new(Bytes::from_static(result.as_bytes()));
-                        let id = HeaderValue::from_str(&format!("s-{}", fake.opened)).unwrap();
-                        response.headers_mut().insert("mcp-session-id", id);
-                    }
-                    Some("notifications/initialized") => {
-                        *response.status_mut() = StatusCode::ACCEPTED
-                    }
-                    _ if fake.restarted || session.is_none() => {
-                        *response.status_mut() = StatusCode::NOT_FOUND
-                    }
-                    _ => {
-                        fake.ids.push(message["id"].to_string());
-                        let answer = json_answer(&message["id"], r#"{"tools":[]}"#);
-                        *response.body_mut() = Full::new(answer);
-                    }
-                }
-                response.headers_mut().insert(
-                    http::header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                );
-                Ok::<_, Infallible>(response)
-            }
-        })
-    }
-
-    fn json_answer(id: &serde_json::Value, result: &str) -> Bytes {
-        Bytes::from(format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
-        ))
-    }
-
-    fn list(id: &str) -> Request<Full<Bytes>> {
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
-        );
-        Request::builder()
-            .method(Method::POST)
-            .header("mcp-protocol-version", MODERN_VERSION)
-            .header("mcp-method", "tools/list")
-            .header(CONTENT_LENGTH, body.len())
-            .body(Full::new(Bytes::from(body)))
-            .unwrap()
-    }
-
-    async fn answer(
-        bridge: &mut GenerationBridge,
-        request: Request<Full<Bytes>>,
-    ) -> serde_json::Value {
-        let Ok(response) = bridge.call(request).await;
-        assert_eq!(response.status(), StatusCode::OK);
-        let body = response.into_body().collect().await.unwrap().to_bytes();
-        serde_json::from_slice(&body).unwrap()
-    }
-
-    #[tokio::test]
-    async fn a_session_the_upstream_lost_is_opened_again_and_the_request_sent_once_more() {
-        let fake = Arc::new(Mutex::new(Fake::default()));
-        let mut bridge = GenerationBridge::new(upstream(fake.clone()), UpstreamGeneration::Legacy);
-        let first = answer(&mut bridge, list(r#""a""#)).await;
-        assert_eq!(first["id"], "a", "{first}");
-        assert_eq!(first["result"]["cacheScope"], "private", "{first}");
-        fake.lock().unwrap().restarted = true;
-        let second = answer(&mut bridge, list(r#""a""#)).await;
-        assert_eq!(second["id"], "a", "the client's id again: {second}");
-        assert_eq!(second["result"]["resultType"], "complete", "{second}");
-        let fake = fake.lock().unwrap();
-        assert_eq!(fake.opened, 2, "one session, then a second after the loss");
-        assert_eq!(
-            fake.ids,
-            ["1", "2"],
-            "the upstream saw the bridge's own ids"
-        );
-    }
-
-    #[test]
-    fn an_operator_names_a_generation_by_its_version() {
-        assert_eq!("auto".parse(), Ok(UpstreamGeneration::Auto));
-        assert_eq!(MODERN_VERSION.parse(), Ok(UpstreamGeneration::Modern));
-        assert_eq!("2025-06-18".parse(), Ok(UpstreamGeneration::Legacy));
-        assert!("2027-01-01".parse::<UpstreamGeneration>().is_err());
-    }
-}
+mod tests;

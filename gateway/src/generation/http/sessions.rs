@@ -3,9 +3,9 @@
 //!
 //! | Rule | Why |
 //! |------|-----|
-//! | one session, opened on the first request that needs it | a 2026-07-28 request depends on no earlier one, so any session serves it; an older server takes concurrent requests in one session |
+//! | one session per set of client capabilities (elicitation, sampling, roots: at most eight), opened on the first request that needs it | a 2026-07-28 request depends on no earlier one, so any session with its client's capabilities serves it; an older server takes concurrent requests in one session |
 //! | opened by one request at a time; the others wait for it | no burst of sessions when many requests arrive at once |
-//! | opened with no client capabilities | the bridge cannot yet carry the upstream's questions (elicitation, sampling, roots) to a 2026-07-28 client as input rounds, so the upstream must not ask them |
+//! | opened with the capabilities the request's client declared, no more | the upstream asks only what that client can answer, as an input round (`rounds.rs`) |
 //! | dropped when the upstream answers `404` to it, and opened again | the upstream restarted or expired it; the request is sent once more in the new one |
 //! | its `initialize` answer kept | it is the upstream's `server/discover` answer |
 //! | an upstream that opens no session (`Mcp-Session-Id` absent) gets requests without one | a stateless 2025-era server serves each request alone |
@@ -54,7 +54,15 @@ pub(crate) struct Sessions {
 impl Sessions {
     /// The open session, or a new one opened through `inner` (answers read
     /// up to `max` bytes).
-    pub(crate) async fn get(&self, inner: &Upstream, max: usize) -> Result<Arc<Session>, String> {
+    /// `mask` names the client capabilities it declares
+    /// ([`crate::generation::input::declared`]); one `Sessions` is always
+    /// asked with the same.
+    pub(crate) async fn get(
+        &self,
+        inner: &Upstream,
+        max: usize,
+        mask: usize,
+    ) -> Result<Arc<Session>, String> {
         if let Some(open) = self.current() {
             return Ok(open);
         }
@@ -64,7 +72,7 @@ impl Sessions {
             return Ok(open);
         }
         self.backing_off()?;
-        let opened = tokio::time::timeout(OPEN_WAIT, open(inner.clone(), max))
+        let opened = tokio::time::timeout(OPEN_WAIT, open(inner.clone(), max, mask))
             .await
             .unwrap_or_else(|_| Err(format!("it did not answer initialize within {OPEN_WAIT:?}")));
         let session = match opened {
@@ -77,6 +85,7 @@ impl Sessions {
         tracing::info!(
             session = ?session.id,
             version = ?session.version,
+            capabilities = %crate::generation::input::capabilities(mask),
             "opened an upstream session for 2026-07-28 clients"
         );
         *self.lock() = Some(session.clone());
@@ -113,10 +122,11 @@ impl Sessions {
 }
 
 /// Opens a session: `initialize`, then `notifications/initialized`.
-async fn open(inner: Upstream, max: usize) -> Result<Session, String> {
+async fn open(inner: Upstream, max: usize, mask: usize) -> Result<Session, String> {
     let version = env!("CARGO_PKG_VERSION");
+    let capabilities = crate::generation::input::capabilities(mask);
     let initialize = format!(
-        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{ASKED_VERSION}","capabilities":{{}},"clientInfo":{{"name":"mcp-tasks-gateway","version":"{version}"}}}}}}"#
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{ASKED_VERSION}","capabilities":{capabilities},"clientInfo":{{"name":"mcp-tasks-gateway","version":"{version}"}}}}}}"#
     );
     let request = own_request(
         initialize,

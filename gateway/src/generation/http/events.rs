@@ -1,0 +1,108 @@
+//! One 2026-07-28 call as the bridge sent it on, and each event of its
+//! answer's stream as the client gets it: the response under the client's
+//! id and [`modernize`]d, the log messages it did not ask for left out.
+
+use bytes::Bytes;
+use serde_json::value::RawValue;
+use sse_stream::Sse;
+
+use super::pending::Pending;
+use crate::generation::message::{Kind, Message, member, replaced};
+use crate::generation::results::modernize;
+
+/// A 2026-07-28 call as the bridge sent it on.
+pub(crate) struct Call {
+    /// The client's id (JSON text), put back on the answer.
+    pub id: String,
+    /// Whether its result is cacheable.
+    pub cacheable: bool,
+    /// The least severe log message its client asked for
+    /// (`_meta["io.modelcontextprotocol/logLevel"]`, as a [`LEVELS`]
+    /// index); none asked, no log messages.
+    pub log_level: Option<usize>,
+    /// The upstream to tell if the client goes away first.
+    pub pending: Pending,
+}
+
+/// The log levels of MCP, least severe first.
+pub(crate) const LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// The index in [`LEVELS`] of the level the JSON text `level` names.
+pub(crate) fn level(level: &RawValue) -> Option<usize> {
+    let level: String = serde_json::from_str(level.get()).ok()?;
+    LEVELS.iter().position(|known| *known == level)
+}
+
+/// Whether `message` is a log message the call's client did not ask for:
+/// 2026-07-28 sends log messages only at or above the level a request
+/// names, and none to a request that names none.
+fn unasked_log(message: &[u8], call: &Call) -> bool {
+    let Some(read) = Message::read(message) else {
+        return false;
+    };
+    if read.method.as_deref() != Some("notifications/message") {
+        return false;
+    }
+    let sent = read
+        .params
+        .and_then(|params| member(params, "level"))
+        .and_then(level);
+    match (call.log_level, sent) {
+        (Some(least), Some(sent)) => sent < least,
+        (Some(_), None) => false,
+        (None, _) => true,
+    }
+}
+
+/// One message of the upstream on `call`'s answer: the response to it
+/// [`modernize`]d under the client's id, any other message as it is.
+/// Whether it was the response.
+pub(crate) fn answer_for(message: Bytes, call: &Call) -> (Bytes, bool) {
+    let id = match Message::read(&message) {
+        Some(read) if read.kind() == Kind::Response => read.id,
+        _ => return (message, false),
+    };
+    let restored = id.and_then(|id| replaced(&message, &[(id, &call.id)]));
+    let message = restored.unwrap_or(message);
+    (modernize(message, call.cacheable), true)
+}
+
+/// One event of an older upstream's stream, written for a 2026-07-28
+/// client: without `id` and `retry` (no resumable streams), each line of
+/// its data on a `data:` line of its own; an event with no data (a
+/// 2025-11-25 priming event) is left out. The response marks the call
+/// answered.
+pub(crate) fn modern_event(event: Sse, call: &mut Call) -> Bytes {
+    let Some(data) = event.data.filter(|data| !data.is_empty()) else {
+        return Bytes::new();
+    };
+    if unasked_log(data.as_bytes(), call) {
+        return Bytes::new();
+    }
+    let (data, response) = answer_for(Bytes::from(data), call);
+    if response {
+        call.pending.answered();
+    }
+    let mut out = Vec::with_capacity(data.len() + 32);
+    if let Some(name) = &event.event {
+        out.extend_from_slice(b"event: ");
+        out.extend_from_slice(name.as_bytes());
+        out.push(b'\n');
+    }
+    for line in data.split(|byte| *byte == b'\n') {
+        out.extend_from_slice(b"data: ");
+        out.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
+        out.push(b'\n');
+    }
+    out.push(b'\n');
+    Bytes::from(out)
+}
