@@ -50,9 +50,18 @@ async fn python_client(runner: &str, script: &str, args: &[&str]) -> Vec<String>
 /// against `url`; with `ask`, it also calls a tool whose server asks it a
 /// question (an elicitation), which it answers.
 async fn fastmcp_client(url: &str, ask: bool) -> Vec<String> {
+    fastmcp_client_with(url, ask, &[]).await
+}
+
+/// [`fastmcp_client`] with more of the script's options (`--token T`).
+async fn fastmcp_client_with(url: &str, ask: bool, options: &[&str]) -> Vec<String> {
     let script = "tests/upstreams/python-tasks/bridge_client.py";
-    let args: &[&str] = if ask { &[url, "--ask"] } else { &[url] };
-    python_client("scripts/client-fastmcp.sh", script, args).await
+    let mut args = vec![url];
+    if ask {
+        args.push("--ask");
+    }
+    args.extend_from_slice(options);
+    python_client("scripts/client-fastmcp.sh", script, &args).await
 }
 
 /// What the client must have seen: the tools, a fast call, with `asked`
@@ -136,6 +145,31 @@ async fn fastmcps_client_gets_a_task_with_progress_and_is_asked_by_a_python_sdk_
     let lines = fastmcp_client(&gateway.url, true).await;
     assert_served(&lines, true);
     logged(&gateway, "slow cancelled label=doomed").await;
+}
+
+#[tokio::test]
+async fn an_upstream_that_wants_credentials_gets_each_clients_in_sessions_of_their_own() {
+    let tokens = ["--tokens", "alice,bob"];
+    let upstream = gateway::upstream_script_with("upstream-python1.sh", &tokens).await;
+    let gateway = gateway::start(&upstream.url, &[]).await;
+    // The probe and the sessions go with the client's credentials: without
+    // them the upstream answers 401 and nothing is bridged.
+    let lines = fastmcp_client_with(&gateway.url, true, &["--token", "alice"]).await;
+    assert_served(&lines, true);
+    logged(&upstream, "session opened token=alice").await;
+    // Another principal is not served in alice's session.
+    let bob = McpClient::new(&gateway.url).with_bearer("bob");
+    let greeted = bob.call_tool("greet", json!({"name": "bob"}), false).await;
+    assert_eq!(text(&greeted["result"]), "Hello, bob!", "{greeted}");
+    logged(&upstream, "session opened token=bob").await;
+    // And a client without credentials gets the upstream's refusal.
+    let nobody = McpClient::new(&gateway.url);
+    let refused = nobody.request("tools/list", json!({}), false).await;
+    assert!(
+        refused.status.is_client_error() || refused.status.is_server_error(),
+        "{}",
+        refused.body
+    );
 }
 
 #[tokio::test]

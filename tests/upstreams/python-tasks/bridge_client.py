@@ -2,7 +2,7 @@
 2026-07-28, the tasks extension from fastmcp-tasks) against a server of an
 older generation behind the gateway, as a user of it would call it.
 
-    python bridge_client.py URL [--ask]
+    python bridge_client.py URL [--ask] [--token TOKEN]
 
 Lists the tools, calls `greet` (fast), with `--ask` calls `confirm`, whose
 question (an elicitation of the server's) the client answers `ok: true`,
@@ -54,8 +54,8 @@ async def answer(message: str, response_type: Any, params: Any, context: Any) ->
     return {"ok": True}
 
 
-async def main(url: str, ask: bool) -> None:
-    async with Client(url, elicitation_handler=answer) as client:
+async def main(url: str, ask: bool, token: str | None) -> None:
+    async with Client(url, elicitation_handler=answer, auth=token) as client:
         tools = await client.list_tools()
         print("tools: " + ",".join(sorted(tool.name for tool in tools)), flush=True)
         greeted = await client.call_tool("greet", {"name": "bridge"})
@@ -75,6 +75,14 @@ async def main(url: str, ask: bool) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (2, 3) or sys.argv[2:] not in ([], ["--ask"]):
+    options = sys.argv[2:]
+    ask = "--ask" in options
+    if ask:
+        options.remove("--ask")
+    token = None
+    if options[:1] == ["--token"] and len(options) == 2:
+        token = options[1]
+        options = []
+    if len(sys.argv) < 2 or options:
         sys.exit(__doc__)
-    asyncio.run(main(sys.argv[1], sys.argv[2:] == ["--ask"]))
+    asyncio.run(main(sys.argv[1], ask, token))

@@ -14,10 +14,12 @@ Tools:
 Usage:
     python server.py HOST:PORT              # Streamable HTTP, sessions; port 0 picks a free port
     python server.py --stateless HOST:PORT  # Streamable HTTP without sessions (stateless_http)
+    python server.py --tokens A,B HOST:PORT # only requests with `Authorization: Bearer A` (or B)
     python server.py --stdio                # over stdin and stdout
 
 Prints `listening on http://HOST:PORT/mcp` (the real port) once it accepts;
-logs `slow started|finished|cancelled label=...` to stderr.
+logs `slow started|finished|cancelled label=...` to stderr, and with
+`--tokens`, `session opened token=A` for each session a request opens.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from typing import Any
 
 from mcp.server.fastmcp import Context, FastMCP
 from pydantic import BaseModel
@@ -76,14 +79,46 @@ async def slow(seconds: float, ctx: Context, label: str = "slow") -> str:
     return f"{label} done after {seconds}s"
 
 
+def bearer_only(app: Any, tokens: set[str]) -> Any:
+    """`app`, answering `401` to an HTTP request without one of `tokens` as
+    its bearer token, and logging the token of each session opened."""
+
+    async def guarded(scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers", []))
+        token = headers.get(b"authorization", b"").decode().removeprefix("Bearer ")
+        if token not in tokens:
+            await send({"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": b"a bearer token is required"})
+            return
+        new = b"mcp-session-id" not in headers
+
+        async def sending(message: dict) -> None:
+            if new and message["type"] == "http.response.start":
+                if any(name == b"mcp-session-id" for name, _ in message.get("headers", [])):
+                    log(f"session opened token={token}")
+            await send(message)
+
+        await app(scope, receive, sending)
+
+    return guarded
+
+
 def main() -> None:
     args = [arg for arg in sys.argv[1:] if arg != "--stateless"]
+    tokens: set[str] = set()
+    if args[:1] == ["--tokens"] and len(args) > 1:
+        tokens = set(args[1].split(","))
+        args = args[2:]
     if len(args) != 1:
         sys.exit(__doc__)
     if args[0] == "--stdio":
         mcp.run("stdio")
         return
-    asyncio.run(serve(mcp.streamable_http_app(), args[0]))
+    app = mcp.streamable_http_app()
+    asyncio.run(serve(bearer_only(app, tokens) if tokens else app, args[0]))
 
 
 if __name__ == "__main__":

@@ -87,8 +87,9 @@ pub(crate) async fn read_request(body: Plain, max: usize) -> Result<Bytes, Respo
 }
 
 /// The bridge's own 2026-07-28 `server/discover`: the generation probe,
-/// and an `initialize` answer for a 2026-07-28-only upstream.
-pub(crate) fn discover_request() -> Request<Plain> {
+/// and an `initialize` answer for a 2026-07-28-only upstream; with the
+/// `authorization` of the client it is sent for, if any.
+pub(crate) fn discover_request(authorization: Option<&HeaderValue>) -> Request<Plain> {
     let discover = format!(
         r#"{{"jsonrpc":"2.0","id":"mcp-tasks-gateway-discover","method":"server/discover","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"{MODERN_VERSION}","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
     );
@@ -99,5 +100,11 @@ pub(crate) fn discover_request() -> Request<Plain> {
         ),
         ("mcp-method", HeaderValue::from_static("server/discover")),
     ];
-    own_request(discover, &headers)
+    let mut request = own_request(discover, &headers);
+    if let Some(authorization) = authorization {
+        request
+            .headers_mut()
+            .insert(http::header::AUTHORIZATION, authorization.clone());
+    }
+    request
 }

@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use bytes::Bytes;
-use http::header::{ALLOW, CONTENT_LENGTH};
+use http::header::{ALLOW, AUTHORIZATION, CONTENT_LENGTH};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use serde_json::value::RawValue;
 
@@ -113,6 +113,8 @@ pub(crate) async fn unsessioned(
         Ok(body) => body,
         Err(refused) => return refused,
     };
+    let authorization = parts.headers.get(AUTHORIZATION).cloned();
+    let authorization = authorization.as_ref();
     let message = Message::read(&body);
     let initialize = message
         .as_ref()
@@ -122,7 +124,7 @@ pub(crate) async fn unsessioned(
         // 2026-07-28 server refuses it, for an upstream that cannot.
         let id = message.as_ref().and_then(|message| message.id);
         if let Some(refused) = checked::unknown_version(&parts.headers, id)
-            && shared.generation(&inner, max).await == Some(Found::Legacy)
+            && shared.generation(&inner, max, authorization).await == Some(Found::Legacy)
         {
             return error_reply(refused.status, refused.body);
         }
@@ -148,9 +150,9 @@ pub(crate) async fn unsessioned(
     }
     let response = if response.status().is_success() {
         response
-    } else if shared.generation(&inner, max).await == Some(Found::Modern) {
+    } else if shared.generation(&inner, max, authorization).await == Some(Found::Modern) {
         // A 2026-07-28-only upstream has no handshake: its discover is one.
-        match from_discover(inner, &id, asked.as_deref(), max).await {
+        match from_discover(inner, &id, asked.as_deref(), max, authorization).await {
             Some(answer) => error_reply(StatusCode::OK, answer),
             None => return response,
         }
@@ -180,8 +182,9 @@ async fn from_discover(
     id: &str,
     asked: Option<&str>,
     max: usize,
+    authorization: Option<&HeaderValue>,
 ) -> Option<Bytes> {
-    let Ok(response) = inner.oneshot(discover_request()).await;
+    let Ok(response) = inner.oneshot(discover_request(authorization)).await;
     let answer = first_response(response, max).await.ok()?;
     let result = Message::read(&answer)?.result?;
     let version = asked

@@ -63,7 +63,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use futures_util::FutureExt;
-use http::header::{ALLOW, CONTENT_LENGTH};
+use http::header::{ALLOW, AUTHORIZATION, CONTENT_LENGTH};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::BodyExt;
@@ -77,9 +77,9 @@ use self::events::Call;
 use self::exchange::{error_reply, read_request};
 use self::kept::KeptSessions;
 use self::pending::Pending;
-use self::probe::{Found, PROBE_BACKOFF, probe};
+use self::probe::{Found, PROBE_BACKOFF, Probed, probe};
 use self::rounds::{Asking, Rounds};
-use self::sessions::Sessions;
+use self::sessions::Pool;
 use super::message::{Kind, Message, error_response, member, replaced};
 use super::results::is_cacheable;
 use super::{checked, input};
@@ -146,9 +146,8 @@ struct Shared {
     probing: tokio::sync::Mutex<()>,
     /// No probe before then: the last one could not tell.
     quiet_until: Mutex<Option<Instant>>,
-    /// The upstream sessions, one per set of client capabilities (a mask of
-    /// [`crate::generation::input::ASKABLE`]).
-    sessions: [Sessions; 8],
+    /// The upstream sessions, by client capabilities and credentials.
+    sessions: Pool,
     /// The calls whose client is asked for input (`rounds.rs`).
     rounds: Arc<Rounds>,
     /// The sessions of 2025-11-25 clients kept here (`kept.rs`).
@@ -181,7 +180,7 @@ impl GenerationBridge {
             found: Mutex::new(found),
             probing: tokio::sync::Mutex::new(()),
             quiet_until: Mutex::new(None),
-            sessions: std::array::from_fn(|_| Sessions::default()),
+            sessions: Pool::default(),
             rounds: Arc::default(),
             kept: KeptSessions::default(),
             next: AtomicU64::new(1),
@@ -210,7 +209,7 @@ impl GenerationBridge {
     /// first 2026-07-28 request would, and logs it: for a start that says
     /// what it found. `None` when the upstream could not tell.
     pub async fn detect(&self) -> Option<UpstreamGeneration> {
-        let found = self.shared.generation(&self.inner, self.max).await?;
+        let found = self.shared.generation(&self.inner, self.max, None).await?;
         Some(match found {
             Found::Modern => UpstreamGeneration::Modern,
             Found::Legacy => UpstreamGeneration::Legacy,
@@ -233,8 +232,14 @@ impl Shared {
         *lock(&self.found)
     }
 
-    /// The upstream's generation, probed once (one probe at a time).
-    async fn generation(&self, inner: &Upstream, max: usize) -> Option<Found> {
+    /// The upstream's generation, probed once (one probe at a time), with
+    /// the `authorization` of the client it is asked for.
+    async fn generation(
+        &self,
+        inner: &Upstream,
+        max: usize,
+        authorization: Option<&HeaderValue>,
+    ) -> Option<Found> {
         if let Some(found) = self.found() {
             return Some(found);
         }
@@ -249,10 +254,19 @@ impl Shared {
         if quiet() {
             return None;
         }
-        let found = probe(inner.clone(), max).await;
-        if found.is_none() {
-            *lock(&self.quiet_until) = Some(Instant::now() + PROBE_BACKOFF);
-        }
+        let found = match probe(inner.clone(), max, authorization).await {
+            Probed::Found(found) => Some(found),
+            Probed::Unknown => {
+                *lock(&self.quiet_until) = Some(Instant::now() + PROBE_BACKOFF);
+                None
+            }
+            // Asked again by the first request that has credentials.
+            Probed::Unauthorized if authorization.is_none() => None,
+            Probed::Unauthorized => {
+                *lock(&self.quiet_until) = Some(Instant::now() + PROBE_BACKOFF);
+                None
+            }
+        };
         match found {
             Some(Found::Modern) => tracing::info!("the upstream speaks protocol 2026-07-28"),
             Some(Found::Legacy) => tracing::info!(
@@ -292,14 +306,17 @@ where
             .and_then(|session| session.to_str().ok())
             .map(str::to_owned);
         let unsessioned = session.is_none() && request.method() == Method::POST;
+        let authorization = request.headers().get(AUTHORIZATION).cloned();
         let request = request.map(plain);
         let answer = async move {
             if modern {
-                if shared.generation(&inner, max).await == Some(Found::Legacy) {
+                let found = shared.generation(&inner, max, authorization.as_ref()).await;
+                if found == Some(Found::Legacy) {
                     return bridged(inner, &shared, max, request).await;
                 }
             } else if let Some(session) = session.filter(|id| id.starts_with(kept::KEPT_PREFIX)) {
-                let modern = shared.generation(&inner, max).await == Some(Found::Modern);
+                let found = shared.generation(&inner, max, authorization.as_ref()).await;
+                let modern = found == Some(Found::Modern);
                 let kept = &shared.kept;
                 return kept::in_session(inner, kept, &session, modern, max, request).await;
             } else if unsessioned {
@@ -374,7 +391,9 @@ async fn bridged(
         .map_or(0, |members| {
             input::declared(members.0.iter().map(|(name, _)| &**name))
         });
-    let sessions = &shared.sessions[mask];
+    let sessions = shared
+        .sessions
+        .sessions(mask, parts.headers.get(AUTHORIZATION));
     // Under an id of the bridge's own: clients share the session, and two
     // of them may use the same id at once.
     let own = shared.next.fetch_add(1, Ordering::Relaxed);
@@ -387,7 +406,7 @@ async fn bridged(
     };
     let mut again = true;
     loop {
-        let session = match sessions.get(&inner, max, mask).await {
+        let session = match sessions.get(&inner, max).await {
             Ok(session) => session,
             Err(why) => {
                 tracing::warn!(%why, "no upstream session for a 2026-07-28 request");

@@ -55,9 +55,9 @@ impl Drop for Pending {
             return;
         };
         // Outside a session the upstream could not tell whose call it is.
-        let Some(id) = session.id.clone() else {
+        if session.id.is_none() {
             return;
-        };
+        }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -66,11 +66,8 @@ impl Drop for Pending {
             let cancel = format!(
                 r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{own},"reason":"The client is gone, or cancelled its task"}}}}"#
             );
-            let headers = [
-                ("mcp-session-id", id),
-                ("mcp-protocol-version", session.version.clone()),
-                ("mcp-method", HeaderValue::from_static("notifications/cancelled")),
-            ];
+            let mut headers = session.headers();
+            headers.push(("mcp-method", HeaderValue::from_static("notifications/cancelled")));
             let told = inner.oneshot(own_request(cancel, &headers));
             match tokio::time::timeout(CANCEL_WAIT, told).await {
                 Ok(Ok(response)) => tracing::debug!(own, status = %response.status(), "told the upstream a bridged call was cancelled"),

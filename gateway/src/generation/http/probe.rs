@@ -8,10 +8,12 @@
 //! |----------------------|-----------|
 //! | a result whose `supportedVersions` has 2026-07-28 | 2026-07-28: requests pass as they are |
 //! | a JSON-RPC error, or `400`, `404`, `405`, `406`, `415` (no session, no such method, no such version) | 2025-11-25 or older: the bridge carries 2026-07-28 requests |
-//! | `5xx`, or nothing within [`PROBE_WAIT`] | unknown: asked again on a 2026-07-28 request at least [`PROBE_BACKOFF`] later; until then requests pass as they are |
+//! | `401`, `403` | unknown until a client's request with credentials asks again (at once) |
+//! | other statuses, `5xx`, or nothing within [`PROBE_WAIT`] | unknown: asked again on a 2026-07-28 request at least [`PROBE_BACKOFF`] later; until then requests pass as they are |
 
 use std::time::Duration;
 
+use http::HeaderValue;
 use tower::ServiceExt;
 
 use super::Upstream;
@@ -34,21 +36,45 @@ pub(crate) enum Found {
     Legacy,
 }
 
-/// Asks `inner` which generation it speaks; `None` when it cannot tell.
-pub(crate) async fn probe(inner: Upstream, max: usize) -> Option<Found> {
+/// What a probe found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Probed {
+    /// The generation.
+    Found(Found),
+    /// Nothing: the upstream is down, failing or slow.
+    Unknown,
+    /// Nothing: the upstream wants credentials (`401`, `403`) the probe
+    /// did not have; a client's request that has them asks again at once.
+    Unauthorized,
+}
+
+/// Asks `inner` which generation it speaks, with a client's
+/// `authorization`.
+pub(crate) async fn probe(
+    inner: Upstream,
+    max: usize,
+    authorization: Option<&HeaderValue>,
+) -> Probed {
     let asked = async {
-        let Ok(response) = inner.oneshot(discover_request()).await;
+        let Ok(response) = inner.oneshot(discover_request(authorization)).await;
         let status = response.status().as_u16();
         if matches!(status, 400 | 404 | 405 | 406 | 415) {
-            return Some(Found::Legacy);
+            return Probed::Found(Found::Legacy);
+        }
+        if matches!(status, 401 | 403) {
+            return Probed::Unauthorized;
         }
         if !response.status().is_success() {
-            return None;
+            return Probed::Unknown;
         }
-        let answer = first_response(response, max).await.ok()?;
-        Some(read(&answer))
+        match first_response(response, max).await {
+            Ok(answer) => Probed::Found(read(&answer)),
+            Err(_) => Probed::Unknown,
+        }
     };
-    tokio::time::timeout(PROBE_WAIT, asked).await.ok().flatten()
+    tokio::time::timeout(PROBE_WAIT, asked)
+        .await
+        .unwrap_or(Probed::Unknown)
 }
 
 /// The generation an answer to the probe shows.

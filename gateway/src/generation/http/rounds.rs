@@ -261,12 +261,8 @@ impl Asking {
 /// Sends `message`, an answer to one of the upstream's requests, in
 /// `session`.
 async fn answer_upstream(inner: &Upstream, session: &Session, message: Bytes) {
-    let mut headers = vec![("mcp-protocol-version", session.version.clone())];
-    if let Some(id) = &session.id {
-        headers.push(("mcp-session-id", id.clone()));
-    }
     let text = String::from_utf8_lossy(&message).into_owned();
-    let sent = inner.clone().oneshot(own_request(text, &headers));
+    let sent = inner.clone().oneshot(own_request(text, &session.headers()));
     match tokio::time::timeout(ANSWER_WAIT, sent).await {
         Ok(Ok(response)) if response.status().is_success() => {}
         Ok(Ok(response)) => {
