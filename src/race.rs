@@ -48,7 +48,7 @@ use crate::body::{BoxBody, BoxError, RequestBody, ResponseBody, passed, reply_re
 use crate::bound::{Inner, Payload};
 use crate::classify::ToolCall;
 use crate::fallback;
-use crate::fallback::{FallbackCall, Handle};
+use crate::fallback::Handle;
 use crate::flight::caller::{CallInner, Caller};
 use crate::flight::direct::{Direct, failing};
 use crate::flight::event::starts_with_the_response;
@@ -62,7 +62,6 @@ use crate::runtime::{First, NotStarted, Runtime, Start};
 use crate::wire::is_content_type;
 use crate::wire::jsonrpc::Reply;
 use crate::wire::progress::Token;
-use crate::wire::raw::string_at;
 use crate::wire::view::{TaskView, render};
 
 /// Forwards, races and parks a declaring client's `tools/call`.
@@ -429,23 +428,6 @@ struct Parking {
     progress: Option<Token>,
 }
 
-/// Whether the tool of a call that falls back declares an `outputSchema`
-/// in the inner server's `tools/list` (read through `caller`, cached).
-async fn has_output_schema(
-    runtime: &Runtime,
-    caller: &mut dyn CallInner,
-    template: &Template,
-    body: &[u8],
-    fallback: &FallbackCall,
-) -> bool {
-    let Some(name) = string_at(body, fallback.name.clone()) else {
-        return false;
-    };
-    let limit = runtime.config.max_result_bytes;
-    let asked = (template, fallback.older.as_ref());
-    runtime.hints.structured(caller, asked, limit, &name).await
-}
-
 /// How a park ended.
 enum Parked {
     /// The `CreateTaskResult` reply: the task drives the call now.
@@ -524,15 +506,6 @@ impl Parking {
             .and_then(|params| String::from_utf8(Vec::from(params)).ok())
             .and_then(|params| RawValue::from_string(params).ok())
             .unwrap_or_else(crate::wire::raw::empty_object);
-        let mut caller = caller;
-        if let Handle::Fallback(fallback) = &handle
-            && has_output_schema(&runtime, &mut *caller, &template, &body, fallback).await
-        {
-            // The client would reject a result that does not match the
-            // tool's schema: the call answers as without the fallback.
-            tracing::debug!("not parked: the tool declares an outputSchema");
-            return Parked::Refused(flight);
-        }
         let start = Start {
             owner,
             ttl: runtime.config.ttl,

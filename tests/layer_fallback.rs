@@ -278,34 +278,65 @@ async fn with_the_fallback_off_nothing_is_added() {
 }
 
 #[tokio::test]
-async fn a_tool_with_an_output_schema_never_falls_back() {
+async fn a_tool_with_an_output_schema_falls_back_with_an_answer_its_listed_schema_takes() {
     // Clients check a result against the tool's outputSchema (the Python
-    // SDK refuses one that does not match): the layer reads the inner
-    // server's tools/list and lets such a call answer as it does.
+    // SDK refuses one that does not match): the layer lists such a tool
+    // with a schema that takes its own result or the fallback's answer.
     let layered = Layered::start(|layer| layer.fallback_after(ms(200))).await;
     let client = layered.client();
-    let answer = call(&client, "slow_structured", json!({"seconds": 0.6}), None).await;
+    let listed = client
+        .request("tools/list", json!({}), false)
+        .await
+        .into_response();
+    let tools = listed["result"]["tools"].as_array().expect("tools");
+    let schema_of = |name: &str| {
+        tools
+            .iter()
+            .find(|tool| tool["name"] == name)
+            .map(|tool| tool["outputSchema"].clone())
+            .unwrap_or_else(|| panic!("no {name} in {listed}"))
+    };
+    let schema = schema_of("slow_structured");
+    assert_eq!(schema["type"], "object", "{schema}");
     assert_eq!(
-        answer["result"]["structuredContent"]["seconds"], 0.6,
-        "{answer}"
+        schema["anyOf"][0]["properties"]["seconds"]["type"], "number",
+        "its own first: {schema}"
     );
-    // In a session too, where the layer lists the tools as that session.
+    let handle = &schema["anyOf"][1];
+    assert_eq!(handle["required"], json!(["taskId", "status"]), "{schema}");
+
+    let answer = call(&client, "slow_structured", json!({"seconds": 0.6}), None).await;
+    let task = fallback_task(&answer);
+    // The answer's structured content is what the handle schema names.
+    let structured = answer["result"]["structuredContent"]
+        .as_object()
+        .expect("an object");
+    for key in structured.keys() {
+        assert!(
+            handle["properties"].get(key).is_some(),
+            "{key} not in {handle}"
+        );
+    }
+    // And its outcome is the tool's own result, which the first schema takes.
+    let done = outcome(&client, &task, None).await;
+    assert_eq!(
+        done["result"]["structuredContent"]["seconds"], 0.6,
+        "{done}"
+    );
+
+    // In a session too, where the layer rewrites the session's listing.
     let layered = Layered::start_sessions(|layer| layer.fallback_after(ms(200))).await;
     let session = Session::open(&layered, None).await;
+    let listed = session.request("tools/list", json!({})).await;
+    let widened = listed["result"]["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|tool| tool["name"] == "slow_structured"))
+        .map(|tool| tool["outputSchema"]["anyOf"][1]["required"].clone());
+    assert_eq!(widened, Some(json!(["taskId", "status"])), "{listed}");
     let answer = session
         .request(
             "tools/call",
             json!({"name": "slow_structured", "arguments": {"seconds": 0.6}}),
-        )
-        .await;
-    assert_eq!(
-        answer["result"]["structuredContent"]["seconds"], 0.6,
-        "{answer}"
-    );
-    let answer = session
-        .request(
-            "tools/call",
-            json!({"name": "slow_compute", "arguments": {"seconds": 0.6}}),
         )
         .await;
     fallback_task(&answer);

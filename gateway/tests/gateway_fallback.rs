@@ -25,7 +25,26 @@ async fn a_python_sdk_1_client_reads_a_long_tools_outcome_through_the_added_tool
         .and_then(|seconds| seconds.parse().ok())
         .unwrap_or(20);
     let (upstream, _) = serve_fixture(FixtureMode::Session).await;
-    let gateway = gateway::start(&upstream.url, &["--fallback-after", "2s"]).await;
+    let options = ["--fallback-after", "2s", "--fallback", "echo_headers=off"];
+    let gateway = gateway::start(&upstream.url, &options).await;
+    // The start says which tools the fallback answers for, and which not.
+    assert!(
+        gateway
+            .wait_log(
+                "the fallback answers clients without tasks",
+                Duration::from_secs(30)
+            )
+            .await,
+        "{}",
+        gateway.log()
+    );
+    let said = gateway.log();
+    let line = said
+        .lines()
+        .find(|line| line.contains("the fallback answers clients without tasks"))
+        .unwrap_or_default();
+    assert!(line.contains("slow_structured after 2s"), "{line}");
+    assert!(line.contains("never=echo_headers"), "{line}");
     let repo = gateway::repo();
     let mut client = Command::new("bash");
     client

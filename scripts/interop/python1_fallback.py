@@ -12,8 +12,9 @@ Checks, in order:
   3. get_task_result, asked at the suggested interval, reports the progress
      and then slow_compute's own result;
   4. cancel_task stops a second, 600 s call, and get_task_result says so;
-  5. slow_structured (it has an outputSchema) answers as the tool does, and
-     the SDK accepts its structured content.
+  5. slow_structured (it has an outputSchema) answers with its task too, which
+     the SDK checks against the listed schema and takes, and its outcome is
+     the tool's own structured content.
 Prints one line per step and a last `summary {json}` line; exits 1 on the
 first failed check.
 """
@@ -89,9 +90,15 @@ async def main(url, seconds):
             check(read.isError and "cancelled" in text_of(read), f"reads as cancelled: {read}")
             print(f"4. cancel_task: {text_of(cancelled)!r}; then {text_of(read)!r}", flush=True)
 
-            structured = await session.call_tool("slow_structured", {"seconds": 2})
-            check(structured.structuredContent == {"seconds": 2}, f"structured: {structured}")
-            print(f"5. slow_structured answered as the tool does: {structured.structuredContent}", flush=True)
+            # The SDK checks the answer against the listed outputSchema:
+            # the handle must be one it takes, and the outcome too.
+            answer = await session.call_tool("slow_structured", {"seconds": 5})
+            typed = (answer.structuredContent or {}).get("taskId")
+            check(typed and not answer.isError, f"a task in {answer}")
+            done = await outcome(session, typed, [])
+            check(done.structuredContent == {"seconds": 5}, f"structured: {done}")
+            print(f"5. slow_structured (it has an outputSchema) answered with its task {typed}; "
+                  f"its outcome: {done.structuredContent}", flush=True)
     print("summary " + json.dumps(summary), flush=True)
 
 

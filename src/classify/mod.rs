@@ -67,9 +67,10 @@ pub(crate) enum Route {
     ToolCall(ToolCall),
     /// A `tools/call` of a tool the fallback adds: the layer answers it.
     Added(AddedCall),
-    /// A first-page `tools/list` with the fallback on: the inner server's
-    /// answer gains the fallback's tools.
-    ToolsList,
+    /// A `tools/list` with the fallback on: the inner server's answer
+    /// gains the fallback's tools (on the first page) and a wider
+    /// `outputSchema` on each tool that may fall back.
+    ToolsList { first_page: bool },
     /// `tasks/get`, `tasks/update` or `tasks/cancel`.
     Task(TaskCall),
     /// The layer answers at once, usually with an error.
@@ -314,10 +315,11 @@ pub(crate) fn classify(
             Decision::Forward
                 if method == Some("tools/list")
                     && envelope.id.is_some()
-                    && config.fallback.on()
-                    && params.cursor.is_none() =>
+                    && config.fallback.on() =>
             {
-                Route::ToolsList
+                Route::ToolsList {
+                    first_page: params.cursor.is_none(),
+                }
             }
             Decision::Forward => Route::Forward,
             Decision::Reply(reply) => Route::Reply(reply),
@@ -393,7 +395,9 @@ pub(crate) fn classify(
                 Err(reply) => Route::Reply(reply),
             },
         },
-        "tools/list" if config.fallback.on() && params.cursor.is_none() => Route::ToolsList,
+        "tools/list" if config.fallback.on() => Route::ToolsList {
+            first_page: params.cursor.is_none(),
+        },
         "tools/call" => {
             let tool = named.as_deref().unwrap_or_default();
             if let Some(added) = config.fallback.added(tool) {
@@ -429,8 +433,8 @@ pub(crate) fn classify(
                             related,
                             progress: spanned.progress_place(body),
                         },
-                        name: spanned.name_span(body),
                         params: spanned.span(body),
+                        name: spanned.name_span(body),
                     }),
                     _ => Route::Reply(Reply::internal(
                         Some(id.raw()),
@@ -468,11 +472,7 @@ fn fallback_call(
     };
     let name = spanned.name_span(body);
     Route::ToolCall(ToolCall {
-        handle: Handle::Fallback(Box::new(FallbackCall {
-            after,
-            older,
-            name: name.clone(),
-        })),
+        handle: Handle::Fallback(Box::new(FallbackCall { after, older })),
         id: at,
         policy: ToolPolicy::Threshold,
         strip: Strip {

@@ -27,8 +27,6 @@ pub(crate) mod tools;
 
 pub(crate) use crate::config::fallback::{Added, Names};
 
-use std::ops::Range;
-
 use http::HeaderValue;
 
 /// What a parked call answers, and when it parks.
@@ -50,8 +48,6 @@ pub(crate) struct FallbackCall {
     /// The `MCP-Protocol-Version` of an older, session-based client
     /// (`None`: a 2026-07-28 one).
     pub older: Option<HeaderValue>,
-    /// Where `params.name` (the JSON string) is in the body.
-    pub name: Option<Range<usize>>,
 }
 
 impl FallbackCall {

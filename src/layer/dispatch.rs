@@ -202,10 +202,10 @@ where
                 Ok(reply_response(reply))
             }))
         }
-        Route::ToolsList => {
+        Route::ToolsList { first_page } => {
             let span = observe::request_span("tools/list");
             let future = inner.call(Request::from_parts(parts, RequestBody::buffered(bytes)));
-            let edit = fallback::tools::append(runtime.config.fallback.names.clone());
+            let edit = fallback::tools::listing(runtime.config.clone(), first_page);
             owned(traced(span, async move {
                 Ok(rewrite::edit_response(future.await?, edit).await)
             }))
@@ -488,9 +488,9 @@ where
             }
             let config = &runtime.config;
             let edit = advertise::tools_list(config.clone());
-            if first_page && config.fallback.on() {
-                let added = fallback::tools::append(config.fallback.names.clone());
-                let edit = fallback::tools::both(added, edit);
+            if config.fallback.on() {
+                let listing = fallback::tools::listing(config.clone(), first_page);
+                let edit = fallback::tools::both(listing, edit);
                 return Ok(rewrite::edit_response(response, edit).await);
             }
             Ok(rewrite::edit_response(response, edit).await)

@@ -1,13 +1,12 @@
 //! What the inner server's `tools/list` says of its tools that the layer
 //! needs: which are marked safe to run twice
-//! (`annotations.idempotentHint: true`), for re-runs, which declare an
-//! `outputSchema`, which the fallback's answer could not match, and which
-//! the server runs only as tasks of its own (`execution.taskSupport:
+//! (`annotations.idempotentHint: true`), for re-runs, and which the server
+//! runs only as tasks of its own (`execution.taskSupport:
 //! "required"`, 2025-11-25), whose tasks the layer follows (`legacy::call`).
 //!
 //! | Rule                                                         | Why                                                          |
 //! |--------------------------------------------------------------|--------------------------------------------------------------|
-//! | asked only when a call of a tool without an explicit `tool_retry` is parked over a store that keeps re-runs, or a call falls back | the fast path and every other store pay nothing |
+//! | asked only when a call of a tool without an explicit `tool_retry` is parked over a store that keeps re-runs, | the fast path and every other store pay nothing |
 //! | one `tools/list` walk (at most [`PAGES`] pages, [`WALK_TIMEOUT`] in all) per protocol generation, kept for [`FRESH`]; parks beside it wait for it, at most until [`WALK_TIMEOUT`] after it began, then walk themselves | a parked call waits for it once, and not long; a server may list its tools differently to each generation; a walk whose park is no longer polled (its client stopped reading) holds up nobody |
 //! | a failed or unreadable answer counts as "no tool is marked", kept as long | an inner server that cannot list is not asked on every park |
 //! | sent with the parked call's credentials and the 2026-07-28 request `_meta`, or, for a call of an older session, in that session as its version | what the inner server needs to answer it as a client's own |
@@ -70,7 +69,6 @@ impl Walk {
 #[derive(Default)]
 struct Marked {
     idempotent: HashSet<String>,
-    structured: HashSet<String>,
     task_required: HashSet<String>,
 }
 
@@ -87,8 +85,6 @@ struct Listed {
     name: String,
     #[serde(default)]
     annotations: Option<Annotations>,
-    #[serde(rename = "outputSchema", default)]
-    output_schema: Option<serde::de::IgnoredAny>,
     #[serde(default)]
     execution: Option<Execution>,
 }
@@ -117,22 +113,6 @@ impl Hints {
     ) -> bool {
         self.with_marks(caller, (template, None), limit, |marked| {
             marked.idempotent.contains(tool)
-        })
-        .await
-    }
-
-    /// Whether `tool` declares an `outputSchema`, read as
-    /// [`idempotent`](Self::idempotent) is; `older`: the
-    /// `MCP-Protocol-Version` of a session-based client, asked as its own.
-    pub(crate) async fn structured(
-        &self,
-        caller: &mut dyn CallInner,
-        (template, older): (&Template, Option<&HeaderValue>),
-        limit: usize,
-        tool: &str,
-    ) -> bool {
-        self.with_marks(caller, (template, older), limit, |marked| {
-            marked.structured.contains(tool)
         })
         .await
     }
@@ -219,9 +199,6 @@ async fn walk(
         let text = list(caller, template, limit, page, &cursor, older).await?;
         let page: Page = serde_json::from_str(text.get()).map_err(|e| e.to_string())?;
         for tool in page.tools {
-            if tool.output_schema.is_some() {
-                marked.structured.insert(tool.name.clone());
-            }
             let support = tool.execution.and_then(|e| e.task_support);
             if support.as_deref() == Some("required") {
                 marked.task_required.insert(tool.name.clone());

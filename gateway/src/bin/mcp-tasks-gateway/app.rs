@@ -81,6 +81,9 @@ impl App {
         let max_runtime = optional(args.max_runtime, Some(Duration::from_secs(30 * 60)));
         let upstream = upstream(&args, max_runtime).await?;
         let tasks = layer(&args).await?;
+        if fallback_on(&args) {
+            crate::listing::log_fallback(upstream.clone(), tasks.config().clone());
+        }
         let drain = tasks.drain();
         let admin = tasks.admin();
         let guard = Arc::new(Guard::new(local, &args.allowed_host, &args.allowed_origin));
@@ -286,6 +289,12 @@ async fn upstream(args: &Args, max_runtime: Option<Duration>) -> Result<Upstream
             Ok(Upstream::Http(Box::new(bridge)))
         }
     }
+}
+
+/// Whether the fallback for clients without tasks is on for some tool.
+fn fallback_on(args: &Args) -> bool {
+    matches!(args.fallback_after, Some(Human(Some(_))))
+        || args.fallback.iter().any(|rule| rule.after.is_some())
 }
 
 /// A `200` JSON response.

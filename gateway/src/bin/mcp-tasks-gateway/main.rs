@@ -19,6 +19,7 @@
 
 mod app;
 mod guard;
+mod listing;
 mod logging;
 mod metrics;
 mod oauth;
