@@ -135,6 +135,15 @@ pub(crate) fn is_error(message: &[u8], code: i64) -> bool {
         .is_some_and(|found| found.get() == code.to_string())
 }
 
+/// One SSE event carrying `message`.
+pub(crate) fn event(message: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(message.len() + 24);
+    out.extend_from_slice(b"event: message\ndata: ");
+    out.extend_from_slice(message);
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}
+
 /// A JSON-RPC result response to `id` (its JSON text), as one line.
 pub(crate) fn result_response(id: &str, result: &str) -> Bytes {
     Bytes::from(format!(

@@ -8,12 +8,14 @@
 //! | `checked.rs` | what a 2026-07-28 server checks of a request (method, headers, `_meta`, version), checked for an upstream that cannot |
 //! | `declared.rs` | what the upstream's `initialize` declared, and the `server/discover` answer made from it |
 //! | `input.rs` | the upstream's questions as MRTR rounds: the wire both transports share |
+//! | `listen.rs` | `subscriptions/listen` served for an upstream that tells its list changes in its session |
 //! | `results.rs` | an older server's result made a 2026-07-28 one (`resultType`, the cache hints) |
 //! | `http/` | the HTTP transport of the bridge: [`GenerationBridge`] |
 
 pub(crate) mod checked;
 pub(crate) mod declared;
 pub(crate) mod input;
+pub(crate) mod listen;
 pub(crate) mod message;
 pub(crate) mod results;
 

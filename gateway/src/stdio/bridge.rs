@@ -6,6 +6,7 @@
 //! | the answer to a call | that call's client, with the client's id back (and `resultType` for a 2026-07-28 client) |
 //! | `notifications/progress` | the call whose token it names, with the client's token back |
 //! | `notifications/message` | the gateway's log |
+//! | `notifications/*/list_changed` | the `subscriptions/listen` streams of 2026-07-28 clients |
 //! | `ping` | answered here |
 //! | `elicitation/create`, `sampling/createMessage`, `roots/list` during a call | asked of that call's client: as an MRTR round in 2026-07-28 (`input.rs`), on the call's stream in a 2025-11-25 session (`relayed.rs`) |
 //! | `roots/list` outside a call | answered here: no roots |
@@ -20,7 +21,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::value::RawValue;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{Semaphore, broadcast, mpsc};
 
 use super::calls::{Calls, Waiter};
 use super::child::Spec;
@@ -30,6 +31,7 @@ use super::lines::{Line, Lines, ids_in};
 use super::relayed::Relayed;
 use super::{Settings, StdioError};
 use crate::generation::declared::Declared;
+use crate::generation::listen;
 use crate::generation::message::{
     Kind, Message, error_response, member, missing_capability, one_line, replaced, result_response,
 };
@@ -52,6 +54,8 @@ pub(super) struct Bridge {
     pub declared: Declared,
     /// The secret start of every progress token the bridge gives the child.
     pub token_prefix: String,
+    /// The child's list changes, for `subscriptions/listen` (`listen.rs`).
+    pub heard: broadcast::Sender<Bytes>,
     pub settings: Settings,
 }
 
@@ -70,6 +74,7 @@ impl Bridge {
             token_prefix: mcp_tasks::TaskId::generate()
                 .map_err(|error| StdioError::Start(format!("no random bytes: {error}")))?
                 .to_string(),
+            heard: broadcast::channel(listen::BACKLOG).0,
             settings,
         });
         tokio::spawn(Self::read(
@@ -245,6 +250,10 @@ impl Bridge {
             Some("notifications/message") => {
                 let params = message.params.map_or("", RawValue::get);
                 tracing::info!(target: "mcp_tasks::stdio::child", log = params, "log message");
+            }
+            Some(method) if method.ends_with("/list_changed") => {
+                // Nobody listening is no error.
+                let _ = self.heard.send(Bytes::copy_from_slice(line));
             }
             Some(method) => tracing::debug!(method, "a notification of the stdio server"),
             None => {}

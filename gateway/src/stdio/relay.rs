@@ -22,7 +22,7 @@ use super::calls::{NOTES, Pending, Waiter};
 use super::input::Resumed;
 use super::reply::json;
 use crate::generation::message::{
-    MISSING_CAPABILITY, Message, error_response, is_error, member, replaced,
+    MISSING_CAPABILITY, Message, error_response, event, is_error, member, replaced,
 };
 use crate::generation::results::{is_cacheable, modernize};
 use mcp_tasks::body::{BoxBody, BoxError};
@@ -396,13 +396,4 @@ fn sse(
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     response
-}
-
-/// One SSE event carrying `message`.
-fn event(message: &[u8]) -> Bytes {
-    let mut out = Vec::with_capacity(message.len() + 24);
-    out.extend_from_slice(b"event: message\ndata: ");
-    out.extend_from_slice(message);
-    out.extend_from_slice(b"\n\n");
-    Bytes::from(out)
 }

@@ -3,6 +3,7 @@
 //! | Request | Answer |
 //! |---------|--------|
 //! | 2026-07-28 `server/discover` | the child's capabilities and instructions, as a 2026-07-28 server |
+//! | 2026-07-28 `subscriptions/listen` | a stream of the child's list changes it asked for (`generation/listen.rs`) |
 //! | `initialize` (2025-11-25 and older) | the child's answer to the bridge, under a new `Mcp-Session-Id` |
 //! | `ping`, `notifications/initialized` | answered here |
 //! | any other request | forwarded to the child under a fresh id; the answer as JSON, or as SSE with the call's progress when the client asked for progress and takes SSE |
@@ -33,11 +34,11 @@ use super::bridge::Bridge;
 use super::relay;
 use super::reply::{json, status};
 use super::sessions::{Session, Sessions};
-use crate::generation::checked;
 use crate::generation::declared::HANDSHAKE_VERSIONS;
 use crate::generation::message::{
     Kind, Message, error_response, member, replaced, result_response,
 };
+use crate::generation::{checked, listen};
 use mcp_tasks::MODERN_VERSION;
 use mcp_tasks::body::{BoxBody, BoxError};
 use mcp_tasks::wire::raw::Members;
@@ -144,6 +145,10 @@ where
         }
         (Kind::Request, "server/discover") if modern => {
             json(StatusCode::OK, bridge.declared.discover(id))
+        }
+        (Kind::Request, "subscriptions/listen") if modern => {
+            let agreed = listen::Agreed::read(message.params, &bridge.declared.capabilities);
+            listen::stream(id.to_owned(), agreed, bridge.heard.subscribe())
         }
         // Only in a session: 2026-07-28 has no ping (refused above).
         (Kind::Request, "ping") => json(StatusCode::OK, result_response(id, "{}")),

@@ -39,12 +39,16 @@
 //! are asked of a client that declared what they need as `input_required`
 //! rounds (`rounds.rs`), in a session that declared the same.
 //!
+//! `subscriptions/listen` hears the upstream session's own stream
+//! (`heard.rs`).
+//!
 //! Not yet: the other way round, a 2026-07-28 upstream's `input_required`
-//! results for a 2025-11-25 client; `subscriptions/listen`.
+//! results for a 2025-11-25 client.
 
 mod answer;
 mod events;
 mod exchange;
+mod heard;
 mod kept;
 mod pending;
 mod probe;
@@ -82,7 +86,7 @@ use self::rounds::{Asking, Rounds};
 use self::sessions::Pool;
 use super::message::{Kind, Message, error_response, member, replaced};
 use super::results::is_cacheable;
-use super::{checked, input};
+use super::{checked, input, listen};
 use mcp_tasks::MODERN_VERSION;
 use mcp_tasks::body::{BoxBody, BoxError};
 use mcp_tasks::wire::raw::Members;
@@ -425,6 +429,12 @@ async fn bridged(
         };
         if method == "server/discover" {
             return error_reply(StatusCode::OK, session.declared.discover(&id));
+        }
+        if method == "subscriptions/listen" {
+            let agreed = listen::Agreed::read(message.params, &session.declared.capabilities);
+            let in_session = session.id.is_some();
+            let heard = heard::listen(&session.heard, session.headers(), in_session, &inner);
+            return listen::stream(id, agreed, heard);
         }
         let mut parts = parts.clone();
         // The body changed length with its id.

@@ -36,7 +36,9 @@ use super::{Plain, Upstream, lock};
 use crate::generation::input::{
     ASKABLE, Asked, GATHER, ROUND_WAIT, capability, input_required, key,
 };
-use crate::generation::message::{Kind, Message, error_response, member, result_response};
+use crate::generation::message::{
+    Kind, Message, error_response, event as sse_event, member, result_response,
+};
 
 /// The most rounds open at once.
 pub(crate) const MAX_ROUNDS: usize = 10_000;
@@ -332,13 +334,4 @@ pub(crate) async fn resume(
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     response
-}
-
-/// One SSE event carrying `message`.
-fn sse_event(message: &[u8]) -> Bytes {
-    let mut out = Vec::with_capacity(message.len() + 24);
-    out.extend_from_slice(b"event: message\ndata: ");
-    out.extend_from_slice(message);
-    out.extend_from_slice(b"\n\n");
-    Bytes::from(out)
 }

@@ -21,6 +21,7 @@ use tower::ServiceExt;
 
 use super::Upstream;
 use super::exchange::{first_response, own_request};
+use super::heard::Heard;
 use crate::generation::declared::Declared;
 use crate::generation::message::Message;
 
@@ -47,6 +48,8 @@ pub(crate) struct Session {
     pub declared: Declared,
     /// The credentials the session was opened with.
     pub authorization: Option<HeaderValue>,
+    /// Its own stream's listeners (`heard.rs`).
+    pub heard: Arc<Heard>,
 }
 
 impl Session {
@@ -236,6 +239,7 @@ async fn open(
         version,
         declared,
         authorization,
+        heard: Arc::default(),
     };
     // Nothing to confirm outside a session.
     if session.id.is_some() {
