@@ -319,9 +319,12 @@ impl Bridge {
         };
         let relayed = self.calls.with(call, |waiter| {
             if !waiter.declared.iter().any(|have| have == needed) {
-                return Ok(Asking::Undeclared {
-                    modern: waiter.modern,
-                });
+                // Roots are context a server asks for as it goes (the
+                // reference server on every call) and does without: refused
+                // to the child, the call goes on. What a tool needs from its
+                // user (elicitation, sampling) ends a 2026-07-28 call.
+                let fails = waiter.modern && needed != "roots";
+                return Ok(Asking::Undeclared { modern: fails });
             }
             let Some(session) = waiter.session.as_deref().filter(|_| !waiter.modern) else {
                 return Ok(Asking::Round);
@@ -428,7 +431,8 @@ enum Asking {
     OnStream,
     /// As an MRTR round (2026-07-28).
     Round,
-    /// Not at all: the client did not declare what it takes.
+    /// Not at all: the client did not declare what it takes; `modern`:
+    /// the call ends with -32021 (else the child's request is refused).
     Undeclared { modern: bool },
 }
 
