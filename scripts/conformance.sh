@@ -250,21 +250,6 @@ log "using node $(node --version), $SUITE_PACKAGE@$SUITE_VERSION"
 target_dir="${CARGO_TARGET_DIR:-target}"
 [[ "$target_dir" == /* ]] || target_dir="$REPO/$target_dir"
 
-# gateway_binary: sets GATEWAY, the mcp-tasks-gateway to run: GATEWAY_BIN
-# when set, else one built now.
-gateway_binary() {
-  if [[ -n "${GATEWAY_BIN:-}" ]]; then
-    GATEWAY="$GATEWAY_BIN"
-    [[ -x "$GATEWAY" ]] || die "GATEWAY_BIN=$GATEWAY is not an executable"
-    log "using GATEWAY_BIN=$GATEWAY (no build)"
-    return
-  fi
-  log "building mcp-tasks-gateway"
-  cargo build -p mcp-tasks-gateway --bin mcp-tasks-gateway >&2
-  GATEWAY="$target_dir/debug/mcp-tasks-gateway"
-  [[ -x "$GATEWAY" ]] || die "built gateway not found at $GATEWAY"
-}
-
 # start_target TARGET: starts what TARGET tests and sets URL.
 start_target() {
   cd "$REPO"

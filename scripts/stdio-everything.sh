@@ -29,25 +29,10 @@ help_if_asked "${1:-}"
 # shellcheck source=lib/node.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/node.sh"
 
-VERSION="$(sed -n 's|.*"@modelcontextprotocol/server-everything": *"\([^"]*\)".*|\1|p' "$SRC/package.json" | head -n 1)"
-[[ -n "$VERSION" ]] || die "no server-everything version in $SRC/package.json"
+VERSION="$(pinned_version "$SRC" @modelcontextprotocol/server-everything)"
 DIR="$CACHE/server-everything-$VERSION"
-
-mkdir -p "$CACHE"
-exec 9>"$CACHE/server-everything.lock"
-flock 9
 find_node
-if [[ ! -f "$DIR/node_modules/.package-lock.json" ]] || ! cmp -s "$SRC/package-lock.json" "$DIR/package-lock.json"; then
-  stage="$(mktemp -d "$DIR.install.XXXXXX")"
-  trap 'rm -rf "$stage"' EXIT
-  cp "$SRC/package.json" "$SRC/package-lock.json" "$stage/"
-  log "installing @modelcontextprotocol/server-everything $VERSION (npm ci) into $DIR"
-  (cd "$stage" && npm ci --no-audit --no-fund --no-update-notifier --loglevel=error >&2) \
-    || die "npm ci failed in $stage"
-  rm -rf "$DIR"
-  mv "$stage" "$DIR"
-  trap - EXIT
-fi
+npm_install_pinned "@modelcontextprotocol/server-everything $VERSION" "$SRC" "$DIR"
 exec 9>&-
 MAIN="$DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 if [[ $# -gt 0 ]]; then

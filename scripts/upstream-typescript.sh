@@ -36,57 +36,20 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 help_if_asked "${1:-}"
 (($# >= 1)) || die "usage: $(basename "$0") HOST:PORT [--legacy=session|stateless]"
 
-# The SDK version names the install folder; package-lock.json pins the rest.
-SDK_VERSION="$(sed -n 's|.*"@modelcontextprotocol/server": *"\([^"]*\)".*|\1|p' "$SRC/package.json" | head -n 1)"
-[[ -n "$SDK_VERSION" ]] || die "no @modelcontextprotocol/server version in $SRC/package.json"
-DIR="$CACHE/typescript-upstream-$SDK_VERSION"
-
 # --- Node: the machine's when new enough, else Node 22 from npm -------------
 
 # shellcheck source=lib/node.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/node.sh"
 find_node
+SDK_VERSION="$(pinned_version "$SRC" @modelcontextprotocol/server)"
+DIR="$CACHE/typescript-upstream-$SDK_VERSION"
 
 # --- The SDK: npm ci into the cache when missing or out of date --------------
 
-# Installed means: npm finished (it writes node_modules/.package-lock.json
-# last) from the same package.json and package-lock.json as the repo's.
-installed() {
-  [[ -f "$DIR/node_modules/.package-lock.json" ]] \
-    && cmp -s "$SRC/package.json" "$DIR/package.json" \
-    && cmp -s "$SRC/package-lock.json" "$DIR/package-lock.json"
-}
-
-# One install at a time: tests start several upstreams at once, and a second
-# install would replace the folder under a running fixture.
-mkdir -p "$CACHE"
-exec 9>"$CACHE/typescript-upstream.lock"
-flock 9
-
-if ! installed; then
-  # Install into a fresh folder, then move it into place, so an interrupted
-  # install never leaves a folder that looks installed.
-  stage="$(mktemp -d "$DIR.install.XXXXXX")"
-  trap 'rm -rf "$stage"' EXIT
-  cp "$SRC/package.json" "$SRC/package-lock.json" "$stage/"
-  log "installing the TypeScript MCP SDK $SDK_VERSION (npm ci) into $DIR"
-  (cd "$stage" && npm ci --no-audit --no-fund --no-update-notifier --loglevel=error >&2) \
-    || die "npm ci failed in $stage"
-  rm -rf "$DIR"
-  mv "$stage" "$DIR"
-  trap - EXIT
-  installed || die "the install in $DIR is incomplete"
-fi
+npm_install_pinned "the TypeScript MCP SDK $SDK_VERSION" "$SRC" "$DIR"
 
 # --- Run ----------------------------------------------------------------------
 
-# The copy is named after its content, so an edited fixture gets a new copy
-# and a running one is never overwritten.
-sum="$(sha256sum "$SRC/fixture.mjs" | cut -c1-16)"
-fixture="$DIR/fixture-$sum.mjs"
-if [[ ! -f "$fixture" ]]; then
-  cp "$SRC/fixture.mjs" "$fixture.tmp.$$"
-  mv "$fixture.tmp.$$" "$fixture"
-fi
+copy_beside "$SRC/fixture.mjs" "$DIR"
 exec 9>&-
-exec "$NODE" "$fixture" "$@"
+exec "$NODE" "$COPY" "$@"

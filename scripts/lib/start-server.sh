@@ -12,6 +12,34 @@ start_server() {
   start_command "$server_log" "$bin" 127.0.0.1:0 "$@"
 }
 
+# cargo_binary OVERRIDE PATH CARGO_ARGS...: sets BUILT to the executable
+# that the environment variable named OVERRIDE names, when it is set; else
+# runs `cargo build CARGO_ARGS` in REPO and sets BUILT to PATH under the
+# target folder's debug/ (CARGO_TARGET_DIR, default <repo>/target).
+cargo_binary() {
+  local override="$1" path="$2"
+  shift 2
+  if [[ -n "${!override:-}" ]]; then
+    BUILT="${!override}"
+    [[ -x "$BUILT" ]] || die "$override=$BUILT is not an executable"
+    log "using $override=$BUILT (no build)"
+    return
+  fi
+  local target_dir="${CARGO_TARGET_DIR:-target}"
+  [[ "$target_dir" == /* ]] || target_dir="$REPO/$target_dir"
+  log "building $path"
+  (cd "$REPO" && cargo build "$@" >&2)
+  BUILT="$target_dir/debug/$path"
+  [[ -x "$BUILT" ]] || die "built $path not found at $BUILT"
+}
+
+# gateway_binary: sets GATEWAY, the mcp-tasks-gateway to run: GATEWAY_BIN
+# when set, else one built now.
+gateway_binary() {
+  cargo_binary GATEWAY_BIN mcp-tasks-gateway -p mcp-tasks-gateway --bin mcp-tasks-gateway
+  GATEWAY="$BUILT"
+}
+
 # start_command LOG CMD [ARG...]: like start_server for any command line
 # (the command chooses its own address and announces it).
 start_command() {
