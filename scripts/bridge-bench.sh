@@ -3,7 +3,11 @@
 # server (protocol 2025-11-25) direct in a session, through the gateway in a
 # session (passed as it is), and as a 2026-07-28 request through the
 # gateway's bridge, in alternating rounds (scripts/interop/bridge_latency.py),
-# and the gateway's resident memory after the run.
+# and the gateway's resident memory after the run; then the memory a
+# waiting input round holds: ROUNDS_WAITING calls (default 100, below the
+# gateway's 128 connections from one address) whose server asks a
+# question, all waiting at once for their retry
+# (scripts/interop/bridge_rounds.py).
 #
 # Usage:
 #   scripts/bridge-bench.sh [CALLS] [ROUNDS]     # default 200 calls, 5 rounds
@@ -46,3 +50,6 @@ bash "$REPO/scripts/client-python1.sh" "$REPO/scripts/interop/bridge_latency.py"
   "$UPSTREAM" "$GATEWAY" "${1:-200}" "${2:-5}"
 echo "gateway RSS after the run: $(awk '/VmRSS/ {print $2, $3}' "/proc/$GATEWAY_PID/status")"
 echo "upstream sessions the gateway opened: $(grep -c 'opened an upstream session' "$WORK/gateway.err" || true)"
+bash "$REPO/scripts/client-python1.sh" "$REPO/scripts/interop/bridge_rounds.py" \
+  "$GATEWAY" "$GATEWAY_PID" "${ROUNDS_WAITING:-100}"
+echo "upstream sessions the gateway opened in all: $(grep -c 'opened an upstream session' "$WORK/gateway.err" || true)"
