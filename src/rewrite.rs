@@ -196,12 +196,7 @@ where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    if !is_gateway_error(&response) {
-        return response.map(ResponseBody::inner);
-    }
-    let (head, body) = response.into_parts();
-    let (head, bytes) = id_patched(head, body, &id).await;
-    Response::from_parts(head, ResponseBody::full(bytes))
+    with_call_id_in(response.map(ResponseBody::inner), id).await
 }
 
 /// [`with_call_id`] for a response the layer already holds as its own.
