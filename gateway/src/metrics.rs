@@ -105,6 +105,11 @@ impl Sent {
         Self { at: Instant::now() }
     }
 
+    /// When it was sent.
+    pub(super) fn at(&self) -> Instant {
+        self.at
+    }
+
     /// Its response head came, with `status`.
     pub(super) fn answered(self, status: StatusCode) {
         metrics::histogram!(LATENCY).record(self.at.elapsed().as_secs_f64());

@@ -69,8 +69,12 @@ pub(crate) fn unknown_version(headers: &HeaderMap, id: Option<&RawValue>) -> Opt
 }
 
 /// Checks the 2026-07-28 request `message` (a request: it has an id and a
-/// method) sent with `headers`.
-pub(crate) fn request(headers: &HeaderMap, message: &Message<'_>) -> Result<(), Refused> {
+/// method; `meta`, its [`Message::meta`]) sent with `headers`.
+pub(crate) fn request(
+    headers: &HeaderMap,
+    message: &Message<'_>,
+    meta: Option<&RawValue>,
+) -> Result<(), Refused> {
     let id = message.id;
     let method = message.method.as_deref().unwrap_or_default();
     if !METHODS.contains(&method) {
@@ -86,7 +90,6 @@ pub(crate) fn request(headers: &HeaderMap, message: &Message<'_>) -> Result<(), 
             "Mcp-Method header {sent:?} does not match method {method:?}"
         ));
     }
-    let meta = message.params.and_then(|params| member(params, "_meta"));
     let field = |name: &str| meta.and_then(|meta| member(meta, name));
     let version = field("io.modelcontextprotocol/protocolVersion");
     if version.is_none() || field("io.modelcontextprotocol/clientCapabilities").is_none() {
@@ -125,7 +128,7 @@ mod tests {
             ("mcp-protocol-version", "2026-07-28"),
             ("mcp-method", method_header),
         ]);
-        request(&headers, &message).map_err(|refused| {
+        request(&headers, &message, message.meta()).map_err(|refused| {
             let body: serde_json::Value = serde_json::from_slice(&refused.body).unwrap();
             body["error"]["code"].as_i64().unwrap()
         })

@@ -47,6 +47,12 @@ impl<'a> Message<'a> {
         serde_json::from_slice(text).ok()
     }
 
+    /// `params._meta`, where a 2026-07-28 request carries its version,
+    /// client capabilities and log level.
+    pub(crate) fn meta(&self) -> Option<&'a RawValue> {
+        member(self.params?, "_meta")
+    }
+
     pub(crate) fn kind(&self) -> Kind {
         let id = self.id.is_some_and(|id| id.get() != "null");
         match (
@@ -129,10 +135,13 @@ pub(crate) const MISSING_CAPABILITY: i64 = -32021;
 
 /// Whether `message` is an error response with `code`.
 pub(crate) fn is_error(message: &[u8], code: i64) -> bool {
-    Message::read(message)
-        .and_then(|message| message.error)
-        .and_then(|error| member(error, "code"))
-        .is_some_and(|found| found.get() == code.to_string())
+    let code = code.to_string();
+    // Most answers are results: only one that holds the code is read.
+    message.windows(code.len()).any(|at| at == code.as_bytes())
+        && Message::read(message)
+            .and_then(|message| message.error)
+            .and_then(|error| member(error, "code"))
+            .is_some_and(|found| found.get() == code)
 }
 
 /// One SSE event carrying `message`.

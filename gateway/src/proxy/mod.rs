@@ -300,7 +300,6 @@ where
         let body = BoxBody::new(body.map_err(Into::into));
         let pending = self.client.request(Request::from_parts(parts, body));
         let sent = Sent::now();
-        let started = tokio::time::Instant::now();
         Box::pin(async move {
             let answer = match header_timeout {
                 Some(limit) => match tokio::time::timeout(limit, pending).await {
@@ -315,6 +314,7 @@ where
             };
             Ok(match answer {
                 Ok(response) => {
+                    let started = tokio::time::Instant::from_std(sent.at());
                     sent.answered(response.status());
                     let (mut parts, body) = response.into_parts();
                     headers::strip_hop_by_hop(&mut parts.headers);

@@ -100,9 +100,10 @@ where
     if let Some(refused) = checked::unknown_version(&parts.headers, message.id) {
         return json(refused.status, refused.body);
     }
+    let meta = message.meta();
     if modern
         && message.kind() == Kind::Request
-        && let Err(refused) = checked::request(&parts.headers, &message)
+        && let Err(refused) = checked::request(&parts.headers, &message, meta)
     {
         return json(refused.status, refused.body);
     }
@@ -155,7 +156,7 @@ where
         (Kind::Request, _) => {
             let declared = match &known {
                 Some(known) => known.declared.clone(),
-                None => declared(&message),
+                None => declared(meta),
             };
             // A session's client that can answer the child's questions
             // gets a stream to be asked on (a 2026-07-28 client is asked
@@ -282,12 +283,10 @@ fn names(object: &RawValue) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The names of the client capabilities a 2026-07-28 request declares.
-fn declared(message: &Message<'_>) -> Vec<String> {
-    message
-        .params
-        .and_then(|params| member(params, "_meta"))
-        .and_then(|meta| member(meta, "io.modelcontextprotocol/clientCapabilities"))
+/// The names of the client capabilities a 2026-07-28 request declares in
+/// its `_meta`.
+fn declared(meta: Option<&RawValue>) -> Vec<String> {
+    meta.and_then(|meta| member(meta, "io.modelcontextprotocol/clientCapabilities"))
         .map(names)
         .unwrap_or_default()
 }

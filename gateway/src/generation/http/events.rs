@@ -42,13 +42,10 @@ pub(crate) fn level(level: &RawValue) -> Option<usize> {
     LEVELS.iter().position(|known| *known == level)
 }
 
-/// Whether `message` is a log message the call's client did not ask for:
+/// Whether `read` is a log message the call's client did not ask for:
 /// 2026-07-28 sends log messages only at or above the level a request
 /// names, and none to a request that names none.
-fn unasked_log(message: &[u8], call: &Call) -> bool {
-    let Some(read) = Message::read(message) else {
-        return false;
-    };
+fn unasked_log(read: &Message<'_>, call: &Call) -> bool {
     if read.method.as_deref() != Some("notifications/message") {
         return false;
     }
@@ -67,13 +64,18 @@ fn unasked_log(message: &[u8], call: &Call) -> bool {
 /// [`modernize`]d under the client's id, any other message as it is.
 /// Whether it was the response.
 pub(crate) fn answer_for(message: Bytes, call: &Call) -> (Bytes, bool) {
-    let id = match Message::read(&message) {
-        Some(read) if read.kind() == Kind::Response => read.id,
-        _ => return (message, false),
-    };
-    let restored = id.and_then(|id| replaced(&message, &[(id, &call.id)]));
-    let message = restored.unwrap_or(message);
-    (modernize(message, call.cacheable), true)
+    match Message::read(&message) {
+        Some(read) if read.kind() == Kind::Response => (restored(&message, &read, call), true),
+        _ => (message, false),
+    }
+}
+
+/// The response `message`, read as `read`, under the client's id and
+/// [`modernize`]d.
+fn restored(message: &[u8], read: &Message<'_>, call: &Call) -> Bytes {
+    let restored = read.id.and_then(|id| replaced(message, &[(id, &call.id)]));
+    let message = restored.unwrap_or_else(|| Bytes::copy_from_slice(message));
+    modernize(message, call.cacheable)
 }
 
 /// One event of an older upstream's stream, written for a 2026-07-28
@@ -85,15 +87,31 @@ pub(crate) fn modern_event(event: Sse, call: &mut Call) -> Bytes {
     let Some(data) = event.data.filter(|data| !data.is_empty()) else {
         return Bytes::new();
     };
-    if unasked_log(data.as_bytes(), call) {
+    let read = Message::read(data.as_bytes());
+    modern_read(event.event.as_deref(), &data, read.as_ref(), call)
+}
+
+/// [`modern_event`] of an event named `name` whose `data` was read as
+/// `read` (read once by whoever looked at it first).
+pub(crate) fn modern_read(
+    name: Option<&str>,
+    data: &str,
+    read: Option<&Message<'_>>,
+    call: &mut Call,
+) -> Bytes {
+    if read.is_some_and(|read| unasked_log(read, call)) {
         return Bytes::new();
     }
-    let (data, response) = answer_for(Bytes::from(data), call);
-    if response {
-        call.pending.answered();
-    }
+    let response = read.filter(|read| read.kind() == Kind::Response);
+    let data = match response {
+        Some(read) => {
+            call.pending.answered();
+            restored(data.as_bytes(), read, call)
+        }
+        None => Bytes::copy_from_slice(data.as_bytes()),
+    };
     let mut out = Vec::with_capacity(data.len() + 32);
-    if let Some(name) = &event.event {
+    if let Some(name) = name {
         out.extend_from_slice(b"event: ");
         out.extend_from_slice(name.as_bytes());
         out.push(b'\n');

@@ -310,16 +310,17 @@ where
             .and_then(|session| session.to_str().ok())
             .map(str::to_owned);
         let unsessioned = session.is_none() && request.method() == Method::POST;
-        let authorization = request.headers().get(AUTHORIZATION).cloned();
         let request = request.map(plain);
         let answer = async move {
+            // A probe, if one runs, goes with the request's credentials.
+            let authorization = request.headers().get(AUTHORIZATION);
             if modern {
-                let found = shared.generation(&inner, max, authorization.as_ref()).await;
+                let found = shared.generation(&inner, max, authorization).await;
                 if found == Some(Found::Legacy) {
                     return bridged(inner, &shared, max, request).await;
                 }
             } else if let Some(session) = session.filter(|id| id.starts_with(kept::KEPT_PREFIX)) {
-                let found = shared.generation(&inner, max, authorization.as_ref()).await;
+                let found = shared.generation(&inner, max, authorization).await;
                 let modern = found == Some(Found::Modern);
                 let kept = &shared.kept;
                 return kept::in_session(inner, kept, &session, modern, max, request).await;
@@ -369,15 +370,13 @@ async fn bridged(
             return error_reply(StatusCode::BAD_REQUEST, reply);
         }
     }
-    if let Err(refused) = checked::request(&parts.headers, &message) {
+    let meta = message.meta();
+    if let Err(refused) = checked::request(&parts.headers, &message, meta) {
         return error_reply(refused.status, refused.body);
     }
     let method = message.method.as_deref().unwrap_or_default().to_owned();
-    let log_level = message
-        .params
-        .and_then(|params| member(params, "_meta"))
-        .and_then(|meta| member(meta, "io.modelcontextprotocol/logLevel"))
-        .and_then(events::level);
+    let field = |name: &str| meta.and_then(|meta| member(meta, name));
+    let log_level = field("io.modelcontextprotocol/logLevel").and_then(events::level);
     // The retry of a call that asked its client: it goes on where it was.
     let state = message
         .params
@@ -387,10 +386,7 @@ async fn bridged(
         return rounds::resume(&shared.rounds, &inner, &token, &message, id, log_level).await;
     }
     // What the client can be asked; the session it goes in declared the same.
-    let mask = message
-        .params
-        .and_then(|params| member(params, "_meta"))
-        .and_then(|meta| member(meta, "io.modelcontextprotocol/clientCapabilities"))
+    let mask = field("io.modelcontextprotocol/clientCapabilities")
         .and_then(|capabilities| Members::parse(capabilities.get()).ok())
         .map_or(0, |members| {
             input::declared(members.0.iter().map(|(name, _)| &**name))

@@ -29,12 +29,12 @@ use sse_stream::Sse;
 use tokio::sync::{mpsc, oneshot};
 use tower::ServiceExt;
 
-use super::events::{Call, modern_event};
+use super::events::{Call, modern_read};
 use super::exchange::{error_reply, own_request};
 use super::sessions::Session;
 use super::{Plain, Upstream, lock};
 use crate::generation::input::{
-    ASKABLE, Asked, GATHER, ROUND_WAIT, capability, input_required, key,
+    Asked, GATHER, ROUND_WAIT, capability, declared, input_required, key,
 };
 use crate::generation::message::{
     Kind, Message, error_response, event as sse_event, member, result_response,
@@ -122,43 +122,16 @@ fn body_of(answers: mpsc::Receiver<Framed>) -> Plain {
 /// its client goes away or never comes back.
 async fn relay(mut events: Events, mut call: Call, asking: Asking, mut out: mpsc::Sender<Framed>) {
     loop {
-        let event = match events.next().await {
-            None => return,
-            Some(Err(error)) => {
-                let _ = out.send(Err(error)).await;
-                return;
-            }
-            Some(Ok(event)) => event,
-        };
         let mut asked = Vec::new();
-        match asking.file(&event, &mut asked).await {
-            Filed::No => {
-                let bytes = modern_event(event, &mut call);
-                if !bytes.is_empty() && out.send(Ok(Frame::data(bytes))).await.is_err() {
-                    return;
-                }
-                continue;
-            }
-            Filed::Yes => {}
+        match take(events.next().await, &asking, &mut asked, &mut call, &out).await {
+            Took::Ended => return,
+            Took::Passed => continue,
+            Took::Asked => {}
         }
         // Requests sent together are asked together.
-        loop {
-            let Ok(next) = tokio::time::timeout(GATHER, events.next()).await else {
-                break;
-            };
-            let event = match next {
-                None => return,
-                Some(Err(error)) => {
-                    let _ = out.send(Err(error)).await;
-                    return;
-                }
-                Some(Ok(event)) => event,
-            };
-            if let Filed::No = asking.file(&event, &mut asked).await {
-                let bytes = modern_event(event, &mut call);
-                if !bytes.is_empty() && out.send(Ok(Frame::data(bytes))).await.is_err() {
-                    return;
-                }
+        while let Ok(next) = tokio::time::timeout(GATHER, events.next()).await {
+            if let Took::Ended = take(next, &asking, &mut asked, &mut call, &out).await {
+                return;
             }
         }
         if asked.is_empty() {
@@ -202,34 +175,57 @@ async fn relay(mut events: Events, mut call: Call, asking: Asking, mut out: mpsc
     }
 }
 
-/// Whether an event was a request of the upstream, asked in the round.
-enum Filed {
-    Yes,
-    No,
+/// What became of one event of the upstream's stream.
+enum Took {
+    /// A request of the upstream, filed for the round (or answered here).
+    Asked,
+    /// Passed to the client (or left out, as a log it did not ask for).
+    Passed,
+    /// The stream ended, or the client went away.
+    Ended,
+}
+
+/// One `next` of the upstream's events, read once: a request filed in
+/// `asked`, anything else passed to `out` as the client gets it.
+async fn take(
+    next: Option<Result<Sse, std::io::Error>>,
+    asking: &Asking,
+    asked: &mut Vec<Asked>,
+    call: &mut Call,
+    out: &mpsc::Sender<Framed>,
+) -> Took {
+    let event = match next {
+        None => return Took::Ended,
+        Some(Err(error)) => {
+            let _ = out.send(Err(error)).await;
+            return Took::Ended;
+        }
+        Some(Ok(event)) => event,
+    };
+    let data = event.data.as_deref().unwrap_or_default();
+    let read = Message::read(data.as_bytes());
+    if let Some(request) = read.as_ref().filter(|read| read.kind() == Kind::Request) {
+        asking.file(request, asked).await;
+        return Took::Asked;
+    }
+    if data.is_empty() {
+        return Took::Passed;
+    }
+    let bytes = modern_read(event.event.as_deref(), data, read.as_ref(), call);
+    if !bytes.is_empty() && out.send(Ok(Frame::data(bytes))).await.is_err() {
+        return Took::Ended;
+    }
+    Took::Passed
 }
 
 impl Asking {
-    /// Files the upstream's request in `event`, if it is one, in `asked`;
-    /// answers here what the client is not asked (`ping`, a capability it
-    /// did not declare).
-    async fn file(&self, event: &Sse, asked: &mut Vec<Asked>) -> Filed {
-        let Some(data) = event.data.as_deref() else {
-            return Filed::No;
-        };
-        let Some(message) = Message::read(data.as_bytes()) else {
-            return Filed::No;
-        };
-        if message.kind() != Kind::Request {
-            return Filed::No;
-        }
+    /// Files the upstream's `message`, a request, in `asked`; answers here
+    /// what the client is not asked (`ping`, a capability it did not
+    /// declare).
+    async fn file(&self, message: &Message<'_>, asked: &mut Vec<Asked>) {
         let request = message.id.map_or("null", RawValue::get);
         let method = message.method.as_deref().unwrap_or_default();
-        let needed = capability(method).filter(|needed| {
-            ASKABLE
-                .iter()
-                .position(|askable| askable == needed)
-                .is_some_and(|at| self.mask & 1 << at != 0)
-        });
+        let needed = capability(method).filter(|needed| declared([*needed]) & self.mask != 0);
         match (method, needed) {
             ("ping", _) => self.answer(result_response(request, "{}")).await,
             (_, Some(needed)) => {
@@ -246,7 +242,6 @@ impl Asking {
                 self.refuse(request, &why).await;
             }
         }
-        Filed::Yes
     }
 
     /// Refuses the upstream's request `request` (JSON text of its id).
