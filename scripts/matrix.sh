@@ -81,12 +81,8 @@ help_if_asked "${1:-}"
 # shellcheck source=lib/start-server.sh
 source "$REPO/scripts/lib/start-server.sh"
 
-# Steps expected to fail: "CLIENT SERVER STEP" -> the reason.
-GAP="docs/gateway.md, Not yet: a 2026-07-28 upstream's input_required is not turned into questions on a 2025-11-25 client's stream"
-declare -A KNOWN_FAILURES=(
-  ["python1 typescript-http-stateless ask"]="$GAP"
-  ["typescript1 typescript-http-stateless ask"]="$GAP"
-)
+# Steps expected to fail: "CLIENT SERVER STEP" -> the reason. None today.
+declare -A KNOWN_FAILURES=()
 
 # --- Clients ------------------------------------------------------------------
 

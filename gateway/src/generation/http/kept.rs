@@ -7,7 +7,9 @@
 //! | `initialize` | passed; its session is the upstream's | passed, and the answer given a session of the bridge's (`Mcp-Session-Id`), so the layer serves the client tasks in it; refused by a 2026-07-28-only upstream: answered from its `server/discover` |
 //! | a request in a kept session | — | without the session header; to a 2026-07-28 upstream as a 2026-07-28 request: `_meta` with the version and the session's client capabilities, `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` |
 //! | `ping` in a kept session | — | answered here (2026-07-28 has none) |
-//! | a notification or response in a kept session | — | `202`: nothing of the session is upstream |
+//! | a 2026-07-28 upstream's `input_required` answer | — | asked of the client on the call's stream, and the call sent again with its answers (`asked.rs`) |
+//! | a response in a kept session | — | the answer to such a question (`202`) |
+//! | a notification in a kept session | — | `202`: nothing of the session is upstream |
 //! | DELETE, GET of a kept session | — | the session ends (`200`); `405` |
 //!
 //! At most [`MAX_KEPT`] sessions: a full table forgets the one used least
@@ -18,7 +20,7 @@
 //! `initialize` declaring more gets `400`.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -26,12 +28,13 @@ use http::header::{ALLOW, AUTHORIZATION, CONTENT_LENGTH};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use serde_json::value::RawValue;
 
+use super::asked::{self, Questions, may_ask};
 use super::exchange::{discover_request, error_reply, first_response, read_request};
 use super::probe::Found;
 use super::{Plain, Shared, Upstream, full, lock};
 use crate::generation::checked;
 use crate::generation::declared::HANDSHAKE_VERSIONS;
-use crate::generation::message::{Message, error_response, member, result_response};
+use crate::generation::message::{Kind, Message, error_response, member, result_response};
 use mcp_tasks::MODERN_VERSION;
 use mcp_tasks::wire::raw::edit_object;
 use tower::ServiceExt;
@@ -56,6 +59,8 @@ struct Kept {
 #[derive(Default)]
 pub(crate) struct KeptSessions {
     table: Mutex<HashMap<String, Kept>>,
+    /// The upstream's questions asked in them (`asked.rs`).
+    questions: Arc<Questions>,
 }
 
 impl KeptSessions {
@@ -250,8 +255,14 @@ pub(crate) async fn in_session(
     };
     let id = message.id.map_or("null", RawValue::get).to_owned();
     let method = message.method.as_deref().unwrap_or_default().to_owned();
-    if message.kind() != crate::generation::message::Kind::Request {
-        return error_reply(StatusCode::ACCEPTED, Bytes::new());
+    match message.kind() {
+        Kind::Request => {}
+        Kind::Response => {
+            // An answer to a question of the upstream's, if it is one.
+            kept.questions.answer(session, &message);
+            return error_reply(StatusCode::ACCEPTED, Bytes::new());
+        }
+        _ => return error_reply(StatusCode::ACCEPTED, Bytes::new()),
     }
     if method == "ping" {
         return error_reply(StatusCode::OK, result_response(&id, "{}"));
@@ -282,8 +293,22 @@ pub(crate) async fn in_session(
     parts
         .headers
         .insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
-    let Ok(response) = inner.oneshot(Request::from_parts(parts, full(body))).await;
-    response
+    if !(modern_upstream && may_ask(&method)) {
+        let Ok(response) = inner.oneshot(Request::from_parts(parts, full(body))).await;
+        return response;
+    }
+    let request = Request::from_parts(parts.clone(), full(body.clone()));
+    let Ok(response) = inner.clone().oneshot(request).await;
+    let call = asked::Call {
+        inner,
+        parts,
+        body,
+        id,
+        session: session.to_owned(),
+        questions: kept.questions.clone(),
+        max,
+    };
+    asked::answered(response, call).await
 }
 
 /// What `Mcp-Name` carries for a request: the tool or prompt name, or the

@@ -42,10 +42,12 @@
 //! `subscriptions/listen` hears the upstream session's own stream
 //! (`heard.rs`).
 //!
-//! Not yet: the other way round, a 2026-07-28 upstream's `input_required`
-//! results for a 2025-11-25 client.
+//! The other way round, a 2026-07-28 upstream's `input_required` results
+//! are asked of a 2025-11-25 client in its kept session as requests on the
+//! call's stream (`asked.rs`).
 
 mod answer;
+mod asked;
 mod events;
 mod exchange;
 mod heard;
