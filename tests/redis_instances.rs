@@ -419,7 +419,7 @@ async fn an_instance_that_crashes_mid_task_has_the_task_failed_by_another_instan
 
     blocking(|| crash_now(crash, a_thread));
 
-    // B sweeps A's tasks once A's lease has run out: lease + lease/2, plus margin.
+    // B sweeps A's tasks once A's lease has run out: within 2 × lease, plus margin.
     let failed = b
         .client()
         .wait_task_status(&task, &["completed", "failed", "cancelled"], ms(4000))

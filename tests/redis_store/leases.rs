@@ -1,6 +1,7 @@
 //! An instance that dies leaves no task `working` forever: its lease runs
 //! out and another instance fails the tasks it was running, within
-//! `lease + lease / 2`. A live instance, however quiet, keeps its tasks.
+//! `2 × lease` (its lease key found gone at two sweeps). A live instance,
+//! however quiet, keeps its tasks.
 
 use std::time::Duration;
 
@@ -117,7 +118,7 @@ async fn an_instance_that_dies_has_its_running_tasks_failed_by_another_within_th
     let died = tokio::time::Instant::now();
     let left = lease_left(&mut raw_conn, &prefix, &lost_id).await;
     assert!(left > Duration::ZERO, "A's lease outlives A");
-    let bound = lease + lease / 2;
+    let bound = 2 * lease;
     let read = wait_for_end(&b, &running, bound + Duration::from_secs(1)).await;
     let took = died.elapsed();
     assert!(

@@ -24,6 +24,33 @@ use crate::store::StoreError;
 /// The key prefix unless [`RedisTaskStoreBuilder::prefix`] says otherwise.
 const DEFAULT_PREFIX: &str = "mcp-tasks";
 
+/// How long `connect` waits for a Redis Cluster that cannot answer yet (a
+/// failover under way, a slot that moved) before it gives up.
+const CLUSTER_WAIT: Duration = Duration::from_secs(60);
+
+/// `step` until it succeeds; on a Redis Cluster (`cluster`) tried again
+/// with backoff (100 ms doubling to 2 s) for up to [`CLUSTER_WAIT`], each
+/// failure logged as `what` failing; on one server its first error.
+async fn patiently<T, F, Fut>(cluster: bool, what: &str, mut step: F) -> Result<T, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, StoreError>>,
+{
+    let deadline = tokio::time::Instant::now() + CLUSTER_WAIT;
+    let mut pause = Duration::from_millis(100);
+    loop {
+        match step().await {
+            Ok(done) => return Ok(done),
+            Err(error) if cluster && tokio::time::Instant::now() + pause < deadline => {
+                tracing::warn!(%error, "task store: {what} failed on the Redis Cluster; trying again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
 /// The shards on a Redis Cluster unless [`RedisTaskStoreBuilder::shards`]
 /// says otherwise: enough that owners spread evenly over a handful of
 /// primaries, few enough that a lease renewal (one write per shard) stays
@@ -127,10 +154,11 @@ impl RedisTaskStoreBuilder {
 
     /// How long this instance stays alive in Redis without renewing its
     /// lease (default 10 s, clamped to 100 ms ..= 1 day). It renews every
-    /// third of it and sweeps for lost instances every half of it, so the
-    /// running tasks of a crashed instance are failed within
-    /// `lease + lease / 2` of its last renewal (15 s by default); see the
-    /// [module docs](super#leases).
+    /// third of it (a failed renewal every 200 ms or sixth of it) and sweeps
+    /// for lost instances every half of it, taking one whose lease key it
+    /// found gone at two sweeps, so the running tasks of a crashed instance
+    /// are failed within `2 × lease` of its last renewal (20 s by default);
+    /// see the [module docs](super#leases).
     ///
     /// Every instance should use the same lease, longer than the pauses an
     /// instance may take and than the
@@ -177,19 +205,25 @@ impl RedisTaskStoreBuilder {
     /// (`cluster_enabled:1` in `INFO cluster`), or several URLs, connect to a
     /// Redis Cluster; a server that refuses `INFO` is taken for a single
     /// node. Fails with [`StoreError::Backend`] when Redis cannot be reached
-    /// and when the prefix contains `{` or `}`.
+    /// and when the prefix contains `{` or `}`; a Redis Cluster that cannot
+    /// answer yet (a failover under way) is waited for, up to 60 s.
     pub async fn connect(self) -> Result<RedisTaskStore, StoreError> {
         if self.prefix.contains(['{', '}']) {
             return Err(StoreError::backend(
                 "the Redis key prefix must not contain `{` or `}`: it becomes the keys' hash tag",
             ));
         }
-        let (conn, clients) = self.open().await?;
+        let seeds = self.nodes.0.len() > 1;
+        let (conn, clients) = patiently(seeds, "connecting", || self.open()).await?;
         let count = self
             .shards
             .unwrap_or(if conn.is_cluster() { CLUSTER_SHARDS } else { 1 });
         let shards = Arc::new(Shards::new(self.prefix, count, conn.is_cluster()));
-        migrate::run(&conn, &shards).await?;
+        let cluster = conn.is_cluster();
+        patiently(cluster, "reading the key layout", || {
+            migrate::run(&conn, &shards)
+        })
+        .await?;
         let conn = conn.waiting_for(self.replicas);
         let stops = Arc::new(Stops::new(Arc::new(Interest::new(shards.count()))));
         let shutdown = CancellationToken::new();
@@ -198,7 +232,8 @@ impl RedisTaskStoreBuilder {
         let abandoned = shutdown.clone().drop_guard();
         let lease = Arc::new(Lease::new(conn.clone(), shards.clone(), self.lease)?);
         // Registered before anything else: a create needs a live instance.
-        lease.renew().await.map_err(backend)?;
+        let registered = || async { lease.renew().await.map_err(backend) };
+        patiently(cluster, "registering this instance", registered).await?;
         let (ready, subscribed) = oneshot::channel();
         let changes = tokio::sync::broadcast::channel(crate::store::CHANGES).0;
         let subscriber = Subscriber {

@@ -2,19 +2,29 @@
 //! instances (see the module docs of [`redis`](super#leases)).
 //!
 //! Each instance keeps `<tag>:instance:<iid>` alive in every shard (`PX` =
-//! the lease, renewed every third of it) and is listed in each shard's
-//! `<tag>:instances`. Every half lease, each instance looks, shard by
-//! shard, for listed instances whose lease key is gone and runs
-//! `lua/sweep.lua` on each: it fails the lost instance's `working` tasks
-//! of that shard that it still drives, announces them on the shard's
-//! end-of-task channel, and forgets the instance there once its driving set
-//! is empty. Each shard judges an instance by its own copy of the lease, so
-//! the lease check and the sweep stay one atomic step.
+//! the lease, renewed every third of it by `lua/renew.lua`) and is listed
+//! in each shard's `<tag>:instances`. Every half lease, each instance
+//! looks, shard by shard, for listed instances whose lease key is gone and,
+//! once one has been found gone for a while (see below), runs `lua/sweep.lua` on
+//! it: it fails the lost instance's `working` tasks of that shard that it
+//! still drives, announces them on the shard's end-of-task channel, and
+//! forgets the instance there once its driving set is empty. Each shard
+//! judges an instance by its own copy of the lease, so the last lease check
+//! and the sweep stay one atomic step.
+//!
+//! | What happens | What the lease does |
+//! |--------------|---------------------|
+//! | a renewal fails in a shard (its primary failing over, Redis unreachable) | tried again every [`retry`](Lease::retry) (at most 200 ms) instead of a third of the lease later; warned once, and once more when it has failed for a whole lease |
+//! | a shard's slot moved to a promoted replica | the renewal is a script, which follows the slot as any command does (a MULTI/EXEC transaction was aborted with MOVED and failed until the next one) |
+//! | an instance's lease key gone at one sweep | noted, not swept: a live instance whose lease ran out while its shard had no primary renews within a few retries once the shard has one again |
+//! | gone still at a sweep [`GONE_FOR`] of a lease later or more (the next regular sweep, half a lease later) | swept |
+//! | given up ([`release`](Lease::release): the key holds `released`) | swept at the first sweep that finds it |
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::future::try_join_all;
+use futures_util::future::{join_all, try_join_all};
 use redis::Value;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
@@ -42,12 +52,29 @@ const LOST_MESSAGE: &str = "The server instance running this task was lost";
 const LOST_ERROR: &str =
     r#"{"code":-32603,"message":"The server instance running this task was lost"}"#;
 
+/// What the lease key of an instance that gave its lease up holds (a live
+/// one holds `1`): swept at the first sweep that finds it.
+const RELEASED: &str = "released";
+
+/// How long, as a share of the lease, another instance's lease key must
+/// have been found gone before it is swept: a little less than the half
+/// lease between two sweeps, so that the next regular sweep takes it, and a
+/// sweep run late right after another (the one before was held up by a
+/// shard without a primary) does not.
+const GONE_FOR: f64 = 0.4;
+
+/// The longest wait before a failed renewal is tried again.
+const MAX_RETRY: Duration = Duration::from_millis(200);
+
 /// This instance's identity and lease.
 pub(super) struct Lease {
     conn: Conn,
     shards: Arc<Shards>,
     id: String,
     lease: Duration,
+    /// Other instances whose lease key a sweep of a shard found gone, and
+    /// when it first did, by shard.
+    gone: Mutex<HashMap<usize, Vec<(String, Instant)>>>,
 }
 
 impl Lease {
@@ -65,6 +92,7 @@ impl Lease {
             shards,
             id,
             lease,
+            gone: Mutex::default(),
         })
     }
 
@@ -78,35 +106,78 @@ impl Lease {
         u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// Keeps this instance alive for one more lease, and listed, in every
-    /// shard (one transaction per shard, all sent at once).
-    pub(super) async fn renew(&self) -> redis::RedisResult<()> {
-        let renewals = self.shards.all().map(|(_, keys)| {
-            let mut pipe = redis::pipe();
-            pipe.atomic()
-                .cmd("SET")
-                .arg(keys.instance(&self.id))
-                .arg("1")
-                .arg("PX")
-                .arg(self.millis())
-                .ignore()
-                .sadd(keys.instances(), &self.id)
-                .ignore();
-            let mut conn = self.conn.clone();
-            async move { pipe.query_async::<()>(&mut conn).await }
-        });
-        try_join_all(renewals).await.map(drop)
+    /// How soon a failed renewal is tried again: a sixth of the lease, at
+    /// most [`MAX_RETRY`].
+    fn retry(&self) -> Duration {
+        (self.lease / 6).min(MAX_RETRY)
     }
 
-    /// Drops this instance's lease at once, so that the next sweep of any
-    /// other instance fails the tasks this one still drives.
+    /// Keeps this instance alive for one more lease, and listed, in every
+    /// shard (one script per shard, all sent at once, each let finish);
+    /// the first error, if a shard failed.
+    pub(super) async fn renew(&self) -> redis::RedisResult<()> {
+        let renewals = self.shards.all().map(|(_, keys)| {
+            let mut call = scripts::RENEW.key(keys.instance(&self.id));
+            call.key(keys.instances()).arg(&self.id).arg(self.millis());
+            let mut conn = self.conn.clone();
+            async move { call.invoke_async::<()>(&mut conn).await }
+        });
+        join_all(renewals).await.into_iter().collect()
+    }
+
+    /// Of the other instances listed in `shard`, and what their lease key
+    /// holds (`leases`), the ones to sweep: a lease given up, or one found
+    /// gone by a sweep at least [`GONE_FOR`] of the lease ago and gone still.
+    /// Remembers when each gone one was first found so.
+    fn due<'a>(
+        &self,
+        shard: usize,
+        others: &[&'a String],
+        leases: &[Option<String>],
+    ) -> Vec<&'a String> {
+        let now = Instant::now();
+        let long_enough = self.lease.mul_f64(GONE_FOR);
+        let mut gone = self.gone.lock().unwrap_or_else(|p| p.into_inner());
+        let before = gone.remove(&shard).unwrap_or_default();
+        let mut due = Vec::new();
+        let mut still = Vec::new();
+        for (iid, lease) in others.iter().zip(leases) {
+            match lease.as_deref() {
+                Some(RELEASED) => due.push(*iid),
+                Some(_) => {}
+                None => {
+                    let first = before
+                        .iter()
+                        .find(|(seen, _)| seen == *iid)
+                        .map_or(now, |(_, at)| *at);
+                    if now.duration_since(first) >= long_enough {
+                        due.push(*iid);
+                    } else {
+                        still.push(((*iid).clone(), first));
+                    }
+                }
+            }
+        }
+        if !still.is_empty() {
+            gone.insert(shard, still);
+        }
+        due
+    }
+
+    /// Gives this instance's lease up at once (its key says
+    /// [`RELEASED`] until the lease would have run out), so that the next
+    /// sweep of any other instance fails the tasks this one still drives.
     pub(super) async fn release(&self) -> Result<(), StoreError> {
         let drops = self.shards.all().map(|(_, keys)| {
             let mut conn = self.conn.clone();
             let key = keys.instance(&self.id);
+            let millis = self.millis();
             async move {
-                redis::cmd("DEL")
+                redis::cmd("SET")
                     .arg(key)
+                    .arg(RELEASED)
+                    .arg("PX")
+                    .arg(millis)
                     .query_async::<()>(&mut conn)
                     .await
             }
@@ -148,7 +219,17 @@ impl Lease {
             .query_async(&mut conn)
             .await
             .map_err(backend)?;
-        for lost in instances.iter().filter(|&iid| *iid != self.id) {
+        let others: Vec<&String> = instances.iter().filter(|&iid| *iid != self.id).collect();
+        let leases: Vec<Option<String>> = if others.is_empty() {
+            Vec::new()
+        } else {
+            let mut pipe = redis::pipe();
+            for iid in &others {
+                pipe.get(keys.instance(iid));
+            }
+            pipe.query_async(&mut conn).await.map_err(backend)?
+        };
+        for lost in self.due(shard, &others, &leases) {
             loop {
                 let mut call = scripts::SWEEP.key(keys.instance(lost));
                 call.key(keys.driving(lost))
@@ -179,26 +260,48 @@ impl Lease {
     }
 }
 
-/// Renews the lease every third of it, until `shutdown`: after the last
-/// clone of the store is dropped, the lease runs out and another instance
-/// sweeps this one. Runs apart from [`sweep`], so that a slow sweep never
-/// delays a renewal.
+/// Renews the lease every third of it, and a failed renewal every
+/// [`retry`](Lease::retry), until `shutdown`: after the last clone of the
+/// store is dropped, the lease runs out and another instance sweeps this
+/// one. Runs apart from [`sweep`], so that a slow sweep never delays a
+/// renewal.
 pub(super) async fn renew(lease: Arc<Lease>, shutdown: CancellationToken) {
-    // `connect` renewed once already.
     let period = lease.lease / 3;
-    let mut ticks = tokio::time::interval_at(Instant::now() + period, period);
-    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    // `connect` renewed once already.
+    let mut failing: Option<(Instant, bool)> = None;
     loop {
+        let wait = if failing.is_some() {
+            lease.retry()
+        } else {
+            period
+        };
         tokio::select! {
             _ = shutdown.cancelled() => return,
-            _ = ticks.tick() => {}
+            _ = tokio::time::sleep(wait) => {}
         }
         let renewed = tokio::select! {
             _ = shutdown.cancelled() => return,
             renewed = lease.renew() => renewed,
         };
-        if let Err(error) = renewed {
-            tracing::warn!(%error, instance = lease.id(), "task store: lease renewal failed");
+        let instance = lease.id();
+        match (renewed, &mut failing) {
+            (Ok(()), None) => {}
+            (Ok(()), Some((since, _))) => {
+                let after = since.elapsed();
+                tracing::info!(instance, ?after, "task store: lease renewed again");
+                failing = None;
+            }
+            (Err(error), None) => {
+                tracing::warn!(%error, instance, "task store: lease renewal failed; trying again");
+                failing = Some((Instant::now(), false));
+            }
+            (Err(error), Some((since, warned))) => {
+                tracing::debug!(%error, instance, "task store: lease renewal failed again");
+                if !*warned && since.elapsed() >= lease.lease {
+                    *warned = true;
+                    tracing::warn!(%error, instance, "task store: lease not renewed for a whole lease; another instance may take this one's running tasks");
+                }
+            }
         }
     }
 }

@@ -123,7 +123,10 @@
 //! then), take it out again.
 //!
 //! Every instance sweeps every `lease / 2` (and once at `connect`): for each
-//! listed instance whose lease key is gone, one script per batch of its
+//! listed instance whose lease key is gone, and was found gone by a sweep
+//! at least `0.4 × lease` before (so that a live instance whose lease ran
+//! out while its shard's primary failed over has time to renew it on the
+//! new one; `lease.rs` has the table), one script per batch of its
 //! driving set fails each task that is still `working` *and* still driven
 //! by it, with the JSON-RPC error `{"code":-32603,"message":"The server
 //! instance running this task was lost"}` and that status message,
@@ -146,11 +149,14 @@
 //! that says so.
 //!
 //! **Bound.** A crashed instance renewed its lease last at the latest when
-//! it died, so its key is gone at most `lease` later, and the next sweep of any live instance
-//! comes at most `lease / 2` after that: its running tasks are `failed`
-//! within `lease + lease / 2` of the crash (15 s with the default lease, plus
-//! the sweep's own Redis round trips), given one live instance with the same
-//! lease. With none alive, the first instance to connect sweeps at once.
+//! it died, so its key is gone at most `lease` later, the next sweep of any
+//! live instance finds it gone at most `lease / 2` after that, and the one
+//! after takes it: its running tasks are `failed` within `2 × lease` of the
+//! crash (20 s with the default lease, plus the sweep's own Redis round
+//! trips), given one live instance with the same lease. With none alive,
+//! the first instance to connect finds it at once and takes it at its
+//! second sweep. An instance that gives its lease up
+//! ([`TaskStore::release`], a drain) is taken at the first sweep.
 //!
 //! **At most once.** A task is never re-run: a lost instance's running
 //! tasks are failed, not restarted elsewhere. An instance that is alive but

@@ -13,7 +13,8 @@
 -- only while it is `working` and still driven by this instance, so racing
 -- is harmless and a task is claimed by one sweeper at most.
 local lease, driving, instances, iid = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
-if redis.call('EXISTS', lease) == 1 then
+-- A live lease holds '1'; one given up holds 'released'.
+if redis.call('GET', lease) == '1' then
   return {-1, 0}
 end
 local reply = {0, 0}
