@@ -344,6 +344,14 @@ async fn a_failover_keeps_every_task_the_store_acknowledged() {
     }
 }
 
+/// The store's warnings and steps in the test's output (shown when it fails).
+fn logs() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter("mcp_tasks=debug")
+        .with_test_writer()
+        .try_init();
+}
+
 /// The primary of `cluster` that holds the shard of alice's task `id`.
 fn holder_of(cluster: &RedisCluster, store: &RedisTaskStore, id: mcp_tasks::TaskId) -> u16 {
     let key = store.task_key(id, Some("alice"));
@@ -364,14 +372,15 @@ async fn a_live_instance_keeps_its_running_tasks_through_a_failover_of_their_sha
     let Some(mut cluster) = start() else {
         return;
     };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter("mcp_tasks=debug")
-        .with_test_writer()
-        .try_init();
+    logs();
     let prefix = fresh_prefix();
-    let lease = Duration::from_millis(1500);
-    let a = connect(&cluster, &prefix, lease).await;
-    let b = connect(&cluster, &prefix, lease).await;
+    // Longer than a failover here (about 2 s) and a renewal period: A's
+    // lease does not lapse, and A is not fenced out of the shard.
+    let lease = Duration::from_secs(6);
+    let (a, b) = (
+        connect(&cluster, &prefix, lease).await,
+        connect(&cluster, &prefix, lease).await,
+    );
     let running = new_task(Some("alice"), Some(Duration::from_secs(600)));
     a.create(running.clone()).await.unwrap();
     let holder = holder_of(&cluster, &a, running.id);
@@ -381,10 +390,11 @@ async fn a_live_instance_keeps_its_running_tasks_through_a_failover_of_their_sha
         cluster.wait_for_failover(holder, Duration::from_secs(30));
     });
     eprintln!("failed over in {:?}", killed.elapsed());
-    // B sweeps every half lease: over four leases it looks eight times,
-    // and A's lease in the shard had run out had A not renewed it anew.
+    // B sweeps every half lease: over two leases it looks four times, and
+    // A's lease in the shard had run out had A's renewals not followed the
+    // slot to the promoted replica.
     let watched = Instant::now();
-    while watched.elapsed() < lease * 4 {
+    while watched.elapsed() < lease * 2 {
         if let Ok(Some(read)) = b.get(running.id, Some("alice")).await {
             assert_eq!(
                 read.status(),
@@ -403,4 +413,70 @@ async fn a_live_instance_keeps_its_running_tasks_through_a_failover_of_their_sha
     }
     let read = b.get(running.id, Some("alice")).await.unwrap().unwrap();
     assert_eq!(read.status(), TaskStatus::Completed, "{read:?}");
+}
+
+/// An instance cut off from a shard for longer than its lease (its
+/// primary failing over takes longer here) stops the calls it runs there
+/// before another instance takes their tasks, and joins the shard again
+/// under a new id: a task it creates there afterwards is its own, and kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_cut_off_from_a_shard_stops_its_calls_there_before_another_takes_them() {
+    let Some(mut cluster) = start() else {
+        return;
+    };
+    logs();
+    let prefix = fresh_prefix();
+    let lease = Duration::from_millis(600);
+    let (a, b) = (
+        connect(&cluster, &prefix, lease).await,
+        connect(&cluster, &prefix, lease).await,
+    );
+    let running = new_task(Some("alice"), Some(Duration::from_secs(600)));
+    let created = a.create(running.clone()).await.unwrap();
+    let stopped = tokio::spawn(async move {
+        created.stop.cancelled().await;
+        Instant::now()
+    });
+    let holder = holder_of(&cluster, &a, running.id);
+    tokio::task::block_in_place(|| {
+        cluster.kill(holder);
+        cluster.wait_for_failover(holder, Duration::from_secs(30));
+    });
+    let bound = Instant::now() + Duration::from_secs(20);
+    let (taken, read) = loop {
+        if let Ok(Some(read)) = b.get(running.id, Some("alice")).await
+            && read.status() != TaskStatus::Working
+        {
+            break (Instant::now(), read);
+        }
+        assert!(Instant::now() < bound, "the task stayed working");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(read.status(), TaskStatus::Failed, "{read:?}");
+    let stopped = tokio::time::timeout(Duration::from_secs(1), stopped)
+        .await
+        .expect("A stopped the call it ran")
+        .unwrap();
+    assert!(
+        stopped <= taken,
+        "A stopped its call {:?} after B took the task",
+        stopped - taken
+    );
+    // A is back in the shard under a new id: its new task is not swept.
+    let again = new_task(Some("alice"), Some(Duration::from_secs(600)));
+    let bound = Instant::now() + Duration::from_secs(10);
+    while a.create(again.clone()).await.is_err() {
+        assert!(
+            Instant::now() < bound,
+            "A could not create in the shard again"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let watched = Instant::now();
+    while watched.elapsed() < lease * 4 {
+        let read = b.get(again.id, Some("alice")).await.unwrap().unwrap();
+        assert_eq!(read.status(), TaskStatus::Working, "{read:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    a.complete(again.id, pair::raw("{}")).await.unwrap();
 }

@@ -39,13 +39,13 @@ impl RedisTaskStore {
         let stops = &self.inner.stops;
         let doubts = &self.inner.doubts;
         let ticket = doubts.ticket();
-        let (stop, holding) = stops.holding(id, shard);
+        let (stop, holding, generation) = stops.holding(id, shard);
         let holding = holding.doubting(doubts, Write::Resume(ticket));
         stops
             .interest
             .subscribed(shard, interest::SUBSCRIBE_WAIT)
             .await;
-        let answered = self.answer(id, owner, answers, ticket).await;
+        let answered = self.answer(id, owner, answers, ticket, generation).await;
         // An error (the script may have completed the round) releases the
         // token and notes the answer in doubt.
         holding.answered(&answered);
@@ -78,26 +78,30 @@ impl RedisTaskStore {
         })
     }
 
+    /// `answer_input.lua` for `id`: the task, if it resumes, driven by this
+    /// instance's id of `generation` in its shard.
     pub(super) async fn answer(
         &self,
         id: TaskId,
         owner: Option<&str>,
         answers: Vec<(String, Box<RawValue>)>,
         ticket: u64,
+        generation: u32,
     ) -> Result<Answered, StoreError> {
         let keys = self.inner.shards.of(owner).1;
         let [has_owner, owner] = owner_args(owner);
         let lease = &self.inner.lease;
+        let driver = lease.id_in(generation);
         let mut call = scripts::ANSWER_INPUT.key(keys.task(id));
         call.key(keys.round(id))
-            .key(keys.driving(lease.id()))
-            .key(keys.instance(lease.id()))
+            .key(keys.driving(&driver))
+            .key(keys.instance(&driver))
             .key(keys.instances())
             .arg(has_owner)
             .arg(owner)
             .arg(now_text())
             .arg(id.to_string())
-            .arg(lease.id())
+            .arg(&*driver)
             .arg(lease.millis())
             .arg(keys.changed())
             .arg(ticket);

@@ -230,7 +230,8 @@ impl RedisTaskStoreBuilder {
         // Stops the background tasks unless a store comes out of this call,
         // also when the caller gives up on it half way.
         let abandoned = shutdown.clone().drop_guard();
-        let lease = Arc::new(Lease::new(conn.clone(), shards.clone(), self.lease)?);
+        let lease = Lease::new(conn.clone(), shards.clone(), stops.clone(), self.lease)?;
+        let lease = Arc::new(lease);
         // Registered before anything else: a create needs a live instance.
         let registered = || async { lease.renew().await.map_err(backend) };
         patiently(cluster, "registering this instance", registered).await?;
@@ -258,12 +259,7 @@ impl RedisTaskStoreBuilder {
         tokio::spawn(stops::reap(stops.clone(), shutdown.clone()));
         tokio::spawn(lease::renew(lease.clone(), shutdown.clone()));
         let claims = Arc::new(Claims::default());
-        let sweeping = lease::sweep(
-            lease.clone(),
-            shutdown.clone(),
-            claims.clone(),
-            stops.clone(),
-        );
+        let sweeping = lease::sweep(lease.clone(), shutdown.clone(), claims.clone());
         tokio::spawn(sweeping);
         abandoned.disarm();
         let inner = Arc::new(Inner {

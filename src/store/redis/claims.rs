@@ -34,11 +34,14 @@ impl Claims {
     }
 
     /// Reads the claims of one sweep reply (after its state and count) and
-    /// holds their stop signals (the tasks are in `shard`); how many.
+    /// holds their stop signals (the tasks are in `shard`, claimed for this
+    /// instance's id of `generation` there); how many. A claim made for a
+    /// generation fenced since is left to the sweep of that one.
     pub(super) fn add(
         &self,
         stops: &Stops,
         shard: usize,
+        generation: u32,
         items: Vec<Value>,
     ) -> Result<usize, StoreError> {
         let mut claimed = Vec::new();
@@ -60,7 +63,11 @@ impl Claims {
             };
             let created_at = Timestamp::from_millis(created.parse().unwrap_or(0));
             let ttl = ttl.parse().ok().map(Duration::from_nanos);
-            let stop = stops.hold(id, shard);
+            let (stop, now) = stops.hold_in(id, shard);
+            if now != generation {
+                stops.release(id);
+                continue;
+            }
             stops.confirm(id, shard, ttl.map(|ttl| created_at.saturating_add(ttl)));
             claimed.push(Orphan {
                 id,

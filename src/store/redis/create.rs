@@ -79,10 +79,10 @@ impl RedisTaskStore {
             quota.total = None;
             quota.per_owner = quota.per_owner.or(Some(u32::MAX));
         }
-        let call = self.create_call(keys, &task, deadline, quota);
         // Held before the write: an announcement may overtake the reply.
         // Released if this call is given up before it answers.
-        let (stop, holding) = self.inner.stops.holding(id, shard);
+        let (stop, holding, generation) = self.inner.stops.holding(id, shard);
+        let call = self.create_call(keys, &task, deadline, quota, generation);
         let holding = holding.doubting(doubts, Write::Create);
         // The shard's channels are heard before anyone can end the task.
         self.inner
@@ -128,22 +128,25 @@ impl RedisTaskStore {
         Ok(CreatedTask { snapshot, stop })
     }
 
-    /// `create.lua` for `task` in the shard of `keys`, under `quota`.
+    /// `create.lua` for `task` in the shard of `keys`, under `quota`, driven
+    /// by this instance's id of `generation` there.
     fn create_call(
         &self,
         keys: &Keys,
         task: &NewTask,
         deadline: Option<Timestamp>,
         quota: Quota,
+        generation: u32,
     ) -> redis::ScriptInvocation<'static> {
         let id = task.id;
         let owner = task.owner.as_deref();
         let [has_owner, owner_text] = owner_args(owner);
         let lease = &self.inner.lease;
+        let driver = lease.id_in(generation);
         let mut call = scripts::CREATE.key(keys.task(id));
         call.key(keys.index(owner))
-            .key(keys.driving(lease.id()))
-            .key(keys.instance(lease.id()))
+            .key(keys.driving(&driver))
+            .key(keys.instance(&driver))
             .key(keys.instances())
             .key(keys.all())
             .arg(has_owner)
@@ -168,7 +171,7 @@ impl RedisTaskStore {
             .arg(task.status_message.as_deref().unwrap_or_default())
             .arg(id.to_string())
             .arg(keys.task_head())
-            .arg(lease.id())
+            .arg(&*driver)
             .arg(lease.millis())
             .arg(cap_arg(quota.per_owner))
             .arg(cap_arg(quota.total))

@@ -212,7 +212,7 @@ impl RedisTaskStore {
         let keys = self.inner.shards.get(shard);
         let mut call = scripts::ORPHAN.key(keys.task(id));
         call.key(keys.round(id))
-            .arg(self.inner.lease.id())
+            .arg(&*self.inner.lease.id_in(self.inner.stops.generation(shard)))
             .arg(LOST_ERROR)
             .arg(now_text())
             .arg(keys.channel())

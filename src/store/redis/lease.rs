@@ -14,12 +14,14 @@
 //!
 //! | What happens | What the lease does |
 //! |--------------|---------------------|
-//! | a renewal fails in a shard (its primary failing over, Redis unreachable) | tried again every [`retry`](Lease::retry) (at most 200 ms) instead of a third of the lease later; warned once, and once more when it has failed for a whole lease |
+//! | a renewal fails in a shard (its primary failing over, Redis unreachable), or hangs for a third of the lease | tried again every [`retry`](Lease::retry) (at most 200 ms) instead of a third of the lease later; warned once, and when it takes again |
+//! | no renewal has taken in a shard for a whole lease | fenced: the tasks this instance drives there are stopped ([`Stops::fence`]) before any other instance may take them (`0.4 × lease` later at the earliest), and it joins the shard again under its next id (`<id>-<n>`), leaving the old one to be swept like a lost instance's |
 //! | a shard's slot moved to a promoted replica | the renewal is a script, which follows the slot as any command does (a MULTI/EXEC transaction was aborted with MOVED and failed until the next one) |
 //! | an instance's lease key gone at one sweep | noted, not swept: a live instance whose lease ran out while its shard had no primary renews within a few retries once the shard has one again |
 //! | gone still at a sweep [`GONE_FOR`] of a lease later or more (the next regular sweep, half a lease later) | swept |
 //! | given up ([`release`](Lease::release): the key holds `released`) | swept at the first sweep that finds it |
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -33,7 +35,7 @@ use super::claims::Claims;
 use super::conn::Conn;
 use super::scripts::{self, Keys};
 use super::shards::Shards;
-use super::stops::Stops;
+use super::stops::{self, Stops};
 use super::{backend, now_text, reply};
 use crate::store::StoreError;
 use crate::task::TaskId;
@@ -70,8 +72,14 @@ const MAX_RETRY: Duration = Duration::from_millis(200);
 pub(super) struct Lease {
     conn: Conn,
     shards: Arc<Shards>,
+    /// The stop signals of the tasks this instance drives, and the
+    /// generation of its id in each shard.
+    stops: Arc<Stops>,
     id: String,
     lease: Duration,
+    /// When the last renewal that took in each shard was sent; `None`
+    /// after a fence, until one takes again.
+    renewed: Mutex<Vec<Option<Instant>>>,
     /// Other instances whose lease key a sweep of a shard found gone, and
     /// when it first did, by shard.
     gone: Mutex<HashMap<usize, Vec<(String, Instant)>>>,
@@ -82,16 +90,20 @@ impl Lease {
     pub(super) fn new(
         conn: Conn,
         shards: Arc<Shards>,
+        stops: Arc<Stops>,
         lease: Duration,
     ) -> Result<Self, StoreError> {
         let id = TaskId::generate()
             .map_err(|error| StoreError::backend(format!("no randomness: {error}")))?
             .to_string();
+        let renewed = Mutex::new(vec![None; shards.count()]);
         Ok(Self {
             conn,
             shards,
+            stops,
             id,
             lease,
+            renewed,
             gone: Mutex::default(),
         })
     }
@@ -99,6 +111,21 @@ impl Lease {
     /// The random id of this instance.
     pub(super) fn id(&self) -> &str {
         &self.id
+    }
+
+    /// This instance's id of `generation` in a shard: the random id, then
+    /// `<id>-<generation>` after each fence there.
+    pub(super) fn id_in(&self, generation: u32) -> Cow<'_, str> {
+        if generation == 0 {
+            Cow::Borrowed(&self.id)
+        } else {
+            Cow::Owned(format!("{}-{generation}", self.id))
+        }
+    }
+
+    /// This instance's id in `shard` now.
+    fn id_now(&self, shard: usize) -> Cow<'_, str> {
+        self.id_in(self.stops.generation(shard))
     }
 
     /// The lease in milliseconds, as the scripts take it.
@@ -116,13 +143,57 @@ impl Lease {
     /// shard (one script per shard, all sent at once, each let finish);
     /// the first error, if a shard failed.
     pub(super) async fn renew(&self) -> redis::RedisResult<()> {
-        let renewals = self.shards.all().map(|(_, keys)| {
-            let mut call = scripts::RENEW.key(keys.instance(&self.id));
-            call.key(keys.instances()).arg(&self.id).arg(self.millis());
+        let sent = Instant::now();
+        // A shard whose renewal hangs (a primary that stopped answering)
+        // fails alone, after a renewal period, and holds up no other.
+        let bound = self.lease / 3;
+        let renewals = self.shards.all().map(|(shard, keys)| {
+            let id = self.id_now(shard);
+            let mut call = scripts::RENEW.key(keys.instance(&id));
+            call.key(keys.instances()).arg(&*id).arg(self.millis());
             let mut conn = self.conn.clone();
-            async move { call.invoke_async::<()>(&mut conn).await }
+            async move {
+                let renewed = stops::bounded(bound, call.invoke_async::<()>(&mut conn)).await;
+                (shard, renewed)
+            }
         });
-        join_all(renewals).await.into_iter().collect()
+        let renewed = join_all(renewals).await;
+        let mut times = self.renewed.lock().unwrap_or_else(|p| p.into_inner());
+        let mut first = Ok(());
+        for (shard, result) in renewed {
+            match result {
+                Ok(()) => times[shard] = Some(sent),
+                Err(error) if first.is_ok() => first = Err(error),
+                Err(_) => {}
+            }
+        }
+        first
+    }
+
+    /// Fences this instance out of every shard where no renewal has taken
+    /// for a whole lease: its key there may be gone, and another instance
+    /// may take its tasks there from `GONE_FOR` of a lease later. The
+    /// tasks it drives there are stopped first
+    /// ([`Stops::fence`]), so that a call never runs here and again
+    /// elsewhere at once; it joins the shard again under its next id.
+    fn fence_lapsed(&self) {
+        let mut times = self.renewed.lock().unwrap_or_else(|p| p.into_inner());
+        let (mut shards, mut stopped) = (Vec::new(), 0);
+        for (shard, renewed) in times.iter_mut().enumerate() {
+            if renewed.is_some_and(|at| at.elapsed() >= self.lease) {
+                *renewed = None;
+                stopped += self.stops.fence(shard);
+                shards.push(shard);
+            }
+        }
+        if !shards.is_empty() {
+            tracing::warn!(
+                instance = self.id(),
+                ?shards,
+                stopped,
+                "task store: no lease renewal took in these shards for a whole lease: the tasks this instance ran there are stopped, for another instance to take"
+            );
+        }
     }
 
     /// Of the other instances listed in `shard`, and what their lease key
@@ -168,9 +239,9 @@ impl Lease {
     /// [`RELEASED`] until the lease would have run out), so that the next
     /// sweep of any other instance fails the tasks this one still drives.
     pub(super) async fn release(&self) -> Result<(), StoreError> {
-        let drops = self.shards.all().map(|(_, keys)| {
+        let drops = self.shards.all().map(|(shard, keys)| {
             let mut conn = self.conn.clone();
-            let key = keys.instance(&self.id);
+            let key = keys.instance(&self.id_now(shard));
             let millis = self.millis();
             async move {
                 redis::cmd("SET")
@@ -191,10 +262,10 @@ impl Lease {
     /// `claims`. Returns how many tasks were failed and claimed, and the
     /// first error: a shard Redis cannot answer for (its primary failing
     /// over) holds up no other shard's sweep.
-    async fn sweep_once(&self, claims: &Claims, stops: &Stops) -> (u64, usize, Option<StoreError>) {
+    async fn sweep_once(&self, claims: &Claims) -> (u64, usize, Option<StoreError>) {
         let (mut failed, mut claimed, mut first) = (0, 0, None);
         for (shard, keys) in self.shards.all() {
-            match self.sweep_shard(shard, keys, claims, stops).await {
+            match self.sweep_shard(shard, keys, claims).await {
                 Ok((f, c)) => (failed, claimed) = (failed + f, claimed + c),
                 Err(error) => {
                     first.get_or_insert(error);
@@ -210,16 +281,19 @@ impl Lease {
         shard: usize,
         keys: &Keys,
         claims: &Claims,
-        stops: &Stops,
     ) -> Result<(u64, usize), StoreError> {
         let mut conn = self.conn.clone();
+        // Claims go to this instance's id now; its older ids in the shard,
+        // fenced, are swept like any other's.
+        let generation = self.stops.generation(shard);
+        let me = self.id_in(generation);
         let (mut failed, mut claimed) = (0, 0);
         let instances: Vec<String> = redis::cmd("SMEMBERS")
             .arg(keys.instances())
             .query_async(&mut conn)
             .await
             .map_err(backend)?;
-        let others: Vec<&String> = instances.iter().filter(|&iid| *iid != self.id).collect();
+        let others: Vec<&String> = instances.iter().filter(|&iid| **iid != *me).collect();
         let leases: Vec<Option<String>> = if others.is_empty() {
             Vec::new()
         } else {
@@ -234,7 +308,7 @@ impl Lease {
                 let mut call = scripts::SWEEP.key(keys.instance(lost));
                 call.key(keys.driving(lost))
                     .key(keys.instances())
-                    .key(keys.driving(&self.id))
+                    .key(keys.driving(&me))
                     .arg(lost)
                     .arg(SWEEP_BATCH)
                     .arg(keys.task_head())
@@ -243,14 +317,14 @@ impl Lease {
                     .arg(keys.channel())
                     .arg(LOST_ERROR)
                     .arg(LOST_MESSAGE)
-                    .arg(&self.id)
+                    .arg(&*me)
                     .arg(keys.changed());
                 let reply: Value = call.invoke_async(&mut conn).await.map_err(backend)?;
                 let mut items = reply::items(reply)?.into_iter();
                 let more = reply::required(items.next(), "sweep state")?;
                 let count = reply::required(items.next(), "sweep count")?;
                 failed += count.parse::<u64>().unwrap_or(0);
-                claimed += claims.add(stops, shard, items.collect())?;
+                claimed += claims.add(&self.stops, shard, generation, items.collect())?;
                 if more != "1" {
                     break;
                 }
@@ -268,7 +342,7 @@ impl Lease {
 pub(super) async fn renew(lease: Arc<Lease>, shutdown: CancellationToken) {
     let period = lease.lease / 3;
     // `connect` renewed once already.
-    let mut failing: Option<(Instant, bool)> = None;
+    let mut failing: Option<Instant> = None;
     loop {
         let wait = if failing.is_some() {
             lease.retry()
@@ -283,24 +357,21 @@ pub(super) async fn renew(lease: Arc<Lease>, shutdown: CancellationToken) {
             _ = shutdown.cancelled() => return,
             renewed = lease.renew() => renewed,
         };
+        lease.fence_lapsed();
         let instance = lease.id();
         match (renewed, &mut failing) {
             (Ok(()), None) => {}
-            (Ok(()), Some((since, _))) => {
+            (Ok(()), Some(since)) => {
                 let after = since.elapsed();
                 tracing::info!(instance, ?after, "task store: lease renewed again");
                 failing = None;
             }
             (Err(error), None) => {
                 tracing::warn!(%error, instance, "task store: lease renewal failed; trying again");
-                failing = Some((Instant::now(), false));
+                failing = Some(Instant::now());
             }
-            (Err(error), Some((since, warned))) => {
+            (Err(error), Some(_)) => {
                 tracing::debug!(%error, instance, "task store: lease renewal failed again");
-                if !*warned && since.elapsed() >= lease.lease {
-                    *warned = true;
-                    tracing::warn!(%error, instance, "task store: lease not renewed for a whole lease; another instance may take this one's running tasks");
-                }
             }
         }
     }
@@ -309,12 +380,7 @@ pub(super) async fn renew(lease: Arc<Lease>, shutdown: CancellationToken) {
 /// Sweeps for lost instances every half lease, until `shutdown`. The first
 /// sweep runs at once, so that a restarted deployment soon fails the tasks
 /// of the instances it lost.
-pub(super) async fn sweep(
-    lease: Arc<Lease>,
-    shutdown: CancellationToken,
-    claims: Arc<Claims>,
-    stops: Arc<Stops>,
-) {
+pub(super) async fn sweep(lease: Arc<Lease>, shutdown: CancellationToken, claims: Arc<Claims>) {
     let mut ticks = tokio::time::interval(lease.lease / 2);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
@@ -324,7 +390,7 @@ pub(super) async fn sweep(
         }
         let swept = tokio::select! {
             _ = shutdown.cancelled() => return,
-            swept = lease.sweep_once(&claims, &stops) => swept,
+            swept = lease.sweep_once(&claims) => swept,
         };
         let (failed, claimed, error) = swept;
         if failed + claimed as u64 > 0 {

@@ -163,9 +163,13 @@
 //! missed its lease (a pause longer than the lease, or Redis unreachable
 //! meanwhile) is treated as lost: its running tasks are failed, the
 //! announcement fires its stop signals, and the outcome its call may still
-//! write is refused by the terminal state. Choose a lease comfortably longer
-//! than such pauses and than the response timeout; the instance registers
-//! again at its next renewal or `create`.
+//! write is refused by the terminal state. An instance that sees no renewal
+//! take in a shard for a whole lease *fences* itself there first: it stops
+//! the calls it runs in that shard, before any other instance may take
+//! them, and joins the shard again under a new id (`lease.rs`), so a call
+//! that may run again never runs here and elsewhere at once. Choose a lease
+//! comfortably longer than such pauses, than a failover of your Redis
+//! Cluster and than the response timeout.
 //!
 //! Instances should keep their clocks in sync: creation and update times come
 //! from the instance, expiry from the Redis server's clock.
@@ -348,7 +352,9 @@ impl RedisTaskStore {
     }
 
     /// The random id this instance registered under (its lease is
-    /// `{<prefix>}:instance:<id>`), new at every `connect`.
+    /// `{<prefix>}:instance:<id>`), new at every `connect`; in a shard it
+    /// was fenced out of, it joins again as `<id>-<n>` (see the module docs,
+    /// "At most once").
     pub fn instance_id(&self) -> &str {
         self.inner.lease.id()
     }

@@ -39,6 +39,10 @@ pub(super) struct Stops {
 struct Local {
     tasks: HashMap<u128, Entry>,
     deadlines: BTreeSet<(u64, u128)>,
+    /// How many times this instance was fenced out of each shard (absent:
+    /// never): the generation of the id it drives that shard's tasks under
+    /// (see `lease.rs`).
+    generations: HashMap<usize, u32>,
 }
 
 struct Entry {
@@ -66,11 +70,16 @@ impl Stops {
         self.local.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The token of `id`, registering one before a write that may hand it out.
-    /// Every `hold` is followed by one [`confirm`](Self::confirm) or
+    /// The token of `id`, registering one before a write that may hand it
+    /// out, and the generation of this instance's id in `shard` that the
+    /// write must name as the task's driver: read under the same lock as
+    /// [`fence`](Self::fence) takes, so a token held here is either fenced
+    /// with its generation or belongs to the new one. Every `hold_in` is
+    /// followed by one [`confirm`](Self::confirm) or
     /// [`release`](Self::release).
-    pub(super) fn hold(&self, id: TaskId, shard: usize) -> CancellationToken {
+    pub(super) fn hold_in(&self, id: TaskId, shard: usize) -> (CancellationToken, u32) {
         let mut local = self.lock();
+        let generation = local.generations.get(&shard).copied().unwrap_or(0);
         let entry = local.tasks.entry(id.as_u128()).or_insert_with(|| {
             self.interest.add(shard);
             Entry {
@@ -82,20 +91,59 @@ impl Stops {
             }
         });
         entry.pending += 1;
-        entry.stop.clone()
+        (entry.stop.clone(), generation)
     }
 
-    /// [`hold`](Self::hold), with a guard that releases the token if the
+    /// The generation of this instance's id in `shard`.
+    pub(super) fn generation(&self, shard: usize) -> u32 {
+        self.lock().generations.get(&shard).copied().unwrap_or(0)
+    }
+
+    /// This instance's lease in `shard` lapsed: fires every token held for
+    /// a task there (their drivers stop; another instance, or this one,
+    /// takes the tasks once the lapsed lease is swept) and starts the next
+    /// generation of its id there. How many tokens fired.
+    pub(super) fn fence(&self, shard: usize) -> usize {
+        let mut local = self.lock();
+        *local.generations.entry(shard).or_insert(0) += 1;
+        let fenced: Vec<u128> = local
+            .tasks
+            .iter()
+            .filter(|(_, entry)| entry.shard == shard)
+            .map(|(id, _)| *id)
+            .collect();
+        let mut stops = Vec::with_capacity(fenced.len());
+        for id in fenced {
+            if let Some(entry) = local.tasks.remove(&id) {
+                self.interest.remove(entry.shard);
+                if let Some(deadline) = entry.deadline {
+                    local.deadlines.remove(&(deadline, id));
+                }
+                stops.push(entry.stop);
+            }
+        }
+        drop(local);
+        for stop in &stops {
+            stop.cancel();
+        }
+        stops.len()
+    }
+
+    /// [`hold_in`](Self::hold_in), with a guard that releases the token if the
     /// write's call is dropped before it [`settle`](Holding::settle)s.
-    pub(super) fn holding(&self, id: TaskId, shard: usize) -> (CancellationToken, Holding<'_>) {
-        let stop = self.hold(id, shard);
+    pub(super) fn holding(
+        &self,
+        id: TaskId,
+        shard: usize,
+    ) -> (CancellationToken, Holding<'_>, u32) {
+        let (stop, generation) = self.hold_in(id, shard);
         let holding = Holding {
             stops: self,
             id,
             settled: false,
             doubt: None,
         };
-        (stop, holding)
+        (stop, holding, generation)
     }
 
     /// The write took, in `shard`: keep the token until the task ends or
@@ -454,6 +502,7 @@ pub(super) async fn reconcile(sub: &Subscriber) -> redis::RedisResult<()> {
     Ok(())
 }
 
+/// `future`, failed as timed out past `timeout`.
 pub(super) async fn bounded<T>(
     timeout: Duration,
     future: impl Future<Output = redis::RedisResult<T>>,
@@ -472,7 +521,7 @@ mod tests {
         let stops = Stops::new(Arc::new(Interest::new(2)));
         let id = TaskId::from_u128(7);
         // A foreign caller's answer holds it under its own shard 1 first.
-        let _foreign = stops.hold(id, 1);
+        let _foreign = stops.hold_in(id, 1);
         assert_eq!(
             stops.shard_of(id),
             None,
@@ -487,8 +536,8 @@ mod tests {
         let id = TaskId::from_u128(7);
         // A caller of another owner holds it first, under its own shard 1;
         // the owner's call, in shard 0, holds it too and its write takes.
-        let _foreign = stops.hold(id, 1);
-        let _owners = stops.hold(id, 0);
+        let _foreign = stops.hold_in(id, 1);
+        let _owners = stops.hold_in(id, 0);
         stops.confirm(id, 0, None);
         stops.release(id);
         assert_eq!(
