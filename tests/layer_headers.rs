@@ -66,9 +66,8 @@ async fn a_tools_call_whose_mcp_method_disagrees_with_the_body_answers_400_heade
     let client = layered.client();
     let params = json!({"name": "greet", "arguments": {"name": "m"}});
 
-    // `tasks/get` and a missing header the layer refuses itself; a
-    // `tools/list` header routes the request past the layer, and rmcp, which
-    // processes the body, refuses it.
+    // The layer reads every 2026-07-28 body and refuses each itself, a
+    // header of a method it does not handle (`tools/list`) as well.
     for declare in [true, false] {
         for method in [Some("tasks/get"), Some("tools/list"), None] {
             let sent = with(headers("tools/call", Some("greet")), "Mcp-Method", method);

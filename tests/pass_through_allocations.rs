@@ -1,8 +1,10 @@
 //! The pass-through path allocates nothing beyond the buffer it needs to
-//! classify a POST, and nothing at all for a 2026-07-28 request that its
-//! `Mcp-Method` header routes past the layer: counted with a counting global
+//! classify a POST, and nothing at all for a 2026-07-28 request of a method
+//! the layer does not handle (read, checked against its `Mcp-Method`, and
+//! forwarded from the one frame it came in): counted with a counting global
 //! allocator, the same in-process inner service with and without the layer.
-//! Such a request also reaches the inner server before its body has ended.
+//! A body that is not what its `Mcp-Method` says never reaches the inner
+//! server.
 //!
 //! The count is per thread: each test runs on a current-thread runtime, so
 //! every allocation of a round trip happens on the test's own thread, while
@@ -48,11 +50,11 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-/// A 2026-07-28 `tools/list` (`routed`: the layer can route it by its
-/// `Mcp-Method` header), or one of an older protocol generation, without
-/// routing headers and `_meta`, which the layer must read to route.
-fn tools_list(routed: bool) -> http::Request<http_body_util::Full<bytes::Bytes>> {
-    if routed {
+/// A 2026-07-28 `tools/list` (`modern`: with its routing headers, which
+/// the layer checks against the body), or one of an older protocol
+/// generation, without routing headers and `_meta`.
+fn tools_list(modern: bool) -> http::Request<http_body_util::Full<bytes::Bytes>> {
+    if modern {
         return inner::request(1, "tools/list", "", None, false);
     }
     http::Request::post("/mcp")
@@ -65,7 +67,7 @@ fn tools_list(routed: bool) -> http::Request<http_body_util::Full<bytes::Bytes>>
 }
 
 /// Allocations made by one `tools/list` round trip through `service`.
-async fn allocations_of<S, B>(service: S, routed: bool) -> usize
+async fn allocations_of<S, B>(service: S, modern: bool) -> usize
 where
     S: tower::Service<
             http::Request<http_body_util::Full<bytes::Bytes>>,
@@ -75,7 +77,7 @@ where
     B: http_body::Body<Data = bytes::Bytes>,
     B::Error: std::fmt::Debug,
 {
-    let request = tools_list(routed);
+    let request = tools_list(modern);
     let before = allocations();
     let response = service.oneshot(request).await.unwrap();
     let body = response.into_body().collect().await.unwrap().to_bytes();
@@ -86,25 +88,25 @@ where
 
 /// Allocations of one `tools/list` round trip without and with the layer,
 /// over the same inner service, after a warm-up of both paths.
-async fn without_and_with(routed: bool) -> (usize, usize) {
+async fn without_and_with(modern: bool) -> (usize, usize) {
     let bare = inner::Inner {
         answers: inner::Answers::AtOnce,
     };
     let layered = TasksLayer::new(MemoryTaskStore::new()).layer(bare);
-    allocations_of(bare, routed).await;
-    allocations_of(layered.clone(), routed).await;
+    allocations_of(bare, modern).await;
+    allocations_of(layered.clone(), modern).await;
     (
-        allocations_of(bare, routed).await,
-        allocations_of(layered, routed).await,
+        allocations_of(bare, modern).await,
+        allocations_of(layered, modern).await,
     )
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_forwarded_request_costs_at_most_the_classification_buffer() {
     let (without, with) = without_and_with(false).await;
-    // Without routing headers the layer reads the body to route it: collecting
-    // it into one buffer is the only extra allocation the layer is allowed;
-    // everything else borrows from that buffer.
+    // The layer reads the body to route it: collecting it into one buffer
+    // is the only extra allocation the layer is allowed (none for one
+    // frame); everything else borrows from that buffer.
     assert!(
         with <= without + 1,
         "pass-through allocated {with} times with the layer, {without} without"
@@ -112,11 +114,11 @@ async fn a_forwarded_request_costs_at_most_the_classification_buffer() {
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn a_request_routed_past_the_layer_by_its_headers_allocates_nothing() {
+async fn a_2026_request_of_a_method_the_layer_does_not_handle_allocates_nothing() {
     let (without, with) = without_and_with(true).await;
     assert_eq!(
         with, without,
-        "a request routed by Mcp-Method allocated {with} times with the layer, {without} without"
+        "a 2026-07-28 tools/list allocated {with} times with the layer, {without} without"
     );
 }
 
@@ -143,36 +145,61 @@ fn chunks_from(mut receiver: tokio::sync::mpsc::Receiver<Frame>) -> Chunks {
     }))
 }
 
+/// A 2026-07-28 body whose method is not what its `Mcp-Method` says never
+/// reaches the inner server, here one that checks nothing (a `tools/call`
+/// sent as `resources/read` would skip the layer's policies, quotas and
+/// time limits, and run): the layer reads it first and answers `-32020`.
+/// The body is read whole before the inner server sees any of it.
 #[tokio::test(flavor = "current_thread")]
-async fn a_request_routed_past_the_layer_reaches_the_inner_server_before_its_body_ends() {
-    // The inner service answers from the head alone.
-    let inner = tower::service_fn(|request: http::Request<_>| async move {
-        let method = request.headers()["mcp-method"].clone();
-        Ok::<_, std::convert::Infallible>(http::Response::new(http_body_util::Full::new(
-            bytes::Bytes::copy_from_slice(method.as_bytes()),
-        )))
+async fn a_body_that_is_not_what_its_mcp_method_says_never_reaches_the_inner_server() {
+    // An inner service that checks nothing and counts the requests it gets.
+    let reached = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = reached.clone();
+    let inner = tower::service_fn(move |_request| {
+        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        async move {
+            let mut response = http::Response::new(http_body_util::Full::new(
+                bytes::Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+            ));
+            response.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json"),
+            );
+            Ok::<_, std::convert::Infallible>(response)
+        }
     });
     let layered = TasksLayer::new(MemoryTaskStore::new()).layer(inner);
-    let wait = std::time::Duration::from_secs(5);
+    let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
 
-    let (request, _open) = unfinished("tools/list");
-    let response = tokio::time::timeout(wait, layered.clone().oneshot(request))
+    let (request, open) = unfinished("resources/read");
+    let answer = tokio::spawn(layered.clone().oneshot(request));
+    open.send(Ok(http_body::Frame::data(bytes::Bytes::from_static(call))))
         .await
-        .expect("the layer waited for the body of a request it does not handle")
         .unwrap();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    assert_eq!(&body[..], b"tools/list");
-
-    // A method the layer handles is read whole first.
-    let (request, open) = unfinished("tools/call");
-    let pending = tokio::time::timeout(
-        std::time::Duration::from_millis(200),
-        layered.clone().oneshot(request),
-    )
-    .await;
-    assert!(
-        pending.is_err(),
-        "a tools/call was routed before its body was read"
-    );
+    // Nothing reaches the inner server while the body is open.
+    tokio::task::yield_now().await;
+    assert_eq!(reached.load(std::sync::atomic::Ordering::SeqCst), 0);
     drop(open);
+    let response = answer.await.unwrap().unwrap();
+    assert_eq!(response.status(), 400);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(error["error"]["code"], -32020, "{error}");
+    assert_eq!(
+        reached.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the call reached the inner server"
+    );
+
+    // A body that is what its header says goes on.
+    let read = br#"{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"a://b","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let (request, open) = unfinished("resources/read");
+    let answer = tokio::spawn(layered.clone().oneshot(request));
+    open.send(Ok(http_body::Frame::data(bytes::Bytes::from_static(read))))
+        .await
+        .unwrap();
+    drop(open);
+    let response = answer.await.unwrap().unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(reached.load(std::sync::atomic::Ordering::SeqCst), 1);
 }

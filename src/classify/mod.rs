@@ -146,20 +146,21 @@ pub(crate) struct TaskCall {
 
 /// Whether the layer must read the body of a POST with these headers.
 ///
-/// A 2026-07-28 request names its method in `Mcp-Method`, which the
-/// specification has intermediaries route on and has the server that
-/// processes the body check against it (`-32020` on a mismatch). A method
-/// the layer neither answers nor edits the answer of goes to the inner
-/// server as it came, unbuffered and unparsed: that server checks the
-/// headers against the body. Anything else (the methods below, a request
-/// without these headers, an older protocol generation) is buffered and
-/// classified. A POST whose `Content-Type` is not JSON (a form, an upload)
-/// carries no JSON-RPC message: never read.
+/// Every JSON POST is read: a 2026-07-28 request names its method in
+/// `Mcp-Method`, and a server that processes the body checks it against
+/// the body (`-32020` on a mismatch), so this layer does too before any
+/// request goes on. Were a request routed on the header alone, a
+/// `tools/call` sent as `Mcp-Method: resources/read` would reach the
+/// inner server unread, past `--policy TOOL=required`, the task quotas
+/// and the call's time limit, and a server that does not check the header
+/// would run the tool. A body in one frame (nearly every request) costs
+/// no allocation to read (`gather.rs`), and one whose method the layer
+/// does not handle is only checked, then forwarded from that buffer. A
+/// POST whose `Content-Type` is not JSON (a form, an upload) carries no
+/// JSON-RPC message: never read.
 /// `None` when it need not; otherwise what it read of the headers, which
 /// [`classify`] then takes instead of reading them again.
-/// With the fallback on, `tools/list` is read too: its answer gains the
-/// fallback's tools.
-pub(crate) fn needs_body(headers: &HeaderMap, fallback: bool) -> Option<Seen> {
+pub(crate) fn needs_body(headers: &HeaderMap) -> Option<Seen> {
     let routing = Routing::read(headers);
     if !routing.json {
         return None;
@@ -167,15 +168,9 @@ pub(crate) fn needs_body(headers: &HeaderMap, fallback: bool) -> Option<Seen> {
     if as_text(routing.version) != Some(MODERN_VERSION) {
         return Some(Seen::default());
     }
-    let method = as_text(routing.method);
-    let needed = method.is_none_or(|method| {
-        is_owned(method)
-            || matches!(method, "server/discover" | "subscriptions/listen")
-            || (fallback && method == "tools/list")
-    });
-    needed.then_some(Seen {
+    Some(Seen {
         modern: true,
-        tool_call: method == Some("tools/call"),
+        tool_call: as_text(routing.method) == Some("tools/call"),
     })
 }
 

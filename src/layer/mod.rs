@@ -164,12 +164,12 @@ impl TasksLayer {
         self
     }
 
-    /// The largest POST body the layer buffers; larger ones get HTTP 413.
-    /// A 2026-07-28 request whose `Mcp-Method` the layer does not handle is
-    /// never buffered: it streams to the inner server, whose own limits
-    /// apply, except that a JSON POST announcing more than this in its
-    /// `Content-Length` gets 413 at once. Requests that are no MCP message
-    /// (another route of a wrapped router) keep their own limits.
+    /// The largest JSON POST body the layer buffers; larger ones get HTTP
+    /// 413 (one announcing more in its `Content-Length` at once). Every
+    /// JSON POST is read, a 2026-07-28 one whatever method its
+    /// `Mcp-Method` names, so that no body goes on as something its header
+    /// does not say. Requests that are no MCP message (a non-JSON POST,
+    /// another route of a wrapped router) keep their own limits.
     pub fn max_body_bytes(mut self, limit: usize) -> Self {
         self.config.max_body_bytes = limit;
         self

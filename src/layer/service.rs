@@ -8,13 +8,14 @@
 //!                                     ├─► Listen ───► status push (and the inner stream)
 //!                                     ├─► Legacy ───► a 2025-11-25 session's task part
 //!                                     └─► Reply ────► an error the layer answers
-//! request ─► (not POST, or routed by its headers) ─► inner ─► response, untouched
+//! request ─► (not a JSON POST) ─► inner ─► response, untouched
 //! ```
 //!
-//! A 2026-07-28 POST whose `Mcp-Method` the layer does not handle is
-//! routed on that header alone (see `classify::needs_body`): never
-//! buffered, never parsed. `call` only decides whether to read the body;
-//! dispatch (`dispatch.rs`) picks the rest.
+//! Every JSON POST is read and classified, a 2026-07-28 one whatever its
+//! `Mcp-Method` says, which must match its body (see
+//! `classify::needs_body`); other requests pass unread. `call` only
+//! decides whether to read the body; dispatch (`dispatch.rs`) picks the
+//! rest.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -113,7 +114,7 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         self.recover_once(&request);
         let seen = (request.method() == Method::POST)
-            .then(|| needs_body(request.headers(), self.shared.runtime.config.fallback.on()))
+            .then(|| needs_body(request.headers()))
             .flatten();
         let state = match seen {
             Some(seen) => {
