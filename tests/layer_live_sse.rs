@@ -123,6 +123,9 @@ async fn an_answer_in_time_arrives_byte_for_byte_each_event_as_it_is_sent() {
     );
     inner.send(rest.clone()).await;
     inner.send(progress(3)).await;
+    // The second progress event arrives; anything relayed early would come
+    // with it or soon after.
+    call.read_until("\"progress\":2}}\n\n").await;
     call.read_for(ms(200)).await;
     assert_eq!(call.seen.matches("notifications/progress").count(), 2);
     assert!(

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use support::client::McpClient;
 use support::fixture::{self, FixtureMode};
 use support::layered::{Layered, error_of, ms, task_id, text};
+use support::wait::{BOUND, wait_until};
 
 /// The acknowledgement of `tasks/cancel` and `tasks/update`, exactly.
 fn ack() -> Value {
@@ -58,8 +59,15 @@ async fn a_late_outcome_never_changes_a_cancelled_task() {
     let cancelled = client.tasks_get(&id).await;
     assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
 
-    // Well past the moment the tool would have answered.
-    tokio::time::sleep(ms(800)).await;
+    // The inner call is over (cancelled, or answered late): nothing more
+    // can reach the task.
+    let settled = layered
+        .probe
+        .wait_until(BOUND, |probe| {
+            probe.cancelled("slow_compute") + probe.finished("slow_compute") > 0
+        })
+        .await;
+    assert!(settled, "the inner call never ended");
     let later = client.tasks_get(&id).await;
     assert_eq!(later["result"], cancelled["result"], "the task changed");
     assert_eq!(layered.probe.finished("slow_compute"), 0);
@@ -313,12 +321,15 @@ async fn a_task_still_running_at_its_ttl_fails_with_the_reason_first_then_reads_
         let message = failed["result"]["error"]["message"].as_str().unwrap();
         assert!(message.contains("TTL ran out"), "{failed}");
     }
-    tokio::time::sleep(ms(450)).await;
-    let gone = client.tasks_get(&id).await;
+    let gone = wait_until("the expired task reads as unknown", BOUND, || async {
+        let read = client.tasks_get(&id).await;
+        read.get("error").is_some().then_some(read)
+    })
+    .await;
     let error = error_of(&gone, -32602);
     assert_eq!(error["message"], "Failed to retrieve task: Task not found");
-    assert!(
-        layered.store.is_empty(),
-        "the expired task was not reclaimed"
-    );
+    wait_until("the expired task is reclaimed", BOUND, || async {
+        layered.store.is_empty()
+    })
+    .await;
 }
