@@ -16,9 +16,12 @@ use serde_json::json;
 use support::client::McpClient;
 use support::layered::Layered;
 use support::recorded::{counter, gauge, record, samples};
+use support::wait::{BOUND, wait_until};
 
 async fn sequence() {
+    let mut drain = None;
     let layered = Layered::start(|layer| {
+        drain = Some(layer.drain());
         layer
             .tool_policy("confirm_delete", ToolPolicy::Always)
             .threshold(Duration::from_millis(100))
@@ -70,8 +73,13 @@ async fn sequence() {
         sync["result"]["content"][0]["text"], "slow_compute done after 0.2s",
         "{sync}"
     );
-    // The cancelled call's driver may still be unwinding.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The cancelled call's driver may still be unwinding; each leaves the
+    // running gauge as it ends.
+    let drain = drain.expect("the layer was configured");
+    wait_until("every driver ends", BOUND, || async {
+        drain.running() == 0
+    })
+    .await;
 }
 
 #[test]
