@@ -43,7 +43,7 @@ async fn park(client: &McpClient, seconds: f64) -> String {
 }
 
 async fn terminal(client: &McpClient, task: &str) -> Value {
-    client.wait_task_status(task, &TERMINAL, ms(4000)).await["result"].clone()
+    client.wait_task_status(task, &TERMINAL, BOUND).await["result"].clone()
 }
 
 #[tokio::test]
@@ -132,7 +132,7 @@ async fn a_task_still_running_after_the_grace_is_failed_and_its_inner_call_cance
     assert!(report.aborted >= 1, "{report:?}");
     assert!(report.settled, "{report:?}");
     assert!(
-        layered.probe.wait_cancelled("slow_compute", ms(3000)).await,
+        layered.probe.wait_cancelled("slow_compute", BOUND).await,
         "the inner call outlived the drain: {:?}",
         layered.probe.stats("slow_compute")
     );
@@ -169,7 +169,7 @@ async fn task_methods_are_answered_while_the_drain_waits_and_a_cancel_ends_its_w
         .expect("the drain did not panic");
     assert!(report.finished, "{report:?}");
     assert_eq!(terminal(&client, &task).await["status"], "cancelled");
-    assert!(layered.probe.wait_cancelled("slow_compute", ms(3000)).await);
+    assert!(layered.probe.wait_cancelled("slow_compute", BOUND).await);
 }
 
 /// A layered fixture that keeps 2025-11-25 sessions, and its drain handle.

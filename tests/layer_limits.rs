@@ -54,7 +54,7 @@ async fn assert_synchronous(client: &McpClient, user: Option<&str>, seconds: f64
 
 /// Waits for `task` to end; its `tasks/get` result.
 async fn terminal(client: &McpClient, task: &str) -> Value {
-    client.wait_task_status(task, &TERMINAL, ms(4000)).await["result"].clone()
+    client.wait_task_status(task, &TERMINAL, BOUND).await["result"].clone()
 }
 
 /// Asserts that `task` (a `tasks/get` result) failed with `-32603` and a
@@ -177,7 +177,7 @@ async fn with_one_running_place_a_second_slow_call_stays_synchronous_until_the_f
     .await
     .into_response();
     assert_eq!(cancelled["result"]["resultType"], "complete", "{cancelled}");
-    assert!(layered.probe.wait_cancelled("slow_compute", ms(3000)).await);
+    assert!(layered.probe.wait_cancelled("slow_compute", BOUND).await);
     // The place is free again.
     park(&client, Some("bob")).await;
 }
@@ -286,7 +286,7 @@ async fn a_tool_asking_for_more_input_rounds_than_max_input_rounds_fails_the_tas
 
     let task = task_id(&client.call_tool("two_rounds", json!({}), true).await);
     let waiting = client
-        .wait_task_status(&task, &["input_required", "failed"], ms(3000))
+        .wait_task_status(&task, &["input_required", "failed"], BOUND)
         .await;
     assert_eq!(waiting["result"]["status"], "input_required", "{waiting}");
 
@@ -313,7 +313,7 @@ async fn a_task_still_running_at_max_runtime_fails_with_the_reason_and_its_call_
     );
     assert_eq!(client.tasks_get(&task).await["result"]["status"], "working");
     assert!(
-        layered.probe.wait_cancelled("slow_compute", ms(4000)).await,
+        layered.probe.wait_cancelled("slow_compute", BOUND).await,
         "the inner call outlived its runtime: {:?}",
         layered.probe.stats("slow_compute")
     );
@@ -334,7 +334,7 @@ async fn a_task_whose_inner_handler_panicked_fails_at_max_runtime_instead_of_sta
             .await,
     );
     // The unwinding drops the handler's guard: counted as cancelled.
-    assert!(layered.probe.wait_cancelled("panic_after", ms(3000)).await);
+    assert!(layered.probe.wait_cancelled("panic_after", BOUND).await);
     // rmcp keeps the stream open without an answer: the task still runs…
     assert_eq!(client.tasks_get(&task).await["result"]["status"], "working");
     // … until its runtime limit ends it.

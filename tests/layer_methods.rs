@@ -33,7 +33,7 @@ async fn cancel_acks_empty_ends_the_task_cancelled_and_cancels_the_inner_call() 
         assert!(polled["result"].get(absent).is_none(), "{polled}");
     }
     assert!(
-        layered.probe.wait_cancelled("slow_compute", ms(3000)).await,
+        layered.probe.wait_cancelled("slow_compute", BOUND).await,
         "the inner handler was not cancelled: {:?}",
         layered.probe.stats("slow_compute")
     );
@@ -81,7 +81,7 @@ async fn cancelling_a_completed_task_acks_and_keeps_its_result() {
 
     let id = task_id(&client.call_tool("greet", json!({"name": "c"}), true).await);
     let done = client
-        .wait_task_status(&id, &["completed", "failed", "cancelled"], ms(3000))
+        .wait_task_status(&id, &["completed", "failed", "cancelled"], BOUND)
         .await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
 
@@ -114,7 +114,7 @@ async fn task_methods_from_a_non_declaring_client_answer_400_missing_capability(
     }
     // None of them touched the task.
     let done = client
-        .wait_task_status(&id, &["completed", "failed", "cancelled"], ms(3000))
+        .wait_task_status(&id, &["completed", "failed", "cancelled"], BOUND)
         .await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
 }
@@ -190,7 +190,7 @@ async fn tasks_update_on_a_working_task_acks_and_changes_nothing() {
     );
 
     let done = client
-        .wait_task_status(&id, &["completed", "failed", "cancelled"], ms(3000))
+        .wait_task_status(&id, &["completed", "failed", "cancelled"], BOUND)
         .await;
     assert_eq!(
         text(&done["result"]["result"]),
@@ -245,7 +245,7 @@ async fn the_inner_server_never_sees_the_tasks_extension() {
         let result = if policy == ToolPolicy::Always {
             let id = task_id(&response);
             let done = client
-                .wait_task_status(&id, &["completed", "failed", "cancelled"], ms(3000))
+                .wait_task_status(&id, &["completed", "failed", "cancelled"], BOUND)
                 .await;
             done["result"]["result"].clone()
         } else {
@@ -310,7 +310,7 @@ async fn a_task_still_running_at_its_ttl_fails_with_the_reason_first_then_reads_
     assert_eq!(client.tasks_get(&id).await["result"]["status"], "working");
 
     assert!(
-        layered.probe.wait_cancelled("slow_compute", ms(2000)).await,
+        layered.probe.wait_cancelled("slow_compute", BOUND).await,
         "the inner call outlived its task: {:?}",
         layered.probe.stats("slow_compute")
     );

@@ -30,7 +30,7 @@ async fn start(tools: &[&'static str]) -> (Layered, McpClient) {
 
 async fn wait_input(client: &McpClient, task: &str) -> Value {
     let polled = client
-        .wait_task_status(task, &["input_required", "completed", "failed"], ms(3000))
+        .wait_task_status(task, &["input_required", "completed", "failed"], BOUND)
         .await;
     assert_eq!(polled["result"]["status"], "input_required", "{polled}");
     polled["result"].clone()
@@ -38,7 +38,7 @@ async fn wait_input(client: &McpClient, task: &str) -> Value {
 
 async fn wait_done(client: &McpClient, task: &str) -> Value {
     let polled = client
-        .wait_task_status(task, &["completed", "failed", "cancelled"], ms(5000))
+        .wait_task_status(task, &["completed", "failed", "cancelled"], BOUND)
         .await;
     assert_eq!(polled["result"]["status"], "completed", "{polled}");
     polled["result"].clone()

@@ -4,8 +4,6 @@
 
 mod support;
 
-use std::time::Duration;
-
 use mcp_tasks::ToolPolicy;
 use serde_json::{Value, json};
 use support::client::{Exchange, McpClient};
@@ -146,12 +144,7 @@ async fn another_principal_cannot_cancel_a_task_but_its_owner_can() {
         accepted.into_response()["result"],
         json!({"resultType": "complete"})
     );
-    assert!(
-        layered
-            .probe
-            .wait_cancelled("slow_compute", Duration::from_secs(3))
-            .await
-    );
+    assert!(layered.probe.wait_cancelled("slow_compute", BOUND).await);
 }
 
 #[tokio::test]

@@ -110,7 +110,7 @@ async fn a_slow_call_from_a_declaring_client_parks_as_a_flat_create_task_result_
     assert!(polled["result"].get("result").is_none(), "{polled}");
 
     let done = client
-        .wait_task_status(&id, &["completed", "failed", "cancelled"], ms(5000))
+        .wait_task_status(&id, &["completed", "failed", "cancelled"], BOUND)
         .await;
     let done = &done["result"];
     assert_eq!(done["status"], "completed", "{done}");
@@ -219,7 +219,7 @@ async fn progress_after_parking_shows_up_as_the_status_message() {
     );
 
     let done = client
-        .wait_task_status(&id, &["completed", "failed", "cancelled"], ms(3000))
+        .wait_task_status(&id, &["completed", "failed", "cancelled"], BOUND)
         .await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
     assert_eq!(text(&done["result"]["result"]), "late done after 1.2s");
@@ -239,7 +239,7 @@ async fn a_tool_error_after_parking_completes_the_task_with_the_result_verbatim(
     assert_eq!(synchronous["result"]["isError"], true, "{synchronous}");
 
     let done = client
-        .wait_task_status(&id, &["completed", "failed", "cancelled"], ms(3000))
+        .wait_task_status(&id, &["completed", "failed", "cancelled"], BOUND)
         .await;
     let task = &done["result"];
     assert_eq!(task["status"], "completed", "{done}");
@@ -271,7 +271,7 @@ async fn a_json_rpc_error_fails_the_task_with_the_inner_error_verbatim() {
         .await;
     let id = task_id(&created);
     let done = client
-        .wait_task_status(&id, &["completed", "failed", "cancelled"], ms(3000))
+        .wait_task_status(&id, &["completed", "failed", "cancelled"], BOUND)
         .await;
     let task = &done["result"];
     assert_eq!(task["status"], "failed", "{done}");
@@ -302,7 +302,7 @@ async fn a_parked_call_keeps_running_after_the_client_disconnects() {
 
     let finished = layered
         .probe
-        .wait_until(ms(3000), |probe| probe.finished("slow_compute") == 2)
+        .wait_until(BOUND, |probe| probe.finished("slow_compute") == 2)
         .await;
     assert!(finished, "{:?}", layered.probe.stats("slow_compute"));
     assert_eq!(layered.probe.cancelled("slow_compute"), 0);

@@ -7,6 +7,7 @@ use std::time::Instant;
 use mcp_tasks::ToolPolicy;
 use serde_json::json;
 use support::layered::{Layered, error_of, ms, task_id, text};
+use support::wait::BOUND;
 
 #[tokio::test]
 async fn always_makes_a_task_even_of_a_fast_call() {
@@ -25,7 +26,7 @@ async fn always_makes_a_task_even_of_a_fast_call() {
     assert!(started.elapsed() < ms(2000), "waited for the threshold");
     let id = task_id(&created);
     let done = client
-        .wait_task_status(&id, &["completed", "failed", "cancelled"], ms(3000))
+        .wait_task_status(&id, &["completed", "failed", "cancelled"], BOUND)
         .await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
     assert_eq!(text(&done["result"]["result"]), "Hello, always!");

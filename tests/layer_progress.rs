@@ -62,7 +62,7 @@ async fn a_polling_client_that_sent_no_token_sees_the_status_message_move() {
         seen.len() >= 3
     })
     .await;
-    let done = client.wait_task_status(&id, &["completed"], ms(5000)).await;
+    let done = client.wait_task_status(&id, &["completed"], BOUND).await;
     assert_eq!(text(&done["result"]["result"]), "quiet done after 2s");
 }
 

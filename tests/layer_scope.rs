@@ -168,7 +168,7 @@ async fn a_replica_with_the_same_scope_reads_updates_and_cancels_the_task() {
         scopes
             .replica
             .probe
-            .wait_finished("confirm_delete", ms(3000))
+            .wait_finished("confirm_delete", BOUND)
             .await
     );
     let done = wait_as(&a, &asking, alice, "completed").await;
@@ -180,11 +180,5 @@ async fn a_replica_with_the_same_scope_reads_updates_and_cancels_the_task() {
         json!({"resultType": "complete"})
     );
     // The call runs under the layer that parked it, which stops it.
-    assert!(
-        scopes
-            .a
-            .probe
-            .wait_cancelled("slow_compute", ms(3000))
-            .await
-    );
+    assert!(scopes.a.probe.wait_cancelled("slow_compute", BOUND).await);
 }

@@ -163,14 +163,14 @@ async fn cancel_and_list_as_an_authenticated_rmcp_2_2_client() {
     next_millisecond().await;
     let third = start(&alice, "greet", json!({"name": "z"})).await;
     start(&bob, "greet", json!({"name": "b"})).await;
-    assert!(layered.probe.wait_started("slow_compute", ms(2000)).await);
+    assert!(layered.probe.wait_started("slow_compute", BOUND).await);
 
     let cancelled = alice
         .request("tasks/cancel", json!({"taskId": running}))
         .await
         .expect("tasks/cancel");
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
-    assert!(layered.probe.wait_cancelled("slow_compute", ms(3000)).await);
+    assert!(layered.probe.wait_cancelled("slow_compute", BOUND).await);
 
     let first = alice
         .request("tasks/list", json!({}))

@@ -229,13 +229,13 @@ async fn cancel_stops_the_inner_tool_and_a_second_cancel_is_refused() {
     let id = session
         .start_task("slow_compute", json!({"seconds": 30}))
         .await;
-    assert!(layered.probe.wait_started("slow_compute", ms(2000)).await);
+    assert!(layered.probe.wait_started("slow_compute", BOUND).await);
 
     let cancelled = session.request("tasks/cancel", json!({"taskId": id})).await;
     assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
     assert_eq!(cancelled["result"]["taskId"], id.as_str());
     assert!(
-        layered.probe.wait_cancelled("slow_compute", ms(3000)).await,
+        layered.probe.wait_cancelled("slow_compute", BOUND).await,
         "the tool saw notifications/cancelled"
     );
     let again = session.request("tasks/cancel", json!({"taskId": id})).await;
@@ -269,7 +269,7 @@ async fn a_clients_notifications_cancelled_for_a_task_is_not_forwarded() {
         .as_str()
         .expect("task")
         .to_owned();
-    assert!(layered.probe.wait_started("slow_compute", ms(2000)).await);
+    assert!(layered.probe.wait_started("slow_compute", BOUND).await);
     let (status, _) = session
         .post(json!({
             "jsonrpc": "2.0", "method": "notifications/cancelled",
@@ -354,7 +354,7 @@ async fn ending_the_session_fails_its_running_task_and_forgets_the_session() {
     let id = session
         .start_task("slow_compute", json!({"seconds": 30}))
         .await;
-    assert!(layered.probe.wait_started("slow_compute", ms(2000)).await);
+    assert!(layered.probe.wait_started("slow_compute", BOUND).await);
 
     let response = reqwest::Client::new()
         .delete(&layered.served.url)

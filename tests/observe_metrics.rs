@@ -38,22 +38,18 @@ async fn sequence() {
     let done = client
         .start_task("slow_compute", json!({"seconds": 0.3}))
         .await;
-    client
-        .wait_task_status(&done, &["completed"], Duration::from_secs(5))
-        .await;
+    client.wait_task_status(&done, &["completed"], BOUND).await;
 
     // Parked, asks once, answered, completed.
     let asked = client
         .start_task("confirm_delete", json!({"filename": "m.txt"}))
         .await;
     client
-        .wait_task_status(&asked, &["input_required"], Duration::from_secs(5))
+        .wait_task_status(&asked, &["input_required"], BOUND)
         .await;
     let answer = json!({"1.confirm": {"action": "accept", "content": {"confirm": true}}});
     client.tasks_update(&asked, answer).await;
-    client
-        .wait_task_status(&asked, &["completed"], Duration::from_secs(5))
-        .await;
+    client.wait_task_status(&asked, &["completed"], BOUND).await;
 
     // Parked, cancelled.
     let cancelled = client
@@ -61,7 +57,7 @@ async fn sequence() {
         .await;
     client.tasks_cancel(&cancelled).await;
     client
-        .wait_task_status(&cancelled, &["cancelled"], Duration::from_secs(5))
+        .wait_task_status(&cancelled, &["cancelled"], BOUND)
         .await;
 
     // A fourth live task is over this principal's quota: refused, the call

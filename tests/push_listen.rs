@@ -30,7 +30,7 @@ async fn a_subscription_sees_every_status_in_order_each_equal_to_tasks_get() {
         .with_capabilities(json!({"elicitation": {}}));
     let task = task_id(&client.call_tool("two_rounds", json!({}), true).await);
     client
-        .wait_task_status(&task, &["input_required"], ms(3000))
+        .wait_task_status(&task, &["input_required"], BOUND)
         .await;
 
     let unknown = "0123456789abcdef0123456789abcdef";

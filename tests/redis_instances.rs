@@ -123,7 +123,7 @@ async fn asking_on(a: &Instance, b: &Instance, filename: &str) -> (String, Value
     let task = task_id(&created);
     let waiting = b
         .client()
-        .wait_task_status(&task, &["input_required", "completed", "failed"], ms(3000))
+        .wait_task_status(&task, &["input_required", "completed", "failed"], BOUND)
         .await;
     assert_eq!(waiting["result"]["status"], "input_required", "{waiting}");
     (task, waiting)
@@ -177,9 +177,7 @@ async fn a_cancel_on_another_instance_stops_the_inner_call_within_a_second() {
         "{cancelled}"
     );
     assert!(
-        a.probe
-            .wait_cancelled("slow_compute", Duration::from_secs(1))
-            .await,
+        a.probe.wait_cancelled("slow_compute", BOUND).await,
         "A's inner call still runs a second after the cancel on B: {:?}",
         a.probe.stats("slow_compute")
     );
@@ -319,7 +317,7 @@ async fn while_redis_is_down_task_methods_fail_internally_and_an_outcome_reached
 
     // The call finishes during the outage, and was not cancelled by it.
     assert!(
-        a.probe.wait_finished("slow_compute", ms(3000)).await,
+        a.probe.wait_finished("slow_compute", BOUND).await,
         "{:?}",
         a.probe.stats("slow_compute")
     );
@@ -419,7 +417,7 @@ async fn an_instance_that_crashes_mid_task_has_the_task_failed_by_another_instan
     // B sweeps A's tasks once A's lease has run out: lease + lease/2, plus margin.
     let failed = b
         .client()
-        .wait_task_status(&task, &["completed", "failed", "cancelled"], ms(4000))
+        .wait_task_status(&task, &["completed", "failed", "cancelled"], BOUND)
         .await;
     assert_eq!(failed["result"]["status"], "failed", "{failed}");
     assert_eq!(failed["result"]["error"]["code"], -32603, "{failed}");
@@ -501,7 +499,7 @@ async fn a_call_that_may_run_again_is_claimed_and_run_by_another_instance_when_i
 
     let done = b
         .client()
-        .wait_task_status(&task, &["completed", "failed", "cancelled"], ms(8000))
+        .wait_task_status(&task, &["completed", "failed", "cancelled"], BOUND)
         .await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
     assert_eq!(text(&done["result"]["result"]), "again done after 1s");

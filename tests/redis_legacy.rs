@@ -18,9 +18,9 @@ use mcp_tasks::{TaskId, TasksLayer};
 use redis_server::RedisServer;
 use serde_json::json;
 use support::fixture::{self, FixtureMode, Probe, Served};
-use support::layered::{CLIENT_TIMEOUT, ms, principal_from_header, text};
+use support::layered::{CLIENT_TIMEOUT, principal_from_header, text};
 use support::session::{Session, outcome};
-use support::wait::next_millisecond;
+use support::wait::{BOUND, next_millisecond};
 use tower::ServiceBuilder;
 
 struct Instance {
@@ -115,9 +115,9 @@ async fn legacy_tasks_live_in_redis_and_are_read_from_either_instance() {
     );
 
     // A cancel on B stops the call running on A's replica.
-    assert!(a.probe.wait_started("slow_compute", ms(2000)).await);
+    assert!(a.probe.wait_started("slow_compute", BOUND).await);
     let cancelled = on_b.request("tasks/cancel", json!({"taskId": long})).await;
     assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
-    assert!(a.probe.wait_cancelled("slow_compute", ms(3000)).await);
+    assert!(a.probe.wait_cancelled("slow_compute", BOUND).await);
     assert_eq!(b.probe.started("slow_compute"), 0);
 }
