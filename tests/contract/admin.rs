@@ -10,7 +10,8 @@ use mcp_tasks::{
     CancelOutcome, NewTask, Quota, QuotaScope, StoreError, TaskId, TaskStatus, TaskStore, Timestamp,
 };
 
-use super::wait::{BOUND, wait_until};
+use super::EXPIRY;
+use super::wait::wait_until;
 use super::{new_task, raw};
 
 /// Runs every operator rule against stores built by `make`.
@@ -93,7 +94,7 @@ async fn admin_counts_live_tasks_per_owner_and_status<S: TaskStore>(store: &S) {
         .await
         .unwrap();
     let short = super::create(store, Some("bob"), Some(Duration::from_millis(50))).await;
-    wait_until("the short-lived task expires", BOUND, || async {
+    wait_until("the short-lived task expires", EXPIRY, || async {
         store.get(short, Some("bob")).await.unwrap().is_none()
     })
     .await;

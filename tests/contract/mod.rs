@@ -19,7 +19,11 @@ use mcp_tasks::{
     TaskState, TaskStatus, TaskStore, Timestamp,
 };
 use serde_json::value::RawValue;
-use wait::{BOUND, wait_until};
+use wait::wait_until;
+
+/// How long an expired task may still read as live: far more than a store
+/// takes, yet a store that never expires fails in seconds (contract_teeth).
+const EXPIRY: Duration = Duration::from_secs(5);
 
 fn raw(text: &str) -> Box<RawValue> {
     RawValue::from_string(text.to_owned()).unwrap()
@@ -192,7 +196,7 @@ async fn ownership_is_plain_equality<S: TaskStore>(store: &S) {
 async fn an_expired_task_reads_like_an_unknown_one<S: TaskStore>(store: &S) {
     let task = new_task(Some("alice"), Some(Duration::from_millis(100)));
     let created = store.create(task.clone()).await.unwrap();
-    wait_until("rule: expired is unknown", BOUND, || async {
+    wait_until("rule: expired is unknown", EXPIRY, || async {
         store.get(task.id, Some("alice")).await.unwrap().is_none()
     })
     .await;
@@ -206,7 +210,7 @@ async fn an_expired_task_reads_like_an_unknown_one<S: TaskStore>(store: &S) {
         matches!(late, Err(StoreError::NotFound)),
         "rule: expired is unknown to an outcome, got {late:?}"
     );
-    let stopped = tokio::time::timeout(BOUND, created.stop.cancelled()).await;
+    let stopped = tokio::time::timeout(EXPIRY, created.stop.cancelled()).await;
     assert!(
         stopped.is_ok(),
         "rule: expiry fires the stop signal without a manual sweep"
@@ -569,14 +573,9 @@ async fn list_never_shows_expired_tasks<S: TaskStore>(store: &S) {
         "rule: expired tasks are not listed (a task expired at creation showed)"
     );
     // Once it expired, it is no longer listed.
-    wait_until("rule: expired tasks are not listed", BOUND, || async {
-        let all = store.list(Some("alice"), None, 100).await.unwrap();
-        let listed = ids(&all);
-        if listed == vec![older.id, newer.id] {
-            Ok(())
-        } else {
-            Err(listed)
-        }
+    wait_until("rule: expired tasks are not listed", EXPIRY, || async {
+        let listed = ids(&store.list(Some("alice"), None, 100).await.unwrap());
+        (listed == [older.id, newer.id]).then_some(()).ok_or(listed)
     })
     .await;
     let cursor = first.next_cursor.expect("more tasks followed the first");

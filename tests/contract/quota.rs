@@ -7,7 +7,8 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use mcp_tasks::{NewTask, Quota, QuotaScope, StoreError, TaskId, TaskStore};
 
-use super::wait::{BOUND, wait_until};
+use super::EXPIRY;
+use super::wait::wait_until;
 use super::{new_task, raw};
 
 /// Runs every quota rule against stores built by `make`.
@@ -75,7 +76,7 @@ async fn fill<S: TaskStore>(
 
 /// Waits until each of `tasks` (owner, id) reads as unknown: expired.
 async fn expired<S: TaskStore>(store: &S, tasks: &[(Option<&str>, TaskId)]) {
-    wait_until("the short-lived tasks expire", BOUND, || async {
+    wait_until("the short-lived tasks expire", EXPIRY, || async {
         for &(owner, id) in tasks {
             if store.get(id, owner).await.unwrap().is_some() {
                 return false;
