@@ -43,6 +43,26 @@ async fn wait_for_end(store: &RedisTaskStore, task: &NewTask) -> TaskSnapshot {
     .await
 }
 
+/// Waits until a lease of `lease` has run out and been swept: a witness
+/// instance connects, makes a task and dies, and `reader` reads that task
+/// failed. Every instance alive throughout renewed its own lease meanwhile,
+/// and a sweep ran after that (a sweep looks at every instance).
+async fn a_lease_runs_out(
+    server: &RedisServer,
+    prefix: &str,
+    lease: Duration,
+    reader: &RedisTaskStore,
+) {
+    let witness = connect_with_lease(server, prefix, lease).await;
+    let task = new_task(None, None);
+    witness.create(task.clone()).await.unwrap();
+    drop(witness);
+    assert_eq!(
+        wait_for_end(reader, &task).await.status(),
+        TaskStatus::Failed
+    );
+}
+
 /// How long the lease of instance `iid` has left, read from Redis.
 async fn lease_left(
     conn: &mut redis::aio::MultiplexedConnection,
@@ -199,8 +219,10 @@ async fn a_live_instance_keeps_its_tasks_while_its_lease_is_renewed() {
     a.answer_input(resumed.id, Some("alice"), vec![("1.a".into(), raw("1"))])
         .await
         .unwrap();
-    // Many lease periods, each instance sweeping every half lease.
-    tokio::time::sleep(lease * 6).await;
+    // Several lease periods, each instance sweeping every half lease.
+    for _ in 0..3 {
+        a_lease_runs_out(&server, &prefix, lease, &b).await;
+    }
     for task in [&on_a, &on_b, &resumed] {
         assert_eq!(status_of(&b, task).await, TaskStatus::Working);
         assert_eq!(status_of(&a, task).await, TaskStatus::Working);
@@ -285,10 +307,10 @@ async fn an_instance_that_lost_its_lease_has_its_tasks_failed_and_its_late_outco
         "got {late:?}"
     );
     // A is alive: its next create registers it again, and nothing of it is
-    // swept while its lease lives.
+    // swept while its lease lives (B swept after it, for a witness).
     let next = new_task(None, None);
     a.create(next.clone()).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    a_lease_runs_out(&server, &prefix, Duration::from_millis(200), &b).await;
     assert_eq!(status_of(&b, &next).await, TaskStatus::Working);
 }
 
