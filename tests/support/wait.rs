@@ -3,8 +3,8 @@
 //! never happened once a generous bound has passed.
 //!
 //! Self-contained (std and tokio only), so a test binary without
-//! `mod support;` (the store tests) can include it with
-//! `#[path = "support/wait.rs"] mod wait;`.
+//! `mod support;` can include it by path: the store contract does
+//! (`contract::wait`), and the Redis store tests use it from there.
 #![allow(dead_code)]
 
 use std::fmt::Debug;
