@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use rmcp::model::CallToolResponse;
 use serde_json::{Value, json};
+use support::wait::BOUND;
 use support::{
     client::{McpClient, RmcpClient},
     fixture::{FixtureMode, FixtureOptions, Probe, serve, serve_fixture, service_with},
@@ -291,9 +292,7 @@ async fn dropping_a_call_cancels_the_handler() {
     assert_eq!(progress["method"], "notifications/progress");
     drop(call);
     assert!(
-        probe
-            .wait_cancelled("slow_compute", Duration::from_secs(2))
-            .await,
+        probe.wait_cancelled("slow_compute", BOUND).await,
         "handler not cancelled after the SSE stream was dropped"
     );
 
@@ -307,9 +306,7 @@ async fn dropping_a_call_cancels_the_handler() {
     );
     assert!(
         probe
-            .wait_until(Duration::from_secs(2), |probe| probe
-                .cancelled("slow_compute")
-                == 2)
+            .wait_until(BOUND, |probe| probe.cancelled("slow_compute") == 2)
             .await,
         "handler not cancelled after the pending request was dropped"
     );
@@ -461,11 +458,7 @@ async fn rmcp_client_interoperates() {
             .await
             .is_err()
     );
-    assert!(
-        probe
-            .wait_cancelled("slow_compute", Duration::from_secs(2))
-            .await
-    );
+    assert!(probe.wait_cancelled("slow_compute", BOUND).await);
     client.close().await;
 }
 

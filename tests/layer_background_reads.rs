@@ -22,7 +22,8 @@ use serde_json::{Value, json};
 use support::client::McpClient;
 use support::fixture::{Served, serve};
 use support::in_process::{discover_answer, json_response, read_message};
-use support::layered::{CLIENT_TIMEOUT, ms, task_id};
+use support::layered::{CLIENT_TIMEOUT, task_id};
+use support::wait::BOUND;
 use tokio::sync::Notify;
 use tower::ServiceBuilder;
 
@@ -165,7 +166,7 @@ async fn assert_nothing_kept(frames: &Frames, client: &McpClient, task: &str) {
     let alive = frames.alive();
     frames.release.notify_one();
     let done = client
-        .wait_task_status(task, &["completed", "failed", "cancelled"], ms(3000))
+        .wait_task_status(task, &["completed", "failed", "cancelled"], BOUND)
         .await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
     assert_eq!(done["result"]["result"]["content"][0]["text"], "streamed");
@@ -204,7 +205,7 @@ async fn a_call_resumed_after_input_keeps_none_of_the_bytes_it_reads() {
 
     let task = task_id(&client.call_tool("ask_then_stream", json!({}), true).await);
     let asking = client
-        .wait_task_status(&task, &["input_required"], ms(3000))
+        .wait_task_status(&task, &["input_required"], BOUND)
         .await;
     assert!(
         asking["result"]["inputRequests"]["1.q"].is_object(),

@@ -8,6 +8,7 @@ use mcp_tasks::ToolPolicy;
 use serde_json::{Value, json};
 use support::client::{Exchange, McpClient};
 use support::layered::{Layered, error_of, ms, task_id, text};
+use support::wait::BOUND;
 
 type Headers = Vec<(String, String)>;
 
@@ -114,7 +115,7 @@ async fn a_task_method_whose_mcp_name_disagrees_with_the_task_id_answers_400_hea
     }
     // The refused cancel did not cancel anything.
     let done = client
-        .wait_task_status(&id, &["completed", "failed", "cancelled"], ms(3000))
+        .wait_task_status(&id, &["completed", "failed", "cancelled"], BOUND)
         .await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
 }
@@ -139,7 +140,7 @@ async fn by_default_a_task_method_without_mcp_name_is_served_for_the_task_id_in_
         .await;
     let id = task_id(&created);
     let waiting = client
-        .wait_task_status(&id, &["input_required", "completed", "failed"], ms(3000))
+        .wait_task_status(&id, &["input_required", "completed", "failed"], BOUND)
         .await;
     assert_eq!(waiting["result"]["status"], "input_required", "{waiting}");
 
@@ -158,7 +159,7 @@ async fn by_default_a_task_method_without_mcp_name_is_served_for_the_task_id_in_
     let ack = exchange.into_response();
     assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
     let done = client
-        .wait_task_status(&id, &["completed", "failed", "cancelled"], ms(5000))
+        .wait_task_status(&id, &["completed", "failed", "cancelled"], BOUND)
         .await;
     assert!(
         text(&done["result"]["result"]).starts_with("Deleted a.txt"),
@@ -180,7 +181,7 @@ async fn by_default_a_task_method_without_mcp_name_is_served_for_the_task_id_in_
     let polled = client.tasks_get(&running).await;
     assert_eq!(polled["result"]["status"], "cancelled", "{polled}");
     assert!(
-        layered.probe.wait_cancelled("slow_compute", ms(3000)).await,
+        layered.probe.wait_cancelled("slow_compute", BOUND).await,
         "the inner call was not cancelled"
     );
 }

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use support::client::McpClient;
 use support::fixture::{Served, serve};
 use support::layered::{CLIENT_TIMEOUT, ms, task_id};
+use support::wait::BOUND;
 use tower::ServiceBuilder;
 
 /// How long the scripted "late" answers take; the layer's threshold is 150 ms.
@@ -188,7 +189,7 @@ async fn a_parked_call_that_breaks_fails_the_task_with_an_internal_error() {
     }
     for (tool, reason, task) in parked {
         let done = client
-            .wait_task_status(&task, &["completed", "failed", "cancelled"], ms(3000))
+            .wait_task_status(&task, &["completed", "failed", "cancelled"], BOUND)
             .await;
         let result = &done["result"];
         assert_eq!(result["status"], "failed", "{tool}: {done}");

@@ -15,6 +15,7 @@ use mcp_tasks::body::BoxError;
 use mcp_tasks::{MemoryTaskStore, RequestBody, TasksLayer, ToolPolicy};
 use serde_json::json;
 use support::in_process::{self, send, tasks_declared};
+use support::wait::{BOUND, wait_until};
 use tower::Layer;
 
 /// Answers every call with `answer()`, after `delay`.
@@ -60,7 +61,9 @@ async fn an_inner_error_before_the_threshold_is_a_json_rpc_error_for_the_call() 
     );
 }
 
-#[tokio::test]
+// On paused time, like the quota test below: the threshold (50 ms) always
+// comes before the inner error (300 ms).
+#[tokio::test(start_paused = true)]
 async fn an_inner_error_after_parking_fails_the_task() {
     let store = MemoryTaskStore::new();
     let layer = TasksLayer::new(store.clone()).threshold(Duration::from_millis(50));
@@ -78,16 +81,13 @@ async fn an_inner_error_after_parking_fails_the_task() {
             tasks_declared(),
         )
     };
-    for _ in 0..50 {
+    let now = wait_until("the task fails", BOUND, || async {
         let (_, now) = send(&service, get()).await;
-        if now["result"]["status"] == "failed" {
-            assert_eq!(now["result"]["error"]["code"], -32603, "{now}");
-            assert!(!now.to_string().contains("10.1.2.3"), "{now}");
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the task never failed");
+        (now["result"]["status"] == "failed").then_some(now)
+    })
+    .await;
+    assert_eq!(now["result"]["error"]["code"], -32603, "{now}");
+    assert!(!now.to_string().contains("10.1.2.3"), "{now}");
 }
 
 /// What a gateway answers when its upstream sends no head in time: `504`

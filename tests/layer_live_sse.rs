@@ -22,6 +22,7 @@ use support::client::{McpClient, OpenCall};
 use support::fixture::{Served, serve};
 use support::in_process::{discover_answer, read_message};
 use support::layered::{CLIENT_TIMEOUT, Layered, ms, task_id, text};
+use support::wait::BOUND;
 use tokio::sync::{mpsc, oneshot};
 use tower::ServiceBuilder;
 
@@ -92,7 +93,7 @@ async fn a_call_parked_mid_stream_ends_that_stream_with_its_task_handle() {
     let id = task_id(&created);
     let done = layered
         .client()
-        .wait_task_status(&id, &["completed", "failed", "cancelled"], ms(5000))
+        .wait_task_status(&id, &["completed", "failed", "cancelled"], BOUND)
         .await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
     assert_eq!(
@@ -123,6 +124,9 @@ async fn an_answer_in_time_arrives_byte_for_byte_each_event_as_it_is_sent() {
     );
     inner.send(rest.clone()).await;
     inner.send(progress(3)).await;
+    // The second progress event arrives; anything relayed early would come
+    // with it or soon after.
+    call.read_until("\"progress\":2}}\n\n").await;
     call.read_for(ms(200)).await;
     assert_eq!(call.seen.matches("notifications/progress").count(), 2);
     assert!(
@@ -285,7 +289,7 @@ async fn completes_in_the_background(
     inner.send(format!("data: {}\n\n", result(&call.id))).await;
     let client = McpClient::new(&script.served.url).with_timeout(CLIENT_TIMEOUT);
     let done = client
-        .wait_task_status(&task_id(&created), &["completed", "failed"], ms(3000))
+        .wait_task_status(&task_id(&created), &["completed", "failed"], BOUND)
         .await;
     assert_eq!(text(&done["result"]["result"]), "scripted", "{done}");
 }

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use support::client::McpClient;
 use support::fixture::{self, FixtureMode};
 use support::layered::{Layered, error_of, ms, task_id, text};
+use support::wait::{BOUND, wait_until};
 
 /// The acknowledgement of `tasks/cancel` and `tasks/update`, exactly.
 fn ack() -> Value {
@@ -32,7 +33,7 @@ async fn cancel_acks_empty_ends_the_task_cancelled_and_cancels_the_inner_call() 
         assert!(polled["result"].get(absent).is_none(), "{polled}");
     }
     assert!(
-        layered.probe.wait_cancelled("slow_compute", ms(3000)).await,
+        layered.probe.wait_cancelled("slow_compute", BOUND).await,
         "the inner handler was not cancelled: {:?}",
         layered.probe.stats("slow_compute")
     );
@@ -58,8 +59,15 @@ async fn a_late_outcome_never_changes_a_cancelled_task() {
     let cancelled = client.tasks_get(&id).await;
     assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
 
-    // Well past the moment the tool would have answered.
-    tokio::time::sleep(ms(800)).await;
+    // The inner call is over (cancelled, or answered late): nothing more
+    // can reach the task.
+    let settled = layered
+        .probe
+        .wait_until(BOUND, |probe| {
+            probe.cancelled("slow_compute") + probe.finished("slow_compute") > 0
+        })
+        .await;
+    assert!(settled, "the inner call never ended");
     let later = client.tasks_get(&id).await;
     assert_eq!(later["result"], cancelled["result"], "the task changed");
     assert_eq!(layered.probe.finished("slow_compute"), 0);
@@ -73,7 +81,7 @@ async fn cancelling_a_completed_task_acks_and_keeps_its_result() {
 
     let id = task_id(&client.call_tool("greet", json!({"name": "c"}), true).await);
     let done = client
-        .wait_task_status(&id, &["completed", "failed", "cancelled"], ms(3000))
+        .wait_task_status(&id, &["completed", "failed", "cancelled"], BOUND)
         .await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
 
@@ -106,7 +114,7 @@ async fn task_methods_from_a_non_declaring_client_answer_400_missing_capability(
     }
     // None of them touched the task.
     let done = client
-        .wait_task_status(&id, &["completed", "failed", "cancelled"], ms(3000))
+        .wait_task_status(&id, &["completed", "failed", "cancelled"], BOUND)
         .await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
 }
@@ -182,7 +190,7 @@ async fn tasks_update_on_a_working_task_acks_and_changes_nothing() {
     );
 
     let done = client
-        .wait_task_status(&id, &["completed", "failed", "cancelled"], ms(3000))
+        .wait_task_status(&id, &["completed", "failed", "cancelled"], BOUND)
         .await;
     assert_eq!(
         text(&done["result"]["result"]),
@@ -237,7 +245,7 @@ async fn the_inner_server_never_sees_the_tasks_extension() {
         let result = if policy == ToolPolicy::Always {
             let id = task_id(&response);
             let done = client
-                .wait_task_status(&id, &["completed", "failed", "cancelled"], ms(3000))
+                .wait_task_status(&id, &["completed", "failed", "cancelled"], BOUND)
                 .await;
             done["result"]["result"].clone()
         } else {
@@ -302,7 +310,7 @@ async fn a_task_still_running_at_its_ttl_fails_with_the_reason_first_then_reads_
     assert_eq!(client.tasks_get(&id).await["result"]["status"], "working");
 
     assert!(
-        layered.probe.wait_cancelled("slow_compute", ms(2000)).await,
+        layered.probe.wait_cancelled("slow_compute", BOUND).await,
         "the inner call outlived its task: {:?}",
         layered.probe.stats("slow_compute")
     );
@@ -313,12 +321,15 @@ async fn a_task_still_running_at_its_ttl_fails_with_the_reason_first_then_reads_
         let message = failed["result"]["error"]["message"].as_str().unwrap();
         assert!(message.contains("TTL ran out"), "{failed}");
     }
-    tokio::time::sleep(ms(450)).await;
-    let gone = client.tasks_get(&id).await;
+    let gone = wait_until("the expired task reads as unknown", BOUND, || async {
+        let read = client.tasks_get(&id).await;
+        read.get("error").is_some().then_some(read)
+    })
+    .await;
     let error = error_of(&gone, -32602);
     assert_eq!(error["message"], "Failed to retrieve task: Task not found");
-    assert!(
-        layered.store.is_empty(),
-        "the expired task was not reclaimed"
-    );
+    wait_until("the expired task is reclaimed", BOUND, || async {
+        layered.store.is_empty()
+    })
+    .await;
 }

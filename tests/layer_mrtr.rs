@@ -8,6 +8,7 @@ use mcp_tasks::ToolPolicy;
 use serde_json::{Value, json};
 use support::client::McpClient;
 use support::layered::{Layered, USER_HEADER, get_as, ms, send, task_id, text};
+use support::wait::{BOUND, wait_until};
 
 fn accept(content: Value) -> Value {
     json!({"action": "accept", "content": content})
@@ -29,7 +30,7 @@ async fn start(tools: &[&'static str]) -> (Layered, McpClient) {
 
 async fn wait_input(client: &McpClient, task: &str) -> Value {
     let polled = client
-        .wait_task_status(task, &["input_required", "completed", "failed"], ms(3000))
+        .wait_task_status(task, &["input_required", "completed", "failed"], BOUND)
         .await;
     assert_eq!(polled["result"]["status"], "input_required", "{polled}");
     polled["result"].clone()
@@ -37,7 +38,7 @@ async fn wait_input(client: &McpClient, task: &str) -> Value {
 
 async fn wait_done(client: &McpClient, task: &str) -> Value {
     let polled = client
-        .wait_task_status(task, &["completed", "failed", "cancelled"], ms(5000))
+        .wait_task_status(task, &["completed", "failed", "cancelled"], BOUND)
         .await;
     assert_eq!(polled["result"]["status"], "completed", "{polled}");
     polled["result"].clone()
@@ -215,12 +216,23 @@ async fn a_task_cancelled_while_waiting_for_input_is_never_resumed() {
     assert_eq!(cancelled["result"], json!({"resultType": "complete"}));
 
     let late = json!({"1.confirm": accept(json!({"confirm": true}))});
-    let ack = client.tasks_update(&task, late).await;
+    let ack = client.tasks_update(&task, late.clone()).await;
     assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
-    tokio::time::sleep(ms(300)).await;
+
+    // A witness answered after it is resumed and done: a resume of the
+    // cancelled task, started first, would have been counted by then.
+    let witness = task_id(
+        &client
+            .call_tool("confirm_delete", json!({"filename": "y"}), true)
+            .await,
+    );
+    wait_input(&client, &witness).await;
+    client.tasks_update(&witness, late).await;
+    wait_done(&client, &witness).await;
     let polled = client.tasks_get(&task).await;
     assert_eq!(polled["result"]["status"], "cancelled", "{polled}");
-    assert_eq!(layered.probe.started("confirm_delete"), 1, "it was resumed");
+    // Its own call, and the witness's two.
+    assert_eq!(layered.probe.started("confirm_delete"), 3, "it was resumed");
 }
 
 #[tokio::test]
@@ -245,16 +257,12 @@ async fn only_the_owner_can_answer_a_task_waiting_for_input() {
     let task = task_id(&created.into_response());
     let status =
         |exchange: support::client::Exchange| exchange.into_response()["result"]["status"].clone();
-    for _ in 0..60 {
-        if status(get_as(&client, 2, &task, Some("alice")).await) != "working" {
-            break;
-        }
-        tokio::time::sleep(ms(50)).await;
-    }
-    assert_eq!(
-        status(get_as(&client, 2, &task, Some("alice")).await),
-        "input_required"
-    );
+    let asking = wait_until("the task leaves working", BOUND, || async {
+        let now = status(get_as(&client, 2, &task, Some("alice")).await);
+        (now != "working").then_some(now)
+    })
+    .await;
+    assert_eq!(asking, "input_required");
 
     let answer = json!({"taskId": task,
                         "inputResponses": {"1.confirm": accept(json!({"confirm": true}))}});
@@ -293,12 +301,10 @@ async fn only_the_owner_can_answer_a_task_waiting_for_input() {
         ack.into_response()["result"],
         json!({"resultType": "complete"})
     );
-    for _ in 0..60 {
-        if status(get_as(&client, 2, &task, Some("alice")).await) == "completed" {
-            break;
-        }
-        tokio::time::sleep(ms(50)).await;
-    }
+    wait_until("the answered task completes", BOUND, || async {
+        status(get_as(&client, 2, &task, Some("alice")).await) == "completed"
+    })
+    .await;
     let done = get_as(&client, 2, &task, Some("alice"))
         .await
         .into_response();

@@ -4,12 +4,11 @@
 
 mod support;
 
-use std::time::Duration;
-
 use mcp_tasks::ToolPolicy;
 use serde_json::{Value, json};
 use support::client::{Exchange, McpClient};
 use support::layered::{Layered, USER_HEADER, get_as, ms, send, task_id};
+use support::wait::{BOUND, wait_until};
 
 /// The JSON-RPC id of every request whose bytes are compared.
 const SAME_ID: u64 = 7;
@@ -74,7 +73,11 @@ async fn foreign_anonymous_unknown_and_expired_tasks_all_read_as_the_same_bytes(
     );
     let fresh = get_as(&expiring_client, SAME_ID, &old, Some("alice")).await;
     assert_eq!(fresh.into_response()["result"]["taskId"], old.as_str());
-    tokio::time::sleep(ms(450)).await;
+    wait_until("the short-lived task expires", BOUND, || async {
+        let read = get_as(&expiring_client, SAME_ID, &old, Some("alice")).await;
+        read.into_response().get("error").is_some()
+    })
+    .await;
 
     let reference = get_as(&client, SAME_ID, UNKNOWN, Some("alice")).await;
     assert_eq!(reference.status, 200, "{}", reference.body);
@@ -130,7 +133,7 @@ async fn another_principal_cannot_cancel_a_task_but_its_owner_can() {
         let response = refused.into_response();
         assert_eq!(response["error"]["code"], -32602, "{response}");
     }
-    tokio::time::sleep(ms(200)).await;
+    // The store would have ended the task before answering a cancel it took.
     let seen = get_as(&client, SAME_ID, &task, Some("alice")).await;
     assert_eq!(seen.into_response()["result"]["status"], "working");
     assert_eq!(layered.probe.cancelled("slow_compute"), 0);
@@ -141,12 +144,7 @@ async fn another_principal_cannot_cancel_a_task_but_its_owner_can() {
         accepted.into_response()["result"],
         json!({"resultType": "complete"})
     );
-    assert!(
-        layered
-            .probe
-            .wait_cancelled("slow_compute", Duration::from_secs(3))
-            .await
-    );
+    assert!(layered.probe.wait_cancelled("slow_compute", BOUND).await);
 }
 
 #[tokio::test]
@@ -189,15 +187,12 @@ async fn the_owner_never_appears_in_any_response() {
     assert!(bodies[3].contains("completed"), "{}", bodies[3]);
 }
 
-/// Polls `tasks/get` as `user` until the task is terminal.
+/// Polls `tasks/get` as `user` until the task is no longer working.
 async fn client_wait(client: &McpClient, task: &str, user: &str) -> Exchange {
-    for _ in 0..50 {
+    wait_until("the task leaves working", BOUND, || async {
         let polled = get_as(client, SAME_ID, task, Some(user)).await;
         let status = polled.clone().into_response()["result"]["status"].clone();
-        if status != "working" {
-            return polled;
-        }
-        tokio::time::sleep(ms(100)).await;
-    }
-    panic!("task {task} still working");
+        (status != "working").then_some(polled)
+    })
+    .await
 }

@@ -24,6 +24,7 @@ use http_body_util::BodyExt;
 use http_requests::Requests;
 use routes::router;
 // The paths the two shared modules above take their helpers from.
+use support::wait::{BOUND, wait_until};
 use support::{client, fixture};
 use tokio::sync::oneshot;
 use tower::ServiceExt;
@@ -68,12 +69,32 @@ async fn polls_of_one_call(router: axum::Router, path: &'static str) -> usize {
         "{path}: {}",
         String::from_utf8_lossy(&body)
     );
-    // Idle now: the worker parks, and a wake left behind would poll the task.
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // A wake left behind would poll the task before the scheduler idles.
+    idle().await;
     let seen = polls.load(Ordering::SeqCst);
     next.send(()).expect("the task is waiting");
     task.await.expect("the task");
     seen
+}
+
+/// Returns once the runtime has run everything it had queued: on a
+/// multi-threaded runtime, once its one worker is parked with nothing left
+/// to run; on a current-thread one, where this future is polled by the
+/// scheduler itself, after one turn (a yield comes back only once the
+/// queued tasks have run).
+async fn idle() {
+    let runtime = tokio::runtime::Handle::current();
+    if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread {
+        tokio::task::yield_now().await;
+        return;
+    }
+    let metrics = runtime.metrics();
+    assert_eq!(metrics.num_workers(), 1, "one worker runs the counted task");
+    wait_until("the worker parks with nothing to run", BOUND, || async {
+        // Odd: parked.
+        metrics.worker_park_unpark_count(0) % 2 == 1 && metrics.global_queue_depth() == 0
+    })
+    .await;
 }
 
 /// The most polls any of a few calls on `path` took (the first call of a

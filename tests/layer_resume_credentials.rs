@@ -17,6 +17,7 @@ use support::in_process::{json_response, read_message};
 use support::layered::{
     CLIENT_TIMEOUT, USER_HEADER, get_as, ms, principal_from_header, send, task_id, text,
 };
+use support::wait::{BOUND, wait_until};
 use tower::ServiceBuilder;
 
 fn header(request: &Request<RequestBody<Body>>, name: &str) -> Value {
@@ -61,16 +62,15 @@ async fn inner(request: Request<RequestBody<Body>>) -> Result<Response<Body>, In
 }
 
 async fn status_as(client: &McpClient, task: &str, wanted: &str) -> Value {
-    for attempt in 0..100 {
-        let got = get_as(client, 500 + attempt, task, Some("alice"))
+    let attempt = std::cell::Cell::new(500);
+    wait_until(&format!("task {task} reaches {wanted}"), BOUND, || async {
+        attempt.set(attempt.get() + 1);
+        let got = get_as(client, attempt.get(), task, Some("alice"))
             .await
             .into_response();
-        if got["result"]["status"] == wanted {
-            return got["result"].clone();
-        }
-        tokio::time::sleep(ms(50)).await;
-    }
-    panic!("task {task} never reached {wanted}");
+        (got["result"]["status"] == wanted).then(|| got["result"].clone())
+    })
+    .await
 }
 
 #[tokio::test]

@@ -4,28 +4,23 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
-
 use rmcp::model::{CallToolResponse, GetTaskResult, TaskPayload, TaskStatus};
 use serde_json::{Value, json};
 use support::client::RmcpClient;
 use support::layered::{Layered, ms};
+use support::wait::{BOUND, wait_until};
 
 /// Polls `tasks/get` through rmcp until the task is terminal.
 async fn wait_terminal(client: &RmcpClient, task: &str) -> GetTaskResult {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
+    wait_until(&format!("task {task} ends"), BOUND, || async {
         let polled = client.tasks_get(task).await.expect("tasks/get");
         if polled.task.status().is_terminal() {
-            return polled;
+            Ok(polled)
+        } else {
+            Err(polled.task.status())
         }
-        assert!(
-            Instant::now() < deadline,
-            "still {:?}",
-            polled.task.status()
-        );
-        tokio::time::sleep(ms(100)).await;
-    }
+    })
+    .await
 }
 
 #[tokio::test]
@@ -78,12 +73,7 @@ async fn the_rmcp_client_gets_a_task_polls_it_to_completion_and_cancels_another(
         .expect("tasks/cancel");
     let cancelled = wait_terminal(&client, &created.task.task_id).await;
     assert_eq!(cancelled.task.status(), TaskStatus::Cancelled);
-    assert!(
-        layered
-            .probe
-            .wait_cancelled("slow_compute", Duration::from_secs(3))
-            .await
-    );
+    assert!(layered.probe.wait_cancelled("slow_compute", BOUND).await);
     assert_eq!(layered.probe.finished("slow_compute"), 1);
     client.close().await;
 }

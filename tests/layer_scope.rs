@@ -10,6 +10,7 @@ use mcp_tasks::{MemoryTaskStore, TaskId, ToolPolicy};
 use serde_json::{Value, json};
 use support::client::{Exchange, McpClient};
 use support::layered::{Layered, USER_HEADER, ms, send, task_id, text};
+use support::wait::{BOUND, wait_until};
 
 /// The JSON-RPC id of every request whose bytes are compared.
 const SAME_ID: u64 = 7;
@@ -78,19 +79,16 @@ async fn park(client: &McpClient, user: Option<&str>, name: &str, arguments: Val
 
 /// Polls `tasks/get` as `user` until `task` is in `status`; the result.
 async fn wait_as(client: &McpClient, task: &str, user: Option<&str>, status: &str) -> Value {
-    let deadline = tokio::time::Instant::now() + ms(4000);
-    loop {
+    wait_until(&format!("{task} is {status}"), BOUND, || async {
         let got = task_method(client, "tasks/get", task, user, &Value::Null).await;
         let got = got.into_response();
         if got["result"]["status"] == status {
-            return got["result"].clone();
+            Ok(got["result"].clone())
+        } else {
+            Err(got)
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{task} never {status}: {got}"
-        );
-        tokio::time::sleep(ms(100)).await;
-    }
+    })
+    .await
 }
 
 /// A task id nobody ever issued.
@@ -170,7 +168,7 @@ async fn a_replica_with_the_same_scope_reads_updates_and_cancels_the_task() {
         scopes
             .replica
             .probe
-            .wait_finished("confirm_delete", ms(3000))
+            .wait_finished("confirm_delete", BOUND)
             .await
     );
     let done = wait_as(&a, &asking, alice, "completed").await;
@@ -182,11 +180,5 @@ async fn a_replica_with_the_same_scope_reads_updates_and_cancels_the_task() {
         json!({"resultType": "complete"})
     );
     // The call runs under the layer that parked it, which stops it.
-    assert!(
-        scopes
-            .a
-            .probe
-            .wait_cancelled("slow_compute", ms(3000))
-            .await
-    );
+    assert!(scopes.a.probe.wait_cancelled("slow_compute", BOUND).await);
 }

@@ -19,6 +19,7 @@ use support::in_process::{json_response, read_message};
 use support::layered::{
     CLIENT_TIMEOUT, USER_HEADER, get_as, ms, principal_from_header, send, task_id, text,
 };
+use support::wait::{BOUND, wait_until};
 use tower::ServiceBuilder;
 
 /// An extension the tools read, named with `reissue_extension`.
@@ -82,19 +83,21 @@ async fn shed_and_report(layer: TasksLayer) -> Value {
             .await
             .into_response(),
     );
-    for attempt in 0..100 {
-        let got = get_as(&client, 10 + attempt, &task, Some("alice"))
+    let attempt = std::cell::Cell::new(10);
+    wait_until(&format!("task {task} completes"), BOUND, || async {
+        attempt.set(attempt.get() + 1);
+        let got = get_as(&client, attempt.get(), &task, Some("alice"))
             .await
             .into_response();
         match got["result"]["status"].as_str() {
             Some("completed") => {
-                return serde_json::from_str(text(&got["result"]["result"])).unwrap();
+                Some(serde_json::from_str(text(&got["result"]["result"])).unwrap())
             }
-            Some("working") => tokio::time::sleep(ms(50)).await,
+            Some("working") => None,
             _ => panic!("the shed call did not complete: {got}"),
         }
-    }
-    panic!("task {task} never completed");
+    })
+    .await
 }
 
 #[tokio::test]

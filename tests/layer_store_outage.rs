@@ -8,7 +8,7 @@ mod support;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use support::in_process::{
     self, discover_answer, json_response, read_message, send, tasks_declared,
 };
+use support::wait::{BOUND, wait_until};
 use tower::{Layer, ServiceExt};
 
 /// A memory store that fails every call while `down` is set, and takes
@@ -127,7 +128,9 @@ fn post(method: &str, params: Value, name: &str) -> Request<Full<Bytes>> {
     in_process::post(method, params, Some(name), tasks_declared())
 }
 
-#[tokio::test]
+// On paused time, here and in the next test: the outage, the tool's run and
+// the store's delay are tokio time, so their order never depends on load.
+#[tokio::test(start_paused = true)]
 async fn an_outcome_reached_while_the_store_is_down_is_written_when_it_is_back() {
     let store = Flaky::default();
     let layer = TasksLayer::new(store.clone()).threshold(Duration::from_millis(100));
@@ -157,24 +160,28 @@ async fn an_outcome_reached_while_the_store_is_down_is_written_when_it_is_back()
         "never 'not found': {during}"
     );
 
-    // The call finishes during the outage; the store comes back a while later.
+    // The call finishes during the outage (the tool answers after 400 ms);
+    // the store comes back a while later.
     tokio::time::sleep(Duration::from_millis(1200)).await;
     store.down.store(false, Ordering::SeqCst);
 
-    let mut last = Value::Null;
-    for _ in 0..50 {
-        let (_, now) = send(&service, get()).await;
-        if now["result"]["status"] == "completed" {
-            assert_eq!(now["result"]["result"]["content"][0]["text"], "survived");
-            return;
-        }
-        last = now;
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the outcome was lost: {last}");
+    let now = wait_until(
+        "the outcome is written once the store is back",
+        BOUND,
+        || async {
+            let (_, now) = send(&service, get()).await;
+            if now["result"]["status"] == "completed" {
+                Ok(now)
+            } else {
+                Err(now)
+            }
+        },
+    )
+    .await;
+    assert_eq!(now["result"]["result"]["content"][0]["text"], "survived");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_client_hanging_up_while_the_task_is_created_leaves_a_task_that_is_still_driven() {
     let store = Flaky {
         create_delay: Duration::from_millis(300),
@@ -193,23 +200,34 @@ async fn a_client_hanging_up_while_the_task_is_created_leaves_a_task_that_is_sti
         "the client must have hung up before the handle"
     );
 
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    assert_eq!(store.inner.len(), 1, "the task was created");
+    wait_until("the task is created", BOUND, || async {
+        store.inner.len() == 1
+    })
+    .await;
     let id = store.inner.ids().pop().expect("one task");
-    let task = store
-        .inner
-        .get(id, None)
-        .await
-        .expect("store")
-        .expect("task");
-    assert_eq!(
-        task.status(),
-        mcp_tasks::TaskStatus::Completed,
-        "the parked call was still driven to its outcome"
-    );
+    wait_until(
+        "the parked call is still driven to its outcome",
+        BOUND,
+        || async {
+            let task = store
+                .inner
+                .get(id, None)
+                .await
+                .expect("store")
+                .expect("task");
+            match task.status() {
+                mcp_tasks::TaskStatus::Completed => Ok(()),
+                other => Err(other),
+            }
+        },
+    )
+    .await;
+    assert_eq!(store.inner.len(), 1, "one task");
 }
 
-#[tokio::test]
+// On paused time too: the threshold (100 ms) always comes before the tool's
+// answer (400 ms), for the refused park and for the one after the outage.
+#[tokio::test(start_paused = true)]
 async fn a_call_that_would_park_while_the_store_fails_stays_synchronous_with_the_tools_answer() {
     let store = Flaky::default();
     store.down.store(true, Ordering::SeqCst);
@@ -225,7 +243,7 @@ async fn a_call_that_would_park_while_the_store_fails_stays_synchronous_with_the
     let service = layer.layer(inner);
     let call = || post("tools/call", json!({"name": "job", "arguments": {}}), "job");
 
-    let started = Instant::now();
+    let started = tokio::time::Instant::now();
     let (status, answer) = send(&service, call()).await;
     assert_eq!(status, 200);
     assert_eq!(

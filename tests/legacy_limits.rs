@@ -5,8 +5,9 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::layered::{Layered, ms, text};
+use support::layered::{Layered, text};
 use support::session::{Session, outcome};
+use support::wait::BOUND;
 
 /// Asserts that `exchange` is a `-32000` error saying `reason`, as JSON.
 fn assert_limit(exchange: support::client::Exchange, reason: &str) -> Value {
@@ -28,7 +29,7 @@ async fn a_task_request_over_the_principals_cap_gets_a_limit_error_and_no_task()
     alice
         .start_task("slow_compute", json!({"seconds": 30}))
         .await;
-    assert!(layered.probe.wait_started("slow_compute", ms(2000)).await);
+    assert!(layered.probe.wait_started("slow_compute", BOUND).await);
     let params = json!({"name": "greet", "arguments": {"name": "a"}, "task": {}});
     let refused = alice.exchange("tools/call", params).await;
     assert_limit(refused, "This principal has 1 live tasks, the limit");

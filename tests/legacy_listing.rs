@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use serde_json::{Value, json};
 use support::layered::{Layered, USER_HEADER, get_as, send, task_id, text};
 use support::session::{Session, outcome};
+use support::wait::{BOUND, next_millisecond, wait_until};
 
 fn error_code(response: &Value) -> i64 {
     response["error"]["code"]
@@ -52,7 +53,7 @@ async fn tasks_list_pages_through_the_callers_tasks_only() {
                 .await,
         );
         // Lists are ordered by creation time (in ms), then id.
-        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        next_millisecond().await;
     }
     let theirs = bob.start_task("greet", json!({"name": "b"})).await;
 
@@ -137,15 +138,13 @@ async fn both_generations_use_one_layer_and_one_store_at_once() {
         .request("tasks/result", json!({"taskId": legacy_task}))
         .await;
     assert_eq!(text(&old["result"]), "old done after 0.6s");
-    let new = loop {
+    let new = wait_until("the 2026-07-28 task ends", BOUND, || async {
         let got = get_as(&modern, modern.next_id(), &modern_task, Some("carol"))
             .await
             .into_response();
-        if got["result"]["status"] != "working" {
-            break got;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    };
+        (got["result"]["status"] != "working").then_some(got)
+    })
+    .await;
     assert_eq!(new["result"]["status"], "completed", "{new}");
     assert_eq!(text(&new["result"]["result"]), "new done after 0.6s");
 

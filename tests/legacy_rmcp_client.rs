@@ -8,6 +8,7 @@ mod support;
 use serde_json::{Value, json};
 use support::client::{ElicitReply, LegacyClient};
 use support::layered::{Layered, USER_HEADER, ms, text};
+use support::wait::{BOUND, next_millisecond, wait_until};
 
 const RELATED: &str = "io.modelcontextprotocol/related-task";
 
@@ -156,21 +157,20 @@ async fn cancel_and_list_as_an_authenticated_rmcp_2_2_client() {
     assert_eq!(alice.server_capabilities()["tasks"]["list"], json!({}));
 
     // Lists are ordered by creation time (in ms), then id: start a ms apart.
-    let pause = || tokio::time::sleep(ms(2));
     let running = start(&alice, "slow_compute", json!({"seconds": 30})).await;
-    pause().await;
+    next_millisecond().await;
     let quick = start(&alice, "greet", json!({"name": "q"})).await;
-    pause().await;
+    next_millisecond().await;
     let third = start(&alice, "greet", json!({"name": "z"})).await;
     start(&bob, "greet", json!({"name": "b"})).await;
-    assert!(layered.probe.wait_started("slow_compute", ms(2000)).await);
+    assert!(layered.probe.wait_started("slow_compute", BOUND).await);
 
     let cancelled = alice
         .request("tasks/cancel", json!({"taskId": running}))
         .await
         .expect("tasks/cancel");
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
-    assert!(layered.probe.wait_cancelled("slow_compute", ms(3000)).await);
+    assert!(layered.probe.wait_cancelled("slow_compute", BOUND).await);
 
     let first = alice
         .request("tasks/list", json!({}))
@@ -232,19 +232,18 @@ async fn an_rmcp_2_2_and_an_rmcp_3_client_use_one_layer_concurrently() {
         let CallToolResponse::Task(created) = created else {
             panic!("a slow call from a declaring client becomes a task: {created:?}");
         };
-        loop {
+        let polled = wait_until("the 2026-07-28 task ends", BOUND, || async {
             let polled = new
                 .tasks_get(&created.task.task_id)
                 .await
                 .expect("tasks/get");
-            if polled.task.status().is_terminal() {
-                let TaskPayload::Completed { result } = polled.task.payload else {
-                    panic!("not completed: {:?}", polled.task.payload);
-                };
-                return serde_json::to_value(result).expect("result JSON");
-            }
-            tokio::time::sleep(ms(100)).await;
-        }
+            polled.task.status().is_terminal().then_some(polled)
+        })
+        .await;
+        let TaskPayload::Completed { result } = polled.task.payload else {
+            panic!("not completed: {:?}", polled.task.payload);
+        };
+        serde_json::to_value(result).expect("result JSON")
     };
     let (old_text, new_result) = tokio::join!(legacy_side, modern_side);
     assert_eq!(old_text, "old done after 0.8s");
@@ -289,23 +288,16 @@ async fn the_sessions_get_stream_carries_the_status_of_its_tasks() {
     let client = LegacyClient::connect(&layered.served.url).await;
     let id = start(&client, "slow_compute", json!({"seconds": 0.5})).await;
     // Polled to the end: no tasks/result stream is open.
-    let mut done = false;
-    for _ in 0..50 {
-        if status(&client, &id).await == "completed" {
-            done = true;
-            break;
-        }
-        tokio::time::sleep(ms(100)).await;
-    }
-    assert!(done, "the task completed");
-    let mut pushed = Vec::new();
-    for _ in 0..20 {
-        pushed = status_notifications(&client);
-        if !pushed.is_empty() {
-            break;
-        }
-        tokio::time::sleep(ms(100)).await;
-    }
+    wait_until("the task completes", BOUND, || async {
+        status(&client, &id).await == "completed"
+    })
+    .await;
+    let is_completed = |p: &Value| p["taskId"] == id.as_str() && p["status"] == "completed";
+    let pushed = wait_until("the completion is pushed", BOUND, || async {
+        let pushed = status_notifications(&client);
+        pushed.iter().any(is_completed).then_some(pushed)
+    })
+    .await;
     let completed: Vec<&Value> = pushed
         .iter()
         .filter(|p| p["taskId"] == id.as_str() && p["status"] == "completed")

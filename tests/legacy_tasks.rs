@@ -10,6 +10,7 @@ use mcp_tasks::ToolPolicy;
 use serde_json::{Value, json};
 use support::layered::{Layered, ms, text};
 use support::session::{Session, outcome};
+use support::wait::{BOUND, wait_until};
 
 const RELATED: &str = "io.modelcontextprotocol/related-task";
 
@@ -228,13 +229,13 @@ async fn cancel_stops_the_inner_tool_and_a_second_cancel_is_refused() {
     let id = session
         .start_task("slow_compute", json!({"seconds": 30}))
         .await;
-    assert!(layered.probe.wait_started("slow_compute", ms(2000)).await);
+    assert!(layered.probe.wait_started("slow_compute", BOUND).await);
 
     let cancelled = session.request("tasks/cancel", json!({"taskId": id})).await;
     assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
     assert_eq!(cancelled["result"]["taskId"], id.as_str());
     assert!(
-        layered.probe.wait_cancelled("slow_compute", ms(3000)).await,
+        layered.probe.wait_cancelled("slow_compute", BOUND).await,
         "the tool saw notifications/cancelled"
     );
     let again = session.request("tasks/cancel", json!({"taskId": id})).await;
@@ -268,7 +269,7 @@ async fn a_clients_notifications_cancelled_for_a_task_is_not_forwarded() {
         .as_str()
         .expect("task")
         .to_owned();
-    assert!(layered.probe.wait_started("slow_compute", ms(2000)).await);
+    assert!(layered.probe.wait_started("slow_compute", BOUND).await);
     let (status, _) = session
         .post(json!({
             "jsonrpc": "2.0", "method": "notifications/cancelled",
@@ -353,7 +354,7 @@ async fn ending_the_session_fails_its_running_task_and_forgets_the_session() {
     let id = session
         .start_task("slow_compute", json!({"seconds": 30}))
         .await;
-    assert!(layered.probe.wait_started("slow_compute", ms(2000)).await);
+    assert!(layered.probe.wait_started("slow_compute", BOUND).await);
 
     let response = reqwest::Client::new()
         .delete(&layered.served.url)
@@ -392,15 +393,14 @@ async fn a_task_whose_client_sent_no_progress_token_still_reports_progress() {
         .unwrap_or_else(|| panic!("no task: {created}"))
         .to_owned();
     // The layer asked the inner server for progress itself.
-    let deadline = std::time::Instant::now() + ms(5000);
-    let message = loop {
+    let message = wait_until("a status message shows progress", BOUND, || async {
         let got = session.request("tasks/get", json!({"taskId": id})).await;
         if let Some(message) = got["result"]["statusMessage"].as_str() {
-            break message.to_owned();
+            return Some(message.to_owned());
         }
         assert_eq!(got["result"]["status"], "working", "no progress: {got}");
-        assert!(std::time::Instant::now() < deadline, "no progress: {got}");
-        tokio::time::sleep(ms(100)).await;
-    };
+        None
+    })
+    .await;
     assert!(message.starts_with("slow_compute: "), "{message}");
 }

@@ -8,13 +8,12 @@
 
 mod support;
 
-use std::time::Duration;
-
 use mcp_tasks::observe::metrics as m;
 use mcp_tasks::{Admin, CancelOutcome, MemoryTaskStore, TaskId, TaskStatus};
 use serde_json::{Value, json};
 use support::layered::{Layered, USER_HEADER, error_of, get_as, ms, send, task_id};
 use support::recorded::{counter, gauge, record};
+use support::wait::{BOUND, wait_until};
 
 /// A 30 s `slow_compute` parked as `user`; its task id.
 async fn park_as(layered: &Layered, id: u64, user: &str) -> String {
@@ -40,12 +39,15 @@ async fn status_as(layered: &Layered, id: u64, task: &str, user: &str) -> Value 
 /// Runs the scenario; returns nothing, asserts on the way.
 async fn scenario() {
     let mut admin: Option<Admin> = None;
+    let mut drain = None;
     let layered = Layered::start_over(MemoryTaskStore::new(), |layer| {
         admin = Some(layer.admin());
+        drain = Some(layer.drain());
         layer.threshold(ms(100))
     })
     .await;
     let admin = admin.expect("the layer was configured");
+    let drain = drain.expect("the layer was configured");
 
     let alice = park_as(&layered, 1, "alice").await;
     let bob = park_as(&layered, 2, "bob").await;
@@ -89,8 +91,8 @@ async fn scenario() {
 
     let live = admin.record_live().await.unwrap();
     assert_eq!(live.total(), 1, "only bob's cancelled task is left");
-    // Both drivers have dropped their calls by now.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Both drivers drop their calls (and leave the running gauge) as they end.
+    wait_until("both drivers end", BOUND, || async { drain.running() == 0 }).await;
 }
 
 #[test]

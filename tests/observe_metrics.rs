@@ -16,9 +16,12 @@ use serde_json::json;
 use support::client::McpClient;
 use support::layered::Layered;
 use support::recorded::{counter, gauge, record, samples};
+use support::wait::{BOUND, wait_until};
 
 async fn sequence() {
+    let mut drain = None;
     let layered = Layered::start(|layer| {
+        drain = Some(layer.drain());
         layer
             .tool_policy("confirm_delete", ToolPolicy::Always)
             .threshold(Duration::from_millis(100))
@@ -35,22 +38,18 @@ async fn sequence() {
     let done = client
         .start_task("slow_compute", json!({"seconds": 0.3}))
         .await;
-    client
-        .wait_task_status(&done, &["completed"], Duration::from_secs(5))
-        .await;
+    client.wait_task_status(&done, &["completed"], BOUND).await;
 
     // Parked, asks once, answered, completed.
     let asked = client
         .start_task("confirm_delete", json!({"filename": "m.txt"}))
         .await;
     client
-        .wait_task_status(&asked, &["input_required"], Duration::from_secs(5))
+        .wait_task_status(&asked, &["input_required"], BOUND)
         .await;
     let answer = json!({"1.confirm": {"action": "accept", "content": {"confirm": true}}});
     client.tasks_update(&asked, answer).await;
-    client
-        .wait_task_status(&asked, &["completed"], Duration::from_secs(5))
-        .await;
+    client.wait_task_status(&asked, &["completed"], BOUND).await;
 
     // Parked, cancelled.
     let cancelled = client
@@ -58,7 +57,7 @@ async fn sequence() {
         .await;
     client.tasks_cancel(&cancelled).await;
     client
-        .wait_task_status(&cancelled, &["cancelled"], Duration::from_secs(5))
+        .wait_task_status(&cancelled, &["cancelled"], BOUND)
         .await;
 
     // A fourth live task is over this principal's quota: refused, the call
@@ -70,8 +69,13 @@ async fn sequence() {
         sync["result"]["content"][0]["text"], "slow_compute done after 0.2s",
         "{sync}"
     );
-    // The cancelled call's driver may still be unwinding.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The cancelled call's driver may still be unwinding; each leaves the
+    // running gauge as it ends.
+    let drain = drain.expect("the layer was configured");
+    wait_until("every driver ends", BOUND, || async {
+        drain.running() == 0
+    })
+    .await;
 }
 
 #[test]

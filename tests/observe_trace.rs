@@ -16,6 +16,7 @@ use mcp_tasks::ToolPolicy;
 use serde_json::json;
 use support::client::McpClient;
 use support::layered::Layered;
+use support::wait::BOUND;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Subscriber};
@@ -155,14 +156,12 @@ async fn a_parked_call_resumed_once_and_completed_is_one_trace() {
         .start_task("confirm_delete", json!({"filename": "trace.txt"}))
         .await;
     client
-        .wait_task_status(&task, &["input_required"], Duration::from_secs(5))
+        .wait_task_status(&task, &["input_required"], BOUND)
         .await;
     let answer = json!({"1.confirm": {"action": "accept", "content": {"confirm": true}}});
     let ack = client.tasks_update(&task, answer).await;
     assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
-    client
-        .wait_task_status(&task, &["completed"], Duration::from_secs(5))
-        .await;
+    client.wait_task_status(&task, &["completed"], BOUND).await;
 
     let seen = recorder.0.lock().unwrap();
     let calls = seen.find("mcp.request", "mcp.method.name", "tools/call");
@@ -233,9 +232,7 @@ async fn a_request_span_carries_the_json_rpc_error_code_the_layer_answered() {
     let task = client
         .start_task("slow_compute", json!({"seconds": 0.3}))
         .await;
-    client
-        .wait_task_status(&task, &["completed"], Duration::from_secs(5))
-        .await;
+    client.wait_task_status(&task, &["completed"], BOUND).await;
 
     let seen = recorder.0.lock().unwrap();
     let missed = seen.find("mcp.request", "mcp.task.id", &unknown);

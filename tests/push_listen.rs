@@ -19,6 +19,7 @@ use serde_json::value::RawValue;
 use support::in_process::{post, tasks_declared};
 use support::layered::{Layered, USER_HEADER, ms, stored_task, task_id};
 use support::listen::{SUBSCRIPTION_ID, listen, next, polled, pushed, without_meta};
+use support::wait::{BOUND, settle, wait_until};
 use tower::{Layer, ServiceExt};
 
 #[tokio::test]
@@ -29,7 +30,7 @@ async fn a_subscription_sees_every_status_in_order_each_equal_to_tasks_get() {
         .with_capabilities(json!({"elicitation": {}}));
     let task = task_id(&client.call_tool("two_rounds", json!({}), true).await);
     client
-        .wait_task_status(&task, &["input_required"], ms(3000))
+        .wait_task_status(&task, &["input_required"], BOUND)
         .await;
 
     let unknown = "0123456789abcdef0123456789abcdef";
@@ -183,17 +184,20 @@ async fn listens_over_the_caps_are_refused_with_clear_errors() {
     );
     drop(first);
     // The slot comes back once the first stream is gone.
-    let mut freed = None;
-    for _ in 0..50 {
-        let (mut again, _) = listen(&client, &[&task], None).await;
-        let message = next(&mut again).await;
-        if message["method"] == "notifications/subscriptions/acknowledged" {
-            freed = Some(message);
-            break;
-        }
-        tokio::time::sleep(ms(100)).await;
-    }
-    assert!(freed.is_some(), "the slot of a closed stream is given back");
+    wait_until(
+        "the slot of a closed stream is given back",
+        BOUND,
+        || async {
+            let (mut again, _) = listen(&client, &[&task], None).await;
+            let message = next(&mut again).await;
+            if message["method"] == "notifications/subscriptions/acknowledged" {
+                Ok(())
+            } else {
+                Err(message)
+            }
+        },
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -223,8 +227,9 @@ async fn a_drain_ends_open_subscriptions_gracefully() {
 
 /// In process, so that the client can stop reading without the kernel's
 /// socket buffers reading for it: the stream ends with a JSON-RPC error
-/// once its buffer is full.
-#[tokio::test]
+/// once its buffer is full. On paused time, so that the stream's feeder
+/// reads each change before the next (see `settle`).
+#[tokio::test(start_paused = true)]
 async fn a_subscriber_that_stops_reading_is_ended_with_a_clear_error() {
     let store = MemoryTaskStore::new();
     let id = stored_task(&store, Duration::from_secs(60)).await;
@@ -239,13 +244,13 @@ async fn a_subscriber_that_stops_reading_is_ended_with_a_clear_error() {
             resume: raw("{}"),
         };
         store.require_input(id, ask).await.unwrap();
-        tokio::time::sleep(ms(2)).await;
+        settle().await;
         let answered = store.answer_input(id, None, vec![(key, raw("1"))]).await;
         assert!(matches!(
             answered,
             Ok(Some(InputProgress::RoundComplete { .. }))
         ));
-        tokio::time::sleep(ms(2)).await;
+        settle().await;
     }
     let body = response
         .into_body()

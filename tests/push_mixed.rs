@@ -17,6 +17,7 @@ use mcp_tasks::{MemoryTaskStore, RequestBody, TaskStore, TasksLayer};
 use serde_json::{Value, json};
 use support::in_process::{post, read_message, tasks_declared};
 use support::layered::stored_task;
+use support::wait::settle;
 use tokio::sync::mpsc;
 use tower::{Layer, ServiceExt};
 
@@ -69,7 +70,10 @@ async fn a_mixed_listen_gets_one_stream_with_both_parts() {
     script.send(event(ack)).await.unwrap();
     let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": meta}});
     script.send(event(changed)).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The inner server's end comes after the layer pushed the completion.
+    let mut body = response.into_body();
+    let mut read = Vec::new();
+    read_until(&mut body, &mut read, "working").await;
     store
         .complete(
             id,
@@ -77,18 +81,19 @@ async fn a_mixed_listen_gets_one_stream_with_both_parts() {
         )
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    read_until(&mut body, &mut read, "completed").await;
     let end =
         json!({"jsonrpc": "2.0", "id": sub, "result": {"resultType": "complete", "_meta": meta}});
     script.send(event(end)).await.unwrap();
     drop(script);
 
-    let body = tokio::time::timeout(Duration::from_secs(5), response.into_body().collect())
+    let rest = tokio::time::timeout(Duration::from_secs(5), body.collect())
         .await
         .expect("the stream ends with the inner one")
         .expect("body")
         .to_bytes();
-    let got = messages(&body);
+    read.extend_from_slice(&rest);
+    let got = messages(&read);
     let methods: Vec<&str> = got
         .iter()
         .map(|m| m["method"].as_str().unwrap_or("(response)"))
@@ -122,6 +127,43 @@ async fn a_mixed_listen_gets_one_stream_with_both_parts() {
         1,
         "one end: the inner server's"
     );
+}
+
+/// Reads `body` into `read` until it holds the `notifications/tasks` of
+/// `status` (panics after 5 s).
+async fn read_until<B>(body: &mut B, read: &mut Vec<u8>, status: &str)
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Debug,
+{
+    let pushed = |read: &[u8]| {
+        messages(read)
+            .iter()
+            .any(|m| m["method"] == "notifications/tasks" && m["params"]["status"] == status)
+    };
+    let wait = async {
+        // Whole events only: a frame may end mid-event.
+        while !pushed(&read[..complete_events(read)]) {
+            let frame = body
+                .frame()
+                .await
+                .expect("the stream ended")
+                .expect("frame");
+            if let Ok(data) = frame.into_data() {
+                read.extend_from_slice(&data);
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), wait)
+        .await
+        .unwrap_or_else(|_| panic!("no {status} pushed: {:?}", messages(read)));
+}
+
+/// The length of the whole events at the start of `read`.
+fn complete_events(read: &[u8]) -> usize {
+    read.windows(2)
+        .rposition(|pair| pair == b"\n\n")
+        .map_or(0, |at| at + 2)
 }
 
 /// A server response as the test reads it, with the scripted inner
@@ -179,7 +221,9 @@ fn tokio_stream_from(
 
 /// A client that stops reading a merged stream gets the layer's error as
 /// the stream's last message; the inner server's events stop before it.
-#[tokio::test]
+// On paused time, so that the stream's feeder reads each change before the
+// next (see `settle`).
+#[tokio::test(start_paused = true)]
 async fn a_slow_client_of_a_merged_listen_gets_the_error_last() {
     let store = MemoryTaskStore::new();
     let id = stored_task(&store, Duration::from_secs(60)).await;
@@ -198,12 +242,12 @@ async fn a_slow_client_of_a_merged_listen_gets_the_error_last() {
             resume: raw("{}"),
         };
         store.require_input(id, ask).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        settle().await;
         store
             .answer_input(id, None, vec![(key, raw("1"))])
             .await
             .unwrap();
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        settle().await;
     }
     let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": meta}});
     let _ = script.try_send(event(changed));

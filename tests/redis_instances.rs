@@ -22,6 +22,7 @@ use support::layered::{
     CLIENT_TIMEOUT, USER_HEADER, error_of, ms, principal_from_header, send, task_id, text,
 };
 use support::listen::{listen, next, polled, pushed, without_meta};
+use support::wait::{BOUND, wait_until};
 use tower::ServiceBuilder;
 
 /// One instance behind the load balancer.
@@ -122,7 +123,7 @@ async fn asking_on(a: &Instance, b: &Instance, filename: &str) -> (String, Value
     let task = task_id(&created);
     let waiting = b
         .client()
-        .wait_task_status(&task, &["input_required", "completed", "failed"], ms(3000))
+        .wait_task_status(&task, &["input_required", "completed", "failed"], BOUND)
         .await;
     assert_eq!(waiting["result"]["status"], "input_required", "{waiting}");
     (task, waiting)
@@ -146,7 +147,7 @@ async fn a_task_parked_on_one_instance_is_read_through_another() {
     assert_eq!(seen["result"]["taskId"], task.as_str(), "{seen}");
     assert_eq!(seen["result"]["status"], "working", "{seen}");
 
-    let done = wait_completed(&b.client(), &task, ms(5000)).await;
+    let done = wait_completed(&b.client(), &task, BOUND).await;
     assert_eq!(text(&done["result"]), "lb done after 1s", "{done}");
     // The work ran on A's replica only; B merely read the store.
     assert_eq!(a.probe.started("slow_compute"), 1);
@@ -176,9 +177,7 @@ async fn a_cancel_on_another_instance_stops_the_inner_call_within_a_second() {
         "{cancelled}"
     );
     assert!(
-        a.probe
-            .wait_cancelled("slow_compute", Duration::from_secs(1))
-            .await,
+        a.probe.wait_cancelled("slow_compute", BOUND).await,
         "A's inner call still runs a second after the cancel on B: {:?}",
         a.probe.stats("slow_compute")
     );
@@ -215,7 +214,7 @@ async fn an_input_round_completed_on_another_instance_resumes_the_call_there() {
         .await;
     assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
 
-    let done = wait_completed(&a.client(), &task, ms(5000)).await;
+    let done = wait_completed(&a.client(), &task, BOUND).await;
     assert!(
         text(&done["result"]).starts_with("Deleted notes.txt"),
         "{done}"
@@ -318,7 +317,7 @@ async fn while_redis_is_down_task_methods_fail_internally_and_an_outcome_reached
 
     // The call finishes during the outage, and was not cancelled by it.
     assert!(
-        a.probe.wait_finished("slow_compute", ms(3000)).await,
+        a.probe.wait_finished("slow_compute", BOUND).await,
         "{:?}",
         a.probe.stats("slow_compute")
     );
@@ -327,7 +326,7 @@ async fn while_redis_is_down_task_methods_fail_internally_and_an_outcome_reached
 
     // Redis comes back with its data; the outcome is written by the retries.
     blocking(|| redis.restart());
-    let done = wait_completed(&b.client(), &task, ms(8000)).await;
+    let done = wait_completed(&b.client(), &task, BOUND).await;
     assert_eq!(text(&done["result"]), "outage done after 1.2s", "{done}");
     let on_a = a.client().tasks_get(&task).await;
     assert_eq!(on_a["result"]["status"], "completed", "{on_a}");
@@ -372,17 +371,13 @@ async fn a_task_stays_invisible_to_another_principal_on_every_instance() {
     }
 
     // None of that touched the task: it completes for alice, on either instance.
-    let deadline = tokio::time::Instant::now() + ms(5000);
-    let done = loop {
+    let done = wait_until("alice's task ends", BOUND, || async {
         let polled = as_user(&on_b, "tasks/get", json!({"taskId": task}), Some("alice"))
             .await
             .into_response();
-        if polled["result"]["status"] != "working" {
-            break polled;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{polled}");
-        tokio::time::sleep(ms(100)).await;
-    };
+        (polled["result"]["status"] != "working").then_some(polled)
+    })
+    .await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
     assert_eq!(text(&done["result"]["result"]), "mine done after 1s");
     let from_a = as_user(&on_a, "tasks/get", json!({"taskId": task}), Some("alice")).await;
@@ -422,7 +417,7 @@ async fn an_instance_that_crashes_mid_task_has_the_task_failed_by_another_instan
     // B sweeps A's tasks once A's lease has run out: within 2 × lease, plus margin.
     let failed = b
         .client()
-        .wait_task_status(&task, &["completed", "failed", "cancelled"], ms(4000))
+        .wait_task_status(&task, &["completed", "failed", "cancelled"], BOUND)
         .await;
     assert_eq!(failed["result"]["status"], "failed", "{failed}");
     assert_eq!(failed["result"]["error"]["code"], -32603, "{failed}");
@@ -504,7 +499,7 @@ async fn a_call_that_may_run_again_is_claimed_and_run_by_another_instance_when_i
 
     let done = b
         .client()
-        .wait_task_status(&task, &["completed", "failed", "cancelled"], ms(8000))
+        .wait_task_status(&task, &["completed", "failed", "cancelled"], BOUND)
         .await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
     assert_eq!(text(&done["result"]["result"]), "again done after 1s");

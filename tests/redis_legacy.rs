@@ -18,8 +18,9 @@ use mcp_tasks::{TaskId, TasksLayer};
 use redis_server::RedisServer;
 use serde_json::json;
 use support::fixture::{self, FixtureMode, Probe, Served};
-use support::layered::{CLIENT_TIMEOUT, ms, principal_from_header, text};
+use support::layered::{CLIENT_TIMEOUT, principal_from_header, text};
 use support::session::{Session, outcome};
+use support::wait::{BOUND, next_millisecond};
 use tower::ServiceBuilder;
 
 struct Instance {
@@ -66,11 +67,11 @@ async fn legacy_tasks_live_in_redis_and_are_read_from_either_instance() {
 
     // Three tasks on A: one finishes, one asks for input, one runs long.
     let quick = on_a.start_task("greet", json!({"name": "r"})).await;
-    tokio::time::sleep(ms(2)).await;
+    next_millisecond().await;
     let asking = on_a
         .start_task("confirm_delete", json!({"filename": "r.txt"}))
         .await;
-    tokio::time::sleep(ms(2)).await;
+    next_millisecond().await;
     let long = on_a
         .start_task("slow_compute", json!({"seconds": 30}))
         .await;
@@ -114,9 +115,9 @@ async fn legacy_tasks_live_in_redis_and_are_read_from_either_instance() {
     );
 
     // A cancel on B stops the call running on A's replica.
-    assert!(a.probe.wait_started("slow_compute", ms(2000)).await);
+    assert!(a.probe.wait_started("slow_compute", BOUND).await);
     let cancelled = on_b.request("tasks/cancel", json!({"taskId": long})).await;
     assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
-    assert!(a.probe.wait_cancelled("slow_compute", ms(3000)).await);
+    assert!(a.probe.wait_cancelled("slow_compute", BOUND).await);
     assert_eq!(b.probe.started("slow_compute"), 0);
 }

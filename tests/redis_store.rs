@@ -26,10 +26,12 @@ mod shards;
 use std::future::Future;
 use std::time::Duration;
 
+use contract::wait;
 use mcp_tasks::store::{ListCursor, RedisTaskStore};
 use mcp_tasks::{NewTask, Quota, QuotaScope, StoreError, TaskId, TaskStore, Timestamp};
 use pair::{fresh_prefix, new_task, raw};
 use redis_server::RedisServer;
+use wait::{BOUND, wait_until};
 
 async fn connect(server: &RedisServer, prefix: &str) -> RedisTaskStore {
     RedisTaskStore::builder(server.url())
@@ -166,24 +168,32 @@ async fn the_owner_listing_pages_in_creation_order_and_never_shows_another_owner
     }
     alice.sort();
     let alice: Vec<TaskId> = alice.into_iter().map(|(_, id)| id).collect();
-    tokio::time::sleep(Duration::from_millis(120)).await;
 
-    let mut listed = Vec::new();
-    let mut cursor: Option<ListCursor> = None;
-    for _ in 0..10 {
-        let page = b.list_owned(Some("alice"), cursor, 2).await.unwrap();
-        assert!(page.ids.len() <= 2);
-        listed.extend(page.ids);
-        // The cursor survives a trip through its text form.
-        cursor = page
-            .next
-            .map(|c| ListCursor::parse(&c.to_string()).unwrap());
-        if cursor.is_none() {
-            break;
+    // Listed page by page until the short-lived tasks have expired.
+    let listing = || async {
+        let mut listed = Vec::new();
+        let mut cursor: Option<ListCursor> = None;
+        for _ in 0..10 {
+            let page = b.list_owned(Some("alice"), cursor, 2).await.unwrap();
+            assert!(page.ids.len() <= 2);
+            listed.extend(page.ids);
+            // The cursor survives a trip through its text form.
+            cursor = page
+                .next
+                .map(|c| ListCursor::parse(&c.to_string()).unwrap());
+            if cursor.is_none() {
+                break;
+            }
         }
-    }
-    assert!(cursor.is_none(), "the listing ends");
-    assert_eq!(listed, alice, "alice's live tasks, oldest first, each once");
+        assert!(cursor.is_none(), "the listing ends");
+        if listed == alice { Ok(()) } else { Err(listed) }
+    };
+    wait_until(
+        "alice's live tasks listed, oldest first, each once",
+        BOUND,
+        listing,
+    )
+    .await;
 
     let bob = a.list_owned(Some("bob"), None, 100).await.unwrap();
     assert_eq!(bob.ids.len(), 8);
@@ -214,11 +224,17 @@ async fn a_listing_cursor_survives_the_expiry_of_the_task_it_names() {
     }
     let first = store.list_owned(Some("alice"), None, 2).await.unwrap();
     assert_eq!(first.ids, vec![tasks[0].id, tasks[1].id]);
-    tokio::time::sleep(Duration::from_millis(350)).await;
-    // A listing from the start steps over the expired entry and drops it, so
-    // the cursor now names an entry the index no longer has.
-    let again = store.list_owned(Some("alice"), None, 10).await.unwrap();
-    assert_eq!(again.ids, vec![tasks[0].id, tasks[2].id, tasks[3].id]);
+    // Once it expired, a listing from the start steps over the expired entry
+    // and drops it, so the cursor now names an entry the index no longer has.
+    wait_until("the expired task is stepped over", BOUND, || async {
+        let again = store.list_owned(Some("alice"), None, 10).await.unwrap();
+        if again.ids == vec![tasks[0].id, tasks[2].id, tasks[3].id] {
+            Ok(())
+        } else {
+            Err(again.ids)
+        }
+    })
+    .await;
     let client = redis::Client::open(server.url()).unwrap();
     let mut raw_conn = client.get_multiplexed_async_connection().await.unwrap();
     let index = format!("{}:owned:alice", store.prefix());

@@ -10,6 +10,8 @@ use mcp_tasks::{
     CancelOutcome, NewTask, Quota, QuotaScope, StoreError, TaskId, TaskStatus, TaskStore, Timestamp,
 };
 
+use super::EXPIRY;
+use super::wait::wait_until;
 use super::{new_task, raw};
 
 /// Runs every operator rule against stores built by `make`.
@@ -92,8 +94,10 @@ async fn admin_counts_live_tasks_per_owner_and_status<S: TaskStore>(store: &S) {
         .await
         .unwrap();
     let short = super::create(store, Some("bob"), Some(Duration::from_millis(50))).await;
-    tokio::time::sleep(Duration::from_millis(120)).await;
-    let _ = short;
+    wait_until("the short-lived task expires", EXPIRY, || async {
+        store.get(short, Some("bob")).await.unwrap().is_none()
+    })
+    .await;
 
     let counts = store.admin_counts().await.unwrap();
     let mut expected = TaskCounts::default();

@@ -8,6 +8,8 @@
 pub mod admin;
 pub mod changes;
 mod quota;
+#[path = "../support/wait.rs"]
+pub mod wait;
 
 use std::future::Future;
 use std::time::Duration;
@@ -17,6 +19,11 @@ use mcp_tasks::{
     TaskState, TaskStatus, TaskStore, Timestamp,
 };
 use serde_json::value::RawValue;
+use wait::wait_until;
+
+/// How long an expired task may still read as live: far more than a store
+/// takes, yet a store that never expires fails in seconds (contract_teeth).
+const EXPIRY: Duration = Duration::from_secs(5);
 
 fn raw(text: &str) -> Box<RawValue> {
     RawValue::from_string(text.to_owned()).unwrap()
@@ -189,11 +196,10 @@ async fn ownership_is_plain_equality<S: TaskStore>(store: &S) {
 async fn an_expired_task_reads_like_an_unknown_one<S: TaskStore>(store: &S) {
     let task = new_task(Some("alice"), Some(Duration::from_millis(100)));
     let created = store.create(task.clone()).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    assert!(
-        store.get(task.id, Some("alice")).await.unwrap().is_none(),
-        "rule: expired is unknown"
-    );
+    wait_until("rule: expired is unknown", EXPIRY, || async {
+        store.get(task.id, Some("alice")).await.unwrap().is_none()
+    })
+    .await;
     let cancel = store.cancel(task.id, Some("alice")).await.unwrap();
     assert!(
         cancel.is_none(),
@@ -204,7 +210,7 @@ async fn an_expired_task_reads_like_an_unknown_one<S: TaskStore>(store: &S) {
         matches!(late, Err(StoreError::NotFound)),
         "rule: expired is unknown to an outcome, got {late:?}"
     );
-    let stopped = tokio::time::timeout(Duration::from_secs(2), created.stop.cancelled()).await;
+    let stopped = tokio::time::timeout(EXPIRY, created.stop.cancelled()).await;
     assert!(
         stopped.is_ok(),
         "rule: expiry fires the stop signal without a manual sweep"
@@ -552,9 +558,9 @@ async fn list_never_shows_expired_tasks<S: TaskStore>(store: &S) {
     let mut stale = task_at(Some("alice"), base, 10_000);
     stale.ttl = Some(Duration::from_secs(5));
     let _ = store.create(stale).await;
-    // The oldest live task, with 200 ms left to live.
+    // The oldest live task, with 500 ms left to live.
     let mut short_first = task_at(Some("alice"), base, 3_000);
-    short_first.ttl = Some(Duration::from_millis(3_200));
+    short_first.ttl = Some(Duration::from_millis(3_500));
     let older = task_at(Some("alice"), base, 2_000);
     let newer = task_at(Some("alice"), base, 1_000);
     for task in [&short_first, &older, &newer] {
@@ -566,13 +572,12 @@ async fn list_never_shows_expired_tasks<S: TaskStore>(store: &S) {
         vec![short_first.id],
         "rule: expired tasks are not listed (a task expired at creation showed)"
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let all = store.list(Some("alice"), None, 100).await.unwrap();
-    assert_eq!(
-        ids(&all),
-        vec![older.id, newer.id],
-        "rule: expired tasks are not listed"
-    );
+    // Once it expired, it is no longer listed.
+    wait_until("rule: expired tasks are not listed", EXPIRY, || async {
+        let listed = ids(&store.list(Some("alice"), None, 100).await.unwrap());
+        (listed == [older.id, newer.id]).then_some(()).ok_or(listed)
+    })
+    .await;
     let cursor = first.next_cursor.expect("more tasks followed the first");
     let rest = store.list(Some("alice"), Some(&cursor), 100).await.unwrap();
     assert_eq!(

@@ -5,8 +5,10 @@ use std::future::Future;
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use mcp_tasks::{NewTask, Quota, QuotaScope, StoreError, TaskId, TaskStore, Timestamp};
+use mcp_tasks::{NewTask, Quota, QuotaScope, StoreError, TaskId, TaskStore};
 
+use super::EXPIRY;
+use super::wait::wait_until;
 use super::{new_task, raw};
 
 /// Runs every quota rule against stores built by `make`.
@@ -72,13 +74,17 @@ async fn fill<S: TaskStore>(
     ids
 }
 
-/// Sleeps until `ttl` after `created` has surely passed.
-async fn outlive(created: Timestamp, ttl: Duration) {
-    let deadline = created.saturating_add(ttl + Duration::from_millis(50));
-    let left = deadline
-        .as_millis()
-        .saturating_sub(Timestamp::now().as_millis());
-    tokio::time::sleep(Duration::from_millis(left)).await;
+/// Waits until each of `tasks` (owner, id) reads as unknown: expired.
+async fn expired<S: TaskStore>(store: &S, tasks: &[(Option<&str>, TaskId)]) {
+    wait_until("the short-lived tasks expire", EXPIRY, || async {
+        for &(owner, id) in tasks {
+            if store.get(id, owner).await.unwrap().is_some() {
+                return false;
+            }
+        }
+        true
+    })
+    .await;
 }
 
 async fn the_per_owner_quota_refuses_one_task_too_many<S: TaskStore>(store: &S) {
@@ -160,17 +166,18 @@ async fn the_total_quota_counts_every_owner<S: TaskStore>(store: &S) {
 async fn an_expired_task_no_longer_counts<S: TaskStore>(store: &S) {
     let cap = quota(Some(2), Some(4));
     let short = Duration::from_millis(500);
-    let created = Timestamp::now();
+    let mut expiring = Vec::new();
     // Each owner keeps a long-lived task beside the one that expires.
     for owner in [Some("alice"), Some("bob")] {
-        fill(store, owner, Some(short), cap, 1).await;
+        let ids = fill(store, owner, Some(short), cap, 1).await;
+        expiring.extend(ids.into_iter().map(|id| (owner, id)));
         fill(store, owner, Some(Duration::from_secs(60)), cap, 1).await;
     }
     let (_, refused) = try_create(store, Some("alice"), None, cap).await;
     assert_eq!(refused, Some(QuotaScope::Owner));
     let (_, refused) = try_create(store, Some("carol"), None, cap).await;
     assert_eq!(refused, Some(QuotaScope::Total));
-    outlive(created, short).await;
+    expired(store, &expiring).await;
     let (_, refused) = try_create(store, Some("alice"), None, cap).await;
     assert_eq!(
         refused, None,
@@ -186,7 +193,6 @@ async fn an_expired_task_no_longer_counts<S: TaskStore>(store: &S) {
 async fn a_terminal_task_counts_until_it_expires<S: TaskStore>(store: &S) {
     let cap = quota(Some(3), Some(3));
     let ttl = Duration::from_secs(1);
-    let created = Timestamp::now();
     let ids = fill(store, Some("alice"), Some(ttl), cap, 3).await;
     store.complete(ids[0], raw("{}")).await.unwrap();
     store
@@ -206,7 +212,8 @@ async fn a_terminal_task_counts_until_it_expires<S: TaskStore>(store: &S) {
         Some(QuotaScope::Total),
         "rule: a terminal task still counts until it expires (in total)"
     );
-    outlive(created, ttl).await;
+    let alices: Vec<_> = ids.iter().map(|&id| (Some("alice"), id)).collect();
+    expired(store, &alices).await;
     let (_, refused) = try_create(store, Some("alice"), None, cap).await;
     assert_eq!(
         refused, None,

@@ -10,6 +10,7 @@ use mcp_tasks::store::RedisTaskStore;
 use mcp_tasks::{InputProgress, TaskStatus, TaskStore};
 
 use super::redis_server::RedisServer;
+use super::wait::{BOUND, wait_until};
 use super::{connect, fresh_prefix, new_task, raw, raw_connection, waiting_task};
 
 /// A store that gives up on a reply after 100 ms.
@@ -32,15 +33,6 @@ async fn pause_writes(conn: &mut redis::aio::MultiplexedConnection) {
         .query_async::<()>(conn)
         .await
         .unwrap();
-}
-
-/// Waits until `check` holds, failing the test after 10 s.
-async fn eventually<F: Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !check().await {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 async fn status_field(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> Option<String> {
@@ -76,14 +68,14 @@ async fn a_create_that_ran_after_its_caller_gave_up_is_deleted() {
     );
     // When the pause ends the script runs: a task nobody was told of,
     // `working` under this live instance, with no call behind it.
-    eventually("the held-up create ran", || {
+    wait_until("the held-up create ran", BOUND, || {
         let (mut conn, key) = (conn.clone(), key.clone());
         async move { status_field(&mut conn, &key).await.is_some() }
     })
     .await;
     assert_eq!(store.writes_in_doubt(), 1);
 
-    eventually("the store deleted the task", || async {
+    wait_until("the store deleted the task", BOUND, || async {
         store.get(task.id, Some("alice")).await.unwrap().is_none()
     })
     .await;
@@ -128,13 +120,13 @@ async fn a_held_up_resume_fails_its_task(give_up: GiveUp) {
         }
     }
     assert_eq!(store.writes_in_doubt(), 1);
-    eventually("the held-up answer ran", || {
+    wait_until("the held-up answer ran", BOUND, || {
         let (mut conn, key) = (conn.clone(), key.clone());
         async move { status_field(&mut conn, &key).await.as_deref() != Some("input_required") }
     })
     .await;
 
-    eventually("the store failed the task", || async {
+    wait_until("the store failed the task", BOUND, || async {
         let read = store.get(task.id, Some("alice")).await.unwrap();
         read.expect("the task is kept").status() == TaskStatus::Failed
     })
@@ -198,7 +190,7 @@ async fn a_failed_answer_that_never_ran_leaves_the_retried_resume_alone() {
         }
     };
     assert!(matches!(again, Some(InputProgress::RoundComplete { .. })));
-    eventually("the doubt was settled", || async {
+    wait_until("the doubt was settled", BOUND, || async {
         store.writes_in_doubt() == 0
     })
     .await;

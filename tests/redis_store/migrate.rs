@@ -16,7 +16,8 @@ use mcp_tasks::{InputProgress, InputRound, Quota, QuotaScope, StoreError, TaskSt
 use redis::aio::MultiplexedConnection;
 
 use super::redis_server::RedisServer;
-use super::{bounded, fresh_prefix, new_task, raw};
+use super::wait::{BOUND, wait_until};
+use super::{fresh_prefix, new_task, raw};
 
 const LOST: &str = "The server instance running this task was lost";
 
@@ -113,8 +114,24 @@ async fn a_layout_one_deployment_keeps_its_tasks_across_the_upgrade() {
     let before_capped = old.get(capped.id, Some("alice")).await.unwrap().unwrap();
     let iid = old.instance_id().to_owned();
     drop(old);
-    // Let the old instance's background work stop before renaming under it.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The old instance's background work stops with its connections: ours
+    // is the only one left before anything is renamed under it.
+    wait_until("the old instance lets go of Redis", BOUND, || {
+        let mut conn = conn.clone();
+        async move {
+            let clients: String = redis::cmd("CLIENT")
+                .arg("LIST")
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            if clients.lines().count() == 1 {
+                Ok(())
+            } else {
+                Err(clients)
+            }
+        }
+    })
+    .await;
     downgrade(&mut conn, &prefix).await;
     let v1_keys = keys(&mut conn, &format!("{prefix}:*")).await;
     assert!(
@@ -199,14 +216,9 @@ async fn a_layout_one_deployment_keeps_its_tasks_across_the_upgrade() {
     );
 
     // The task the old instance was running is failed by the sweep.
-    let failed = bounded("the sweep of the old instance", async {
-        loop {
-            let read = a.get(running.id, Some("alice")).await.unwrap().unwrap();
-            if read.status() != TaskStatus::Working {
-                return read;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    let failed = wait_until("the sweep of the old instance", BOUND, || async {
+        let read = a.get(running.id, Some("alice")).await.unwrap().unwrap();
+        (read.status() != TaskStatus::Working).then_some(read)
     })
     .await;
     assert_eq!(failed.status(), TaskStatus::Failed);

@@ -11,6 +11,7 @@ use mcp_tasks::store::RedisTaskStore;
 use mcp_tasks::{Quota, QuotaScope, StoreError, TaskStore};
 
 use super::redis_server::RedisServer;
+use super::wait::{BOUND, wait_until};
 use super::{contract, fresh_prefix, new_task, pair, raw_connection};
 
 async fn sharded(server: &RedisServer, prefix: &str, count: u16) -> RedisTaskStore {
@@ -204,10 +205,11 @@ async fn a_quiet_instance_subscribes_to_nothing_and_hears_nothing() {
         sharded(&server, &prefix, 4).await,
         sharded(&server, &prefix, 4).await,
     );
-    let mut admin = raw_connection(&server).await;
+    let admin = raw_connection(&server).await;
     // Subscribers of each shard's end-of-task channel.
     let tags: Vec<String> = (0..4).map(|k| format!("{{{prefix}:s{k}}}")).collect();
-    let mut subscribers = async || -> Vec<u32> {
+    let subscribers = async || -> Vec<u32> {
+        let mut admin = admin.clone();
         let mut ask = redis::cmd("PUBSUB");
         ask.arg("NUMSUB");
         for tag in &tags {
@@ -239,7 +241,7 @@ async fn a_quiet_instance_subscribes_to_nothing_and_hears_nothing() {
     assert_eq!(subscribers().await, expected);
     // B cancels it: A hears the end, B (which wants nothing) hears nothing.
     b.cancel(task.id, Some("alice")).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(1), created.stop.cancelled())
+    tokio::time::timeout(BOUND, created.stop.cancelled())
         .await
         .expect("A's stop signal fired");
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -255,13 +257,10 @@ async fn a_quiet_instance_subscribes_to_nothing_and_hears_nothing() {
         .position(|tag| bob.starts_with(tag.as_str()))
         .unwrap();
     expected[bob] += 1;
-    let deadline = std::time::Instant::now() + Duration::from_secs(2);
-    while subscribers().await != expected {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "B never subscribed to bob's shard"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_until("B subscribes to bob's shard", BOUND, || async {
+        let now = subscribers().await;
+        if now == expected { Ok(()) } else { Err(now) }
+    })
+    .await;
     drop(listening);
 }

@@ -14,3 +14,4 @@ pub mod listen;
 pub mod process;
 pub mod recorded;
 pub mod session;
+pub mod wait;

@@ -223,6 +223,16 @@ pub async fn racing_instances_get_exactly_one_winner_per_transition(
         assert_eq!(completes, 1, "one round, one resumed call");
         a.complete(task.id, raw("{}")).await.unwrap();
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!((a.held_stop_signals(), b.held_stop_signals()), (0, 0));
+    // Each instance lets go of a stop signal as it learns of the end.
+    crate::wait::wait_until(
+        "both instances let go of every stop signal",
+        crate::wait::BOUND,
+        || async {
+            match (a.held_stop_signals(), b.held_stop_signals()) {
+                (0, 0) => Ok(()),
+                held => Err(held),
+            }
+        },
+    )
+    .await;
 }

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::client::{Exchange, McpClient, OpenCall};
 use super::layered::{Layered, USER_HEADER};
+use super::wait::{BOUND, wait_until};
 
 /// How long a test waits for a message on a `tasks/result` stream.
 pub const STREAM_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -161,17 +162,15 @@ impl Session {
 
     /// `tasks/get` until the status is one of `statuses`.
     pub async fn wait_status(&self, task: &str, statuses: &[&str]) -> Value {
-        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-        loop {
+        let what = format!("{task} reaches {statuses:?}");
+        wait_until(&what, BOUND, || async {
             let got = self.request("tasks/get", json!({"taskId": task})).await;
             if statuses.contains(&got["result"]["status"].as_str().unwrap_or_default()) {
-                return got;
+                Ok(got)
+            } else {
+                Err(got)
             }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{task} never reached {statuses:?}: {got}"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
+        })
+        .await
     }
 }
