@@ -4,7 +4,7 @@
 use http::HeaderMap;
 
 use crate::config::TasksConfig;
-use crate::wire::envelope::{Json, MCP_NAME, decode_name};
+use crate::wire::envelope::{Json, MCP_NAME, decode_header_value};
 use crate::wire::jsonrpc::Reply;
 
 /// The values of `MCP-Protocol-Version` and `Mcp-Method`.
@@ -69,7 +69,7 @@ pub(super) fn check_headers(
         }
         return Ok(());
     };
-    let given = raw.to_str().ok().and_then(decode_name);
+    let given = raw.to_str().ok().and_then(decode_header_value);
     if given.is_none() || given.as_deref() != named {
         return mismatch(format!(
             "Mcp-Name header does not match the {} in the body",

@@ -300,8 +300,10 @@ pub(crate) fn header(headers: &HeaderMap, name: impl AsHeaderName) -> Option<&st
     headers.get(name).and_then(|value| value.to_str().ok())
 }
 
-/// Decodes the `=?base64?…?=` form of `Mcp-Name`; other values are literal.
-pub(crate) fn decode_name(value: &str) -> Option<Cow<'_, str>> {
+/// Decodes the `=?base64?…?=` form of a header that carries a value of the
+/// body (`Mcp-Name`, `Mcp-Param-*`: standard Base64, padded, of UTF-8);
+/// other values are literal. `None` for invalid Base64 or UTF-8.
+pub fn decode_header_value(value: &str) -> Option<Cow<'_, str>> {
     match value
         .strip_prefix("=?base64?")
         .and_then(|v| v.strip_suffix("?="))
@@ -323,9 +325,12 @@ mod tests {
 
     #[test]
     fn base64_names_are_decoded_and_plain_names_pass_as_they_are() {
-        assert_eq!(decode_name("=?base64?aMOpbGxv?=").as_deref(), Some("héllo"));
-        assert_eq!(decode_name("greet").as_deref(), Some("greet"));
-        assert_eq!(decode_name("=?base64?***?="), None);
+        assert_eq!(
+            decode_header_value("=?base64?aMOpbGxv?=").as_deref(),
+            Some("héllo")
+        );
+        assert_eq!(decode_header_value("greet").as_deref(), Some("greet"));
+        assert_eq!(decode_header_value("=?base64?***?="), None);
     }
 
     #[test]

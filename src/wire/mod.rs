@@ -9,6 +9,8 @@
 //! whether a client takes an SSE answer ([`accepts_sse`]).
 
 pub(crate) mod envelope;
+
+pub use envelope::decode_header_value;
 pub mod jsonrpc;
 mod pass;
 pub(crate) mod progress;

@@ -9,6 +9,7 @@
 //! | `declared.rs` | what the upstream's `initialize` declared, and the `server/discover` answer made from it |
 //! | `input.rs` | the upstream's questions as MRTR rounds: the wire both transports share |
 //! | `listen.rs` | `subscriptions/listen` served for an upstream that tells its list changes in its session |
+//! | `params.rs` | the `Mcp-Param-*` headers checked against the arguments a listed tool marks `x-mcp-header` |
 //! | `results.rs` | an older server's result made a 2026-07-28 one (`resultType`, the cache hints) |
 //! | `http/` | the HTTP transport of the bridge: [`GenerationBridge`] |
 
@@ -17,6 +18,7 @@ pub(crate) mod declared;
 pub(crate) mod input;
 pub(crate) mod listen;
 pub(crate) mod message;
+pub(crate) mod params;
 pub(crate) mod results;
 
 mod http;

@@ -14,6 +14,7 @@
 //! | a line that is not a JSON-RPC message, not UTF-8, or over the limit | skipped, with a warning |
 //! | end of output (the child exited) | every waiting call gets an error naming the exit; later calls are refused |
 
+use crate::generation::params::ParamHeaders;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
@@ -56,12 +57,19 @@ pub(super) struct Bridge {
     pub token_prefix: String,
     /// The child's list changes, for `subscriptions/listen` (`listen.rs`).
     pub heard: broadcast::Sender<Bytes>,
+    /// The child's tools' `Mcp-Param-*` headers, learnt from its lists
+    /// (shared by every child of the command).
+    pub params: Arc<ParamHeaders>,
     pub settings: Settings,
 }
 
 impl Bridge {
     /// Starts the child, initializes it, and starts reading it.
-    pub(super) async fn start(spec: Spec, settings: Settings) -> Result<Arc<Self>, StdioError> {
+    pub(super) async fn start(
+        spec: Spec,
+        settings: Settings,
+        params: Arc<ParamHeaders>,
+    ) -> Result<Arc<Self>, StdioError> {
         let launched = launch(&spec, &settings).await.map_err(StdioError::Start)?;
         let bridge = Arc::new(Self {
             spec,
@@ -75,6 +83,7 @@ impl Bridge {
                 .map_err(|error| StdioError::Start(format!("no random bytes: {error}")))?
                 .to_string(),
             heard: broadcast::channel(listen::BACKLOG).0,
+            params,
             settings,
         });
         tokio::spawn(Self::read(
@@ -214,6 +223,9 @@ impl Bridge {
             return;
         };
         let answer = if waiter.modern {
+            if waiter.cacheable {
+                self.params.learn(&answer);
+            }
             modernize(answer, waiter.cacheable)
         } else {
             answer

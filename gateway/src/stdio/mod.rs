@@ -69,6 +69,7 @@ mod reply;
 mod serve;
 mod sessions;
 
+use crate::generation::params::ParamHeaders;
 use std::convert::Infallible;
 use std::ffi::OsString;
 use std::future::Future;
@@ -220,7 +221,10 @@ impl StdioBuilder {
     /// ready (the first that cannot start is the error, and the others
     /// are stopped).
     pub async fn start(self) -> Result<StdioUpstream, StdioError> {
-        let starts = (0..self.instances).map(|_| Bridge::start(self.spec.clone(), self.settings));
+        // The children run one command: one table of its tools' headers.
+        let params = Arc::new(ParamHeaders::default());
+        let starts = (0..self.instances)
+            .map(|_| Bridge::start(self.spec.clone(), self.settings, params.clone()));
         let (started, failed): (Vec<_>, Vec<_>) = futures_util::future::join_all(starts)
             .await
             .into_iter()

@@ -104,6 +104,7 @@ where
     if modern
         && message.kind() == Kind::Request
         && let Err(refused) = checked::request(&parts.headers, &message, meta)
+            .and_then(|()| children[0].params.check(&parts.headers, &message))
     {
         return json(refused.status, refused.body);
     }

@@ -114,6 +114,7 @@ mod tests {
             cacheable: true,
             log_level: None,
             pending: Pending::settled(),
+            params: None,
         };
         let response = for_client(upstream, call, 1 << 16, None).await;
         assert!(response.headers().get("mcp-session-id").is_none());
@@ -153,6 +154,7 @@ mod tests {
             cacheable: false,
             log_level: None,
             pending: Pending::settled(),
+            params: None,
         };
         let response = for_client(upstream, call, 1 << 16, None).await;
         let body = response.into_body().collect().await.unwrap().to_bytes();
@@ -187,6 +189,7 @@ mod tests {
             cacheable: false,
             log_level: None,
             pending: Pending::settled(),
+            params: None,
         };
         let response = for_client(upstream, call, 8, None).await;
         assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
@@ -209,6 +212,7 @@ mod tests {
                 cacheable: false,
                 log_level: asked,
                 pending: Pending::settled(),
+                params: None,
             };
             let response = for_client(sse_response(stream), call, 1 << 16, None).await;
             let body = response.into_body().collect().await.unwrap().to_bytes();

@@ -6,8 +6,11 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use sse_stream::Sse;
 
+use std::sync::Arc;
+
 use super::pending::Pending;
 use crate::generation::message::{Kind, Message, member, replaced};
+use crate::generation::params::ParamHeaders;
 use crate::generation::results::modernize;
 
 /// A 2026-07-28 call as the bridge sent it on.
@@ -22,6 +25,8 @@ pub(crate) struct Call {
     pub log_level: Option<usize>,
     /// The upstream to tell if the client goes away first.
     pub pending: Pending,
+    /// Where a `tools/list` answer's `x-mcp-header` marks are learnt.
+    pub params: Option<Arc<ParamHeaders>>,
 }
 
 /// The log levels of MCP, least severe first.
@@ -73,6 +78,9 @@ pub(crate) fn answer_for(message: Bytes, call: &Call) -> (Bytes, bool) {
 /// The response `message`, read as `read`, under the client's id and
 /// [`modernize`]d.
 fn restored(message: &[u8], read: &Message<'_>, call: &Call) -> Bytes {
+    if let Some(params) = &call.params {
+        params.learn(message);
+    }
     let restored = read.id.and_then(|id| replaced(message, &[(id, &call.id)]));
     let message = restored.unwrap_or_else(|| Bytes::copy_from_slice(message));
     modernize(message, call.cacheable)

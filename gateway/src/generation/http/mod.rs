@@ -87,6 +87,7 @@ use self::probe::{Found, PROBE_BACKOFF, Probed, probe};
 use self::rounds::{Asking, Rounds};
 use self::sessions::Pool;
 use super::message::{Kind, Message, error_response, member, replaced};
+use super::params::ParamHeaders;
 use super::results::is_cacheable;
 use super::{checked, input, listen};
 use mcp_tasks::MODERN_VERSION;
@@ -158,6 +159,8 @@ struct Shared {
     rounds: Arc<Rounds>,
     /// The sessions of 2025-11-25 clients kept here (`kept.rs`).
     kept: KeptSessions,
+    /// The tools' `Mcp-Param-*` headers, from the upstream's lists.
+    params: Arc<ParamHeaders>,
     /// The next id of a bridged request.
     next: AtomicU64,
 }
@@ -189,6 +192,7 @@ impl GenerationBridge {
             sessions: Pool::default(),
             rounds: Arc::default(),
             kept: KeptSessions::default(),
+            params: Arc::default(),
             next: AtomicU64::new(1),
         };
         Self {
@@ -373,7 +377,9 @@ async fn bridged(
         }
     }
     let meta = message.meta();
-    if let Err(refused) = checked::request(&parts.headers, &message, meta) {
+    let checks = checked::request(&parts.headers, &message, meta)
+        .and_then(|()| shared.params.check(&parts.headers, &message));
+    if let Err(refused) = checks {
         return error_reply(refused.status, refused.body);
     }
     let method = message.method.as_deref().unwrap_or_default().to_owned();
@@ -461,6 +467,7 @@ async fn bridged(
             cacheable: is_cacheable(&method),
             log_level,
             pending,
+            params: (method == "tools/list").then(|| shared.params.clone()),
         };
         let asking = (mask != 0).then(|| Asking {
             rounds: shared.rounds.clone(),
