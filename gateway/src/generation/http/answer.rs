@@ -4,25 +4,40 @@
 //! | Answer | For the bridge itself (`initialize`, the probe) | For a client |
 //! |--------|-------------------------------------------------|--------------|
 //! | `application/json` | read whole, up to the message limit | read whole, up to the message limit, made a 2026-07-28 answer (`events.rs`) |
-//! | `text/event-stream` | read up to the first response | each event passed on as it comes (`events.rs`); a response among them made a 2026-07-28 answer; `id` and `retry` dropped (2026-07-28 has no resumable streams); the whole stream cut at [`STREAM_FACTOR`] times the message limit |
+//! | `text/event-stream` | read up to the first response | the head held until the first message: a `-32021` refusal (a capability the client did not declare) becomes HTTP 400 with it, as a 2026-07-28 server answers; otherwise each event passed on as it comes (`events.rs`); a response among them made a 2026-07-28 answer; `id` and `retry` dropped (2026-07-28 has no resumable streams); the whole stream cut at [`STREAM_FACTOR`] times the message limit |
 //! | anything else | no answer | passed on as it came |
 //!
 //! An answer over its limit fails: the bridge's own request with an error,
 //! a client's JSON with a `502` JSON-RPC error, a client's stream by ending
 //! it (the call's waiter then sees a cut stream, as with any broken one).
 
-use futures_util::TryStreamExt;
+use bytes::Bytes;
+use futures_util::{StreamExt, TryStreamExt};
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{Response, StatusCode};
 use http_body::Frame;
 use http_body_util::{BodyExt, Limited, StreamBody};
+use sse_stream::Sse;
 use sse_stream::SseStream;
 
 use super::events::{Call, answer_for, modern_event};
 use super::exchange::{error_reply, is_sse, limited};
-use super::rounds::{Asking, relayed};
+use super::rounds::{Asking, Events, relayed};
 use super::{Plain, full};
-use crate::generation::message::error_response;
+use crate::generation::message::{MISSING_CAPABILITY, error_response, is_error};
+
+/// The first event of `events` that carries data (a 2025-11-25 priming
+/// event carries none, and is left out), or its error; `None` when the
+/// stream ended first.
+async fn first_message(events: &mut Events) -> Option<Result<Sse, std::io::Error>> {
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(event) if event.data.as_deref().is_none_or(str::is_empty) => continue,
+            other => return Some(other),
+        }
+    }
+    None
+}
 
 /// How many times the message limit a whole SSE answer may carry.
 pub(crate) const STREAM_FACTOR: usize = 4;
@@ -47,14 +62,26 @@ pub(crate) async fn for_client(
     parts.headers.remove("mcp-session-id");
     if sse {
         parts.headers.remove(CONTENT_LENGTH);
-        let events = SseStream::new(limited(body, max.saturating_mul(STREAM_FACTOR)));
-        if let Some(asking) = asking {
-            let events = events.map_err(|error| std::io::Error::other(error.to_string()));
-            return Response::from_parts(parts, relayed(Box::pin(events), call, asking));
-        }
-        let events = events
-            .map_ok(move |event| Frame::data(modern_event(event, &mut call)))
+        let events = SseStream::new(limited(body, max.saturating_mul(STREAM_FACTOR)))
             .map_err(|error| std::io::Error::other(error.to_string()));
+        let mut events: Events = Box::pin(events);
+        // The head waits for the first message: a 2026-07-28 server refuses
+        // a call whose client lacks a capability it needs with HTTP 400,
+        // which a stream that has begun cannot say.
+        let first = first_message(&mut events).await;
+        if let Some(Ok(event)) = &first
+            && let Some(data) = event.data.as_deref()
+            && is_error(data.as_bytes(), MISSING_CAPABILITY)
+        {
+            call.pending.answered();
+            let (refusal, _) = answer_for(Bytes::copy_from_slice(data.as_bytes()), &call);
+            return error_reply(StatusCode::BAD_REQUEST, refusal);
+        }
+        let events: Events = Box::pin(futures_util::stream::iter(first).chain(events));
+        if let Some(asking) = asking {
+            return Response::from_parts(parts, relayed(events, call, asking));
+        }
+        let events = events.map_ok(move |event| Frame::data(modern_event(event, &mut call)));
         return Response::from_parts(parts, StreamBody::new(events).boxed_unsync());
     }
     if !json {
@@ -93,6 +120,17 @@ mod tests {
     use super::super::pending::Pending;
     use super::*;
 
+    /// A call with client id `id` (JSON text), settled upstream.
+    fn settled_call(id: &str, cacheable: bool, log_level: Option<usize>) -> Call {
+        Call {
+            id: id.to_owned(),
+            cacheable,
+            log_level,
+            pending: Pending::settled(),
+            params: None,
+        }
+    }
+
     fn sse_response(text: &'static str) -> Response<Plain> {
         let mut response = Response::new(full(Bytes::from_static(text.as_bytes())));
         response
@@ -109,13 +147,7 @@ mod tests {
         let upstream = sse_response(
             "event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\nevent: message\nid: 2\ndata: {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"tools\":[]}}\n\n",
         );
-        let call = Call {
-            id: r#""c-5""#.to_owned(),
-            cacheable: true,
-            log_level: None,
-            pending: Pending::settled(),
-            params: None,
-        };
+        let call = settled_call(r#""c-5""#, true, None);
         let response = for_client(upstream, call, 1 << 16, None).await;
         assert!(response.headers().get("mcp-session-id").is_none());
         let body = response.into_body().collect().await.unwrap().to_bytes();
@@ -149,13 +181,7 @@ mod tests {
         let upstream = sse_response(
             "id: prime\ndata: \n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\ndata: \"id\":7,\"result\":{}}\n\n",
         );
-        let call = Call {
-            id: "3".to_owned(),
-            cacheable: false,
-            log_level: None,
-            pending: Pending::settled(),
-            params: None,
-        };
+        let call = settled_call("3", false, None);
         let response = for_client(upstream, call, 1 << 16, None).await;
         let body = response.into_body().collect().await.unwrap().to_bytes();
         let text = std::str::from_utf8(&body).unwrap();
@@ -177,6 +203,27 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_missing_capability_refusal_on_a_stream_is_a_400_with_the_calls_id() {
+        let upstream = sse_response(
+            "id: prime\ndata: \n\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"error\":{\"code\":-32021,\"message\":\"needs elicitation\"}}\n\n",
+        );
+        let call = settled_call(r#""c-4""#, false, None);
+        let response = for_client(upstream, call, 1 << 16, None).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let message: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(message["id"], "c-4");
+        assert_eq!(message["error"]["code"], -32021);
+        // Any other first message begins the stream, as before.
+        let upstream = sse_response(
+            "data: {\"jsonrpc\":\"2.0\",\"id\":4,\"error\":{\"code\":-32603,\"message\":\"x\"}}\n\n",
+        );
+        let call = settled_call("4", false, None);
+        let response = for_client(upstream, call, 1 << 16, None).await;
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+
+    #[tokio::test]
     async fn a_json_answer_over_the_limit_is_a_502_with_the_calls_id() {
         let mut upstream = Response::new(full(Bytes::from_static(
             br#"{"jsonrpc":"2.0","id":9,"result":{"content":[]}}"#,
@@ -184,13 +231,7 @@ mod tests {
         upstream
             .headers_mut()
             .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let call = Call {
-            id: "9".to_owned(),
-            cacheable: false,
-            log_level: None,
-            pending: Pending::settled(),
-            params: None,
-        };
+        let call = settled_call("9", false, None);
         let response = for_client(upstream, call, 8, None).await;
         assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
         let body = response.into_body().collect().await.unwrap().to_bytes();
@@ -207,13 +248,7 @@ mod tests {
             (Some(0), true),
             (Some(4), false),
         ] {
-            let call = Call {
-                id: "9".to_owned(),
-                cacheable: false,
-                log_level: asked,
-                pending: Pending::settled(),
-                params: None,
-            };
+            let call = settled_call("9", false, asked);
             let response = for_client(sse_response(stream), call, 1 << 16, None).await;
             let body = response.into_body().collect().await.unwrap().to_bytes();
             let text = std::str::from_utf8(&body).unwrap();
