@@ -13,7 +13,10 @@
 #                   random, printed at the start)
 #   CHAOS_KEEP=1    keep the run's folder (every process's log) after exit
 #   GATEWAY_BIN     the mcp-tasks-gateway to run (default: built now with
-#                   `cargo build --release`, CARGO_TARGET_DIR honoured)
+#                   cargo, CARGO_TARGET_DIR honoured)
+#   CHAOS_PROFILE   release or debug: the build when GATEWAY_BIN is unset
+#                   (default release; debug with --short, which CI's
+#                   `cargo test -p mcp-tasks-gateway` has built already)
 #   MCP_TASKS_CACHE where the Python SDK is installed (default <repo>/.cache)
 #
 # Setups (scripts/chaos/setups.py):
@@ -62,10 +65,12 @@ help_if_asked "${1:-}"
 
 SECONDS_EACH="${CHAOS_SECONDS:-180}"
 GAPS=(--gap-min 8 --gap-max 16)
+PROFILE="${CHAOS_PROFILE:-release}"
 if [[ "${1:-}" == "--short" ]]; then
   shift
   SECONDS_EACH="${CHAOS_SECONDS:-45}"
   GAPS=(--gap-min 5 --gap-max 9)
+  PROFILE="${CHAOS_PROFILE:-debug}"
 fi
 SETUP="${1:-all}"
 case "$SETUP" in
@@ -111,11 +116,16 @@ if [[ -n "${GATEWAY_BIN:-}" ]]; then
   [[ -x "$GATEWAY_BIN" ]] || die "GATEWAY_BIN=$GATEWAY_BIN is not an executable"
   cp "$GATEWAY_BIN" "$WORK/mcp-tasks-gateway"
 else
-  log "building mcp-tasks-gateway (release)"
-  (cd "$REPO" && cargo build --release -p mcp-tasks-gateway --bin mcp-tasks-gateway >&2)
+  case "$PROFILE" in
+    release) build=(--release) ;;
+    debug) build=() ;;
+    *) die "CHAOS_PROFILE=$PROFILE: release or debug" ;;
+  esac
+  log "building mcp-tasks-gateway ($PROFILE)"
+  (cd "$REPO" && cargo build "${build[@]}" -p mcp-tasks-gateway --bin mcp-tasks-gateway >&2)
   target_dir="${CARGO_TARGET_DIR:-target}"
   [[ "$target_dir" == /* ]] || target_dir="$REPO/$target_dir"
-  cp "$target_dir/release/mcp-tasks-gateway" "$WORK/mcp-tasks-gateway"
+  cp "$target_dir/$PROFILE/mcp-tasks-gateway" "$WORK/mcp-tasks-gateway"
 fi
 
 args=("$SETUP" --gateway "$WORK/mcp-tasks-gateway" --work "$WORK" --seconds "$SECONDS_EACH"
