@@ -12,6 +12,9 @@
 #   CHAOS_SEED      the seed of the fault schedule and the load (default:
 #                   random, printed at the start)
 #   CHAOS_KEEP=1    keep the run's folder (every process's log) after exit
+#   CHAOS_GATEWAY_ARGS  more options for every gateway; e.g. "--retry
+#                   slow_plain" (a wrong setting: the plain tool then runs
+#                   twice after a gateway kill) shows that the check bites
 #   GATEWAY_BIN     the mcp-tasks-gateway to run (default: built now with
 #                   cargo, CARGO_TARGET_DIR honoured)
 #   CHAOS_PROFILE   release or debug: the build when GATEWAY_BIN is unset
@@ -131,6 +134,7 @@ fi
 args=("$SETUP" --gateway "$WORK/mcp-tasks-gateway" --work "$WORK" --seconds "$SECONDS_EACH"
   --clients "${CHAOS_CLIENTS:-8}" "${GAPS[@]}")
 [[ -n "${CHAOS_SEED:-}" ]] && args+=(--seed "$CHAOS_SEED")
+[[ -n "${CHAOS_GATEWAY_ARGS:-}" ]] && args+=(--gateway-args "$CHAOS_GATEWAY_ARGS")
 setsid "$VENV/bin/python" "$REPO/scripts/chaos/chaos.py" "${args[@]}" </dev/null &
 DRIVER=$!
 status=0

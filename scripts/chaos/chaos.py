@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import collections
 import random
+import shlex
 import signal
 import sys
 import time
@@ -52,7 +53,7 @@ async def faults(setup: Setup, seed: int, until: float, gap: tuple[float, float]
 async def run_setup(name: str, args: argparse.Namespace) -> tuple[bool, str]:
     folder = Path(args.work) / name
     folder.mkdir(parents=True)
-    setup = Setup(name, folder, args.gateway, sys.executable, str(SERVER), args.max_runtime)
+    setup = Setup(name, folder, args.gateway, sys.executable, str(SERVER), args.max_runtime, shlex.split(args.gateway_args))
     load: Load | None = None
     try:
         say(f"== chaos {name}: starting (logs in {folder})")
@@ -100,6 +101,7 @@ async def main() -> int:
     parser.add_argument("--max-runtime", type=int, default=60)
     parser.add_argument("--gap-min", type=float, default=8)
     parser.add_argument("--gap-max", type=float, default=16)
+    parser.add_argument("--gateway-args", default="", help="more options for every gateway")
     args = parser.parse_args()
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 1_000_000)

@@ -6,14 +6,14 @@ line printed for a setup.
 |-------------------|-------------------------------------------------------------------------|---------------|
 | handles           | task handles the gateways gave                                          | |
 | lost              | handles whose last `tasks/get` says the task is unknown                 | yes |
-| stuck             | handles still not terminal at the end of the wait                       | yes |
+| stuck             | handles not terminal (or not readable) at the end of the wait           | yes |
 | run twice         | `fast`/`slow_plain` calls the upstream started more than once           | yes |
 | flips             | handles read terminal, then later read with another status              | yes |
 | idem not completed| `slow_idem` handles that did not end `completed` with their own result, | yes |
 |                   | apart from those whose last run was cut by an upstream kill (shown as  | |
 |                   | `+N cut by an upstream kill`: the gateway re-runs a call after its own | |
 |                   | restart, not after the upstream died under it)                         | |
-| wrong             | handles completed with another call's result                            | yes |
+| wrong             | handles completed (or calls answered) with another call's result        | yes |
 | overlaps          | calls with two runs at once on the upstream (start..end intervals)      | no |
 """
 
@@ -93,8 +93,8 @@ def summarize(name: str, seconds: int, seed: int, faults: collections.Counter, l
     tasks = load.tasks.values()
     outcomes = collections.Counter(call["outcome"] for call in load.calls.values())
     lost = [t for t in tasks if t["final"] == "unknown"]
-    unread = [t for t in tasks if (t["final"] or "").startswith("error")]
-    stuck = [t for t in tasks if t["final"] not in TERMINAL and t["final"] != "unknown" and t not in unread]
+    # Not terminal at the end, or not readable at all with every process up.
+    stuck = [t for t in tasks if t["final"] not in TERMINAL and t["final"] != "unknown"]
     twice = [key for key, each in runs.items() if key[0] in PLAIN and len(each) > 1]
     flips = [t for t in tasks if t["flips"]]
     idem = [t for t in tasks if t["tool"] == "slow_idem"]
@@ -105,6 +105,7 @@ def summarize(name: str, seconds: int, seed: int, faults: collections.Counter, l
     cut = [t for t in idem_all if runs.get((t["tool"], t["id"])) and runs[(t["tool"], t["id"])][-1][2] == "died"]
     idem_bad = [t for t in idem_all if t not in cut]
     wrong = [t for t in tasks if t["detail"].startswith("wrong result")]
+    wrong += [call for call in load.calls.values() if call["outcome"] == "sync wrong"]
     overlaps = [key for key, each in runs.items() if len(each) > 1 and overlapping(each)]
     never_ran = [t for t in tasks if t["detail"] == "ok" and (t["tool"], t["id"]) not in runs]
     bad = len(lost) + len(stuck) + len(twice) + len(flips) + len(idem_bad) + len(wrong)
@@ -131,7 +132,7 @@ def summarize(name: str, seconds: int, seed: int, faults: collections.Counter, l
         "lost": [f"{t['tool']} {t['id']}" for t in lost],
         "idem not completed": [f"{t['id']} ({t['terminal']}: {t['detail'][:60]})" for t in idem_bad],
         "stuck": [f"{t['tool']} {t['id']} ({t['final']})" for t in stuck],
-        "unread at the end": [f"{t['tool']} {t['id']} ({t['final']})" for t in unread],
+        "wrong results": [f"{item['tool']} {item['id']}: {item['detail'][:80]}" for item in wrong],
         "run twice": [f"{tool} {cid} x{len(runs[(tool, cid)])}" for tool, cid in twice],
         "flips": [f"{t['tool']} {t['id']}: {', '.join(t['flips'])}" for t in flips],
         "overlapping runs": [f"{tool} {cid}" for tool, cid in overlaps],

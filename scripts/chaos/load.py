@@ -91,7 +91,7 @@ class Load:
         """One `tools/call`, sent again only while no gateway took it
         (refused, or `503` from a draining gateway), for up to 30 s."""
         arguments = {"id": call_id} if seconds is None else {"id": call_id, "seconds": seconds}
-        record = {"tool": tool, "seconds": seconds, "sent": time.time(), "outcome": None, "detail": ""}
+        record = {"id": call_id, "tool": tool, "seconds": seconds, "sent": time.time(), "outcome": None, "detail": ""}
         self.calls[call_id] = record
         deadline = time.monotonic() + 30
         while True:
@@ -125,8 +125,9 @@ class Load:
             }
         else:
             result = message["result"]
-            ok = not result.get("isError") and result_text(result) == f"{tool} {call_id}"
-            record.update(outcome="sync ok" if ok else "sync error", detail=result_text(result)[:200])
+            text = result_text(result)
+            outcome = "sync error" if result.get("isError") else "sync ok" if text == f"{tool} {call_id}" else "sync wrong"
+            record.update(outcome=outcome, detail=text[:200])
 
     async def client(self, number: int, until: float) -> None:
         rng = random.Random(self.seed * 1000 + number)

@@ -33,8 +33,8 @@ DRAIN_BOUND = 45
 
 
 class Setup:
-    def __init__(self, name: str, folder: Path, gateway: str, python: str, server: str, max_runtime: int):
-        self.name, self.folder = name, folder
+    def __init__(self, name: str, folder: Path, gateway: str, python: str, server: str, max_runtime: int, extra: list[str]):
+        self.name, self.folder, self.extra = name, folder, extra
         self.procs = Procs(folder)
         self.gateway_bin, self.python, self.server = gateway, python, server
         self.max_runtime = max_runtime
@@ -71,6 +71,7 @@ class Setup:
             taken.add(port)
             argv = [self.gateway_bin, "--upstream", upstream, "--listen", f"127.0.0.1:{port}", *store]
             argv += ["--max-runtime", f"{self.max_runtime}s", "--ttl", "2h", "--max-tasks-per-principal", "10000"]
+            argv += self.extra
             log = self.folder / f"gateway{number}.log"
             procs.gateways.append(Proc(f"gateway{number}", argv, port, log))
             await procs.gateways[-1].start()
