@@ -96,8 +96,9 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcp-tasks-chaos.XXXXXX")"
 DRIVER=""
 cleanup() {
   if [[ -n "$DRIVER" ]] && kill -0 "$DRIVER" 2>/dev/null; then
-    # The driver leads its own process group: it and everything it started.
-    kill -TERM -- "-$DRIVER" 2>/dev/null || true
+    # The driver leads its own process group (it calls setsid first
+    # thing): it and everything it started.
+    kill -TERM -- "-$DRIVER" 2>/dev/null || kill -TERM "$DRIVER" 2>/dev/null || true
     for _ in $(seq 1 50); do
       kill -0 "$DRIVER" 2>/dev/null || break
       sleep 0.2
@@ -135,7 +136,7 @@ args=("$SETUP" --gateway "$WORK/mcp-tasks-gateway" --work "$WORK" --seconds "$SE
   --clients "${CHAOS_CLIENTS:-8}" "${GAPS[@]}")
 [[ -n "${CHAOS_SEED:-}" ]] && args+=(--seed "$CHAOS_SEED")
 [[ -n "${CHAOS_GATEWAY_ARGS:-}" ]] && args+=(--gateway-args "$CHAOS_GATEWAY_ARGS")
-setsid "$VENV/bin/python" "$REPO/scripts/chaos/chaos.py" "${args[@]}" </dev/null &
+"$VENV/bin/python" "$REPO/scripts/chaos/chaos.py" "${args[@]}" </dev/null &
 DRIVER=$!
 status=0
 wait "$DRIVER" || status=$?

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import os
 import random
 import shlex
 import signal
@@ -126,6 +127,12 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
+    # A process group of its own, whose id is this pid: chaos.sh's exit trap
+    # ends it and everything started here with one kill.
+    try:
+        os.setsid()
+    except OSError:  # already a group leader
+        pass
     try:
         sys.exit(asyncio.run(main()))
     except asyncio.CancelledError:
