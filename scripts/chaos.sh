@@ -41,7 +41,7 @@
 # Prints per setup the faults done, details, then one summary line:
 #   calls / sync / handles  calls made, answered at once, task handles given
 #   lost                  handles whose last tasks/get says "not found"
-#   stuck                 handles not terminal after the wait
+#   stuck                 handles not terminal (or unreadable) after the wait
 #   run_twice             fast/slow_plain calls the upstream ran more than once
 #   flips                 handles read terminal, later read with another status
 #   idem_not_completed    slow_idem handles not `completed` with their result,
@@ -49,7 +49,8 @@
 #                         kill" are those whose last run the upstream's
 #                         kill -9 cut: shown, not failed (the gateway runs a
 #                         call again after its own restart, not the upstream's)
-#   wrong                 handles completed with a result not their call's
+#   wrong                 handles completed (or calls answered at once)
+#                         with a result not their call's
 #   overlaps              calls with two runs at the same time on the upstream
 #                         (reported, not failed: re-runs of slow_idem may)
 # Exits 1 when any of lost, stuck, run_twice, flips, idem_not_completed or
