@@ -15,6 +15,10 @@
 #   CHAOS_GATEWAY_ARGS  more options for every gateway; e.g. "--retry
 #                   slow_plain" (a wrong setting: the plain tool then runs
 #                   twice after a gateway kill) shows that the check bites
+#   CHAOS_EXTRA_FAULTS  faults added to every setup's list, comma-separated:
+#                   gateway-stop15 (SIGSTOP of a gateway for 15 s, past its
+#                   10 s Redis lease, while its calls run on: the others
+#                   take its tasks over; SIGCONT then)
 #   GATEWAY_BIN     the mcp-tasks-gateway to run (default: built now with
 #                   cargo, CARGO_TARGET_DIR honoured)
 #   CHAOS_PROFILE   release or debug: the build when GATEWAY_BIN is unset
@@ -137,6 +141,7 @@ args=("$SETUP" --gateway "$WORK/mcp-tasks-gateway" --work "$WORK" --seconds "$SE
   --clients "${CHAOS_CLIENTS:-8}" "${GAPS[@]}")
 [[ -n "${CHAOS_SEED:-}" ]] && args+=(--seed "$CHAOS_SEED")
 [[ -n "${CHAOS_GATEWAY_ARGS:-}" ]] && args+=(--gateway-args "$CHAOS_GATEWAY_ARGS")
+[[ -n "${CHAOS_EXTRA_FAULTS:-}" ]] && args+=(--extra-faults "$CHAOS_EXTRA_FAULTS")
 "$VENV/bin/python" "$REPO/scripts/chaos/chaos.py" "${args[@]}" </dev/null &
 DRIVER=$!
 status=0

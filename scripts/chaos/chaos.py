@@ -25,7 +25,7 @@ from pathlib import Path
 
 from check import summarize
 from load import Load
-from setups import FAULTS, Setup
+from setups import EXTRA_FAULTS, FAULTS, Setup
 
 HERE = Path(__file__).resolve().parent
 SERVER = HERE.parent.parent / "tests" / "upstreams" / "chaos" / "server.py"
@@ -35,11 +35,13 @@ def say(text: str) -> None:
     print(text, flush=True)
 
 
-async def faults(setup: Setup, seed: int, until: float, gap: tuple[float, float], counts: collections.Counter, began: float) -> None:
+async def faults(
+    setup: Setup, seed: int, until: float, gap: tuple[float, float], counts: collections.Counter, began: float, extra: list[str]
+) -> None:
     """Faults in the setup's list, picked at random (seeded), one every
     `gap` seconds, until `until`."""
     rng = random.Random(seed)
-    kinds = FAULTS[setup.name]
+    kinds = FAULTS[setup.name] + extra
     while True:
         await asyncio.sleep(rng.uniform(*gap))
         if time.monotonic() >= until:
@@ -63,13 +65,13 @@ async def run_setup(name: str, args: argparse.Namespace) -> tuple[bool, str]:
         began = time.monotonic()
         until = began + args.seconds
         counts: collections.Counter = collections.Counter()
-        say(f"== chaos {name}: {args.clients} clients for {args.seconds}s over {len(setup.urls)} gateway(s), faults {FAULTS[name]}")
+        say(f"== chaos {name}: {args.clients} clients for {args.seconds}s over {len(setup.urls)} gateway(s), faults {FAULTS[name] + args.extra_faults}")
         stop_polling = asyncio.Event()
         poller = asyncio.create_task(load.poller(stop_polling))
         gap = (args.gap_min, args.gap_max)
         # Faults end a little before the load, so the last one is not cut.
         await asyncio.gather(
-            faults(setup, args.seed, until - 5, gap, counts, began),
+            faults(setup, args.seed, until - 5, gap, counts, began, args.extra_faults),
             *(load.client(number, until) for number in range(args.clients)),
         )
         # Everything is up again here: every fault restarts what it stopped.
@@ -103,7 +105,11 @@ async def main() -> int:
     parser.add_argument("--gap-min", type=float, default=8)
     parser.add_argument("--gap-max", type=float, default=16)
     parser.add_argument("--gateway-args", default="", help="more options for every gateway")
+    parser.add_argument("--extra-faults", default="", help=f"comma-separated, of {EXTRA_FAULTS}")
     args = parser.parse_args()
+    args.extra_faults = [kind for kind in args.extra_faults.split(",") if kind]
+    if unknown := set(args.extra_faults) - set(EXTRA_FAULTS):
+        parser.error(f"unknown extra faults {sorted(unknown)}; known: {EXTRA_FAULTS}")
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 1_000_000)
     say(f"chaos: seed {args.seed} (CHAOS_SEED={args.seed} repeats the same schedule of faults)")

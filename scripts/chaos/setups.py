@@ -26,6 +26,9 @@ FAULTS = {
     "redis": ["gateway-kill9", "gateway-term", "upstream-kill9", "redis-kill9"],
     "cluster": ["gateway-kill9", "gateway-term", "upstream-kill9", "primary-kill9", "primary-stop15"],
 }
+# Only when asked for (chaos.sh's CHAOS_EXTRA_FAULTS): a gateway frozen
+# past its Redis lease (10 s) while its calls still run on the upstream.
+EXTRA_FAULTS = ["gateway-stop15"]
 GATEWAYS = {"sqlite": 1, "redis": 2, "cluster": 3}
 NODE_TIMEOUT_MS = 2000
 # A drain ends within --shutdown-grace (10 s) + 2 x --poll-interval + 10 s.
@@ -121,6 +124,12 @@ class Setup:
             await asyncio.sleep(0.5)
             await gateway.start()
             return f"SIGTERM {gateway.name} (exited after {took:.1f}s), restarted"
+        if kind == "gateway-stop15":
+            gateway = rng.choice(procs.gateways)
+            gateway.signal(signal.SIGSTOP)
+            await asyncio.sleep(15)
+            gateway.signal(signal.SIGCONT)
+            return f"SIGSTOP {gateway.name} for 15 s, SIGCONT"
         if kind == "upstream-kill9":
             await procs.upstream.kill9()
             await asyncio.sleep(rng.uniform(0.5, 3))
