@@ -49,10 +49,10 @@
 #   run_twice             fast/slow_plain calls the upstream ran more than once
 #   flips                 handles read terminal, later read with another status
 #   idem_not_completed    slow_idem handles not `completed` with their result,
-#                         of all slow_idem handles; "+N cut by an upstream
-#                         kill" are those whose last run the upstream's
-#                         kill -9 cut: shown, not failed (the gateway runs a
-#                         call again after its own restart, not the upstream's)
+#                         of all slow_idem handles; "+N spent their runs" are
+#                         those cut (by gateway or upstream kills) as many
+#                         times as the gateway runs a call (3): shown, not
+#                         failed
 #   wrong                 handles completed (or calls answered at once)
 #                         with a result not their call's
 #   overlaps              calls with two runs at the same time on the upstream

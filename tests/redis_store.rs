@@ -2,6 +2,9 @@
 //! Redis share tasks and stop signals. Each test starts its own
 //! `redis-server` (see `support/redis_server.rs`).
 
+/// A broken call of a task that may run again is counted as a run.
+#[path = "redis_store/attempts.rs"]
+mod attempts;
 mod contract;
 /// A write that ran although its caller saw an error is settled.
 #[path = "redis_store/doubts.rs"]

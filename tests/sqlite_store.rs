@@ -385,16 +385,21 @@ async fn a_file_serves_one_store_at_a_time() {
     drop(first);
 }
 
+/// Alice's task whose call may run `attempts` times in all.
+fn rerun_task(attempts: u32) -> mcp_tasks::NewTask {
+    let mut task = new_task(Some("alice"), Some(Duration::from_secs(600)));
+    task.rerun = Some(Rerun {
+        call: raw(r#"{"params":{"name":"reindex"}}"#),
+        attempts,
+    });
+    task
+}
+
 #[tokio::test]
 async fn a_task_that_may_run_again_is_handed_out_once_with_its_next_attempt() {
     let file = TempFile::new();
     let store = SqliteTaskStore::open(file.path()).await.unwrap();
-    let mut task = new_task(Some("alice"), Some(Duration::from_secs(600)));
-    task.rerun = Some(Rerun {
-        call: raw(r#"{"params":{"name":"reindex"}}"#),
-        attempts: 3,
-    });
-    let id = store.create(task).await.unwrap().snapshot.id;
+    let id = store.create(rerun_task(3)).await.unwrap().snapshot.id;
     assert!(
         store.orphans().await.unwrap().is_empty(),
         "a task of this process is no orphan"
@@ -426,5 +431,36 @@ async fn a_task_that_may_run_again_is_handed_out_once_with_its_next_attempt() {
         orphan.stop.is_cancelled(),
         "a cancel fires the stop signal handed out with the orphan"
     );
+    reopened.close().await;
+}
+
+#[tokio::test]
+async fn a_broken_call_is_counted_as_a_run_with_those_a_restart_takes() {
+    let file = TempFile::new();
+    let store = SqliteTaskStore::open(file.path()).await.unwrap();
+    let id = store.create(rerun_task(3)).await.unwrap().snapshot.id;
+    let why = || "The call broke off (the SSE stream broke)".to_owned();
+    assert_eq!(store.count_attempt(id, why()).await.unwrap(), Some((2, 3)));
+    let read = store.get(id, Some("alice")).await.unwrap().unwrap();
+    let message = read.status_message.unwrap_or_default();
+    assert!(
+        message.contains("broke off") && message.contains("attempt 2 of 3"),
+        "{message}"
+    );
+    store.close().await;
+
+    // The restart's re-run is the third and last.
+    let reopened = SqliteTaskStore::open(file.path()).await.unwrap();
+    let orphans = reopened.orphans().await.unwrap();
+    assert_eq!(orphans.len(), 1);
+    assert_eq!(orphans[0].attempt, 3);
+    assert_eq!(
+        reopened.count_attempt(id, why()).await.unwrap(),
+        None,
+        "spent"
+    );
+    let plain = reopened.create(new_task(None, None)).await.unwrap();
+    let plain = plain.snapshot.id;
+    assert_eq!(reopened.count_attempt(plain, why()).await.unwrap(), None);
     reopened.close().await;
 }

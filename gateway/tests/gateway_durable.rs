@@ -11,6 +11,7 @@
 //! | named, but its attempts spent   | `failed`, with a message that says so                  |
 //! | named, still running when a drain (SIGTERM) gives up | left `working`; runs again at the next start |
 //! | named, its upstream down at the restart | waits for the upstream (no attempt spent), then runs and completes |
+//! | marked `idempotentHint`, its upstream killed under its call (no gateway restart) | runs again once the upstream is back, counted as a run, and completes |
 
 #[path = "support/gateway.rs"]
 mod gateway;
@@ -275,4 +276,61 @@ async fn a_rerun_waits_for_an_upstream_that_is_not_up_yet_and_spends_no_attempt_
         .await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
     assert_eq!(probe.started("slow_compute"), 2, "the tool ran once more");
+}
+
+/// The chaos upstream (`tests/upstreams/chaos/server.py`, Python SDK 1.30)
+/// at `address`, logging each run of its tools to `runs`.
+async fn chaos_upstream(address: &str, runs: &str) -> Process {
+    let mut command = tokio::process::Command::new("bash");
+    command
+        .arg("scripts/client-python1.sh")
+        .arg("tests/upstreams/chaos/server.py")
+        .args([address, runs])
+        .current_dir(gateway::repo());
+    Process::start("chaos upstream", command, Duration::from_secs(600)).await
+}
+
+/// How many lines of the file `runs` start with `prefix`.
+fn runs_of(runs: &TaskFile, prefix: &str) -> usize {
+    std::fs::read_to_string(&runs.0)
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.starts_with(prefix))
+        .count()
+}
+
+#[tokio::test]
+async fn an_idempotent_tool_whose_upstream_dies_under_its_call_runs_again_and_completes() {
+    let runs = TaskFile::new();
+    let mut upstream = chaos_upstream("127.0.0.1:0", runs.path()).await;
+    let address = upstream
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let file = TaskFile::new();
+    let gateway = gateway_on(&upstream.url, &file, &[]).await;
+    let client = McpClient::new(&gateway.url);
+    let task = client
+        .start_task("slow_idem", json!({"id": "t1", "seconds": 4}))
+        .await;
+    let started = || runs_of(&runs, "start slow_idem t1 ");
+    support::wait::wait_until(
+        "the upstream runs the call",
+        support::wait::BOUND,
+        || async { started() == 1 },
+    )
+    .await;
+    upstream.kill().await;
+    let _again = chaos_upstream(&address, runs.path()).await;
+    let done = client
+        .wait_task_status(&task, &["completed", "failed"], Duration::from_secs(60))
+        .await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(started(), 2, "the call ran once more");
+    assert!(
+        gateway.log().contains("it runs again"),
+        "the gateway says why: {}",
+        gateway.log()
+    );
 }

@@ -103,6 +103,10 @@ pub(crate) enum Answer {
     Unusable {
         response: Response<BoxBody>,
         reason: String,
+        /// The answer was cut off (the inner service failed, its body or
+        /// stream broke or ended early): the call may not have run to its
+        /// end, and a call that may run again can.
+        cut: bool,
     },
 }
 
@@ -130,6 +134,13 @@ impl Answer {
             }
             _ => false,
         }
+    }
+
+    /// Whether the answer broke off before the call's response (the inner
+    /// service failed, its body or stream broke or ended early): the tool
+    /// may not have run to its end.
+    pub(crate) fn cut(&self) -> bool {
+        matches!(self, Self::Unusable { cut: true, .. })
     }
 
     /// How the call ended, for a task to record; `Err` with the reason when
@@ -242,7 +253,7 @@ impl Flight {
                     },
                     Err(error) => {
                         tracing::warn!(%error, "the inner service failed");
-                        let answer = self.failed("the inner service failed".to_owned());
+                        let answer = self.failed("the inner service failed".to_owned(), true);
                         return self.finish(answer);
                     }
                 },
@@ -287,7 +298,7 @@ impl Flight {
                             Ok(_) => continue,
                             Err(error) => {
                                 let reason = format!("an SSE event is not JSON-RPC: {error}");
-                                return self.finish_sse_unusable(reason);
+                                return self.finish_sse_unusable(reason, false);
                             }
                         }
                     }
@@ -296,15 +307,18 @@ impl Flight {
                     }
                     Some(Err(error)) => {
                         let reason = stream_broke(&error);
-                        return self.finish_sse_unusable(reason);
+                        let cut = too_large(&error).is_none();
+                        return self.finish_sse_unusable(reason, cut);
                     }
                     None => {
                         let reason = "the SSE stream ended without a response".to_owned();
-                        return self.finish_sse_unusable(reason);
+                        return self.finish_sse_unusable(reason, true);
                     }
                 },
                 Stage::Finished => {
-                    return done(self.failed("the flight was read past its answer".to_owned()));
+                    return done(
+                        self.failed("the flight was read past its answer".to_owned(), false),
+                    );
                 }
             }
         }
@@ -320,7 +334,7 @@ impl Flight {
                 Ok(response) => response.map(ResponseBody::boxed),
                 Err(error) => {
                     tracing::warn!(%error, "the inner service failed");
-                    let answer = self.failed("the inner service failed".to_owned());
+                    let answer = self.failed("the inner service failed".to_owned(), true);
                     answer.into_response()
                 }
             },
@@ -333,7 +347,7 @@ impl Flight {
                 Response::from_parts(*head, ResponseBody::boxed(body))
             }
             Stage::Finished => {
-                let answer = self.failed("the flight was read past its answer".to_owned());
+                let answer = self.failed("the flight was read past its answer".to_owned(), false);
                 answer.into_response()
             }
         }
@@ -346,6 +360,9 @@ impl Flight {
 
     fn read_head(&self, response: Response<BoxBody>) -> Result<Stage, Box<Answer>> {
         let kind = content_type(response.headers());
+        // A proxy in the path that lost the upstream mid-call answers 502:
+        // the answer broke off there.
+        let cut = response.status() == StatusCode::BAD_GATEWAY;
         let reason = if !response.status().is_success() {
             format!("the inner server answered HTTP {}", response.status())
         } else if kind.starts_with("text/event-stream") {
@@ -366,7 +383,11 @@ impl Flight {
         } else {
             format!("the inner server answered with content type {kind:?}, not an MCP response")
         };
-        Err(Box::new(Answer::Unusable { response, reason }))
+        Err(Box::new(Answer::Unusable {
+            response,
+            reason,
+            cut,
+        }))
     }
 
     fn read_json(&self, head: Parts, collected: Collected) -> Answer {
@@ -380,6 +401,7 @@ impl Flight {
                 return Answer::Unusable {
                     response: Response::from_parts(head, empty()),
                     reason: "the response body broke".to_owned(),
+                    cut: true,
                 };
             }
             // Relayed as it is, never buffered whole: only a parked call,
@@ -391,6 +413,7 @@ impl Flight {
                         "the result is larger than the layer's limit of {} bytes",
                         self.limit
                     ),
+                    cut: false,
                 };
             }
         };
@@ -402,10 +425,12 @@ impl Flight {
             Ok(_) => Answer::Unusable {
                 reason: "the JSON body is not the response to this call".to_owned(),
                 response: Response::from_parts(head, full(bytes)),
+                cut: false,
             },
             Err(error) => Answer::Unusable {
                 reason: format!("the JSON body is not JSON-RPC: {error}"),
                 response: Response::from_parts(head, full(bytes)),
+                cut: false,
             },
         }
     }
@@ -417,7 +442,7 @@ impl Flight {
                 tap,
                 message,
             }),
-            _ => done(self.failed("lost the SSE stream".to_owned())),
+            _ => done(self.failed("lost the SSE stream".to_owned(), false)),
         }
     }
 
@@ -440,22 +465,25 @@ impl Flight {
                 done(Answer::Unusable {
                     response: Response::from_parts(*head, body),
                     reason,
+                    cut: false,
                 })
             }
-            _ => done(self.failed(reason)),
+            _ => done(self.failed(reason, false)),
         }
     }
 
-    fn finish_sse_unusable(&mut self, reason: String) -> Event {
+    /// An SSE answer that cannot be used (`cut`: it broke off).
+    fn finish_sse_unusable(&mut self, reason: String, cut: bool) -> Event {
         match std::mem::replace(&mut self.stage, Stage::Finished) {
             Stage::Sse(head, tap) => {
                 let body = BodyExt::boxed_unsync(tap.replay());
                 done(Answer::Unusable {
                     response: Response::from_parts(*head, body),
                     reason,
+                    cut,
                 })
             }
-            _ => done(self.failed(reason)),
+            _ => done(self.failed(reason, cut)),
         }
     }
 }
@@ -493,11 +521,12 @@ pub(crate) const INNER_FAILED: &str = "The MCP server behind mcp-tasks failed to
 
 impl Flight {
     /// HTTP 502 with a JSON-RPC `-32603` error for this call; `reason` is
-    /// what a parked task records.
-    fn failed(&self, reason: String) -> Answer {
+    /// what a parked task records, `cut` whether the answer broke off.
+    fn failed(&self, reason: String, cut: bool) -> Answer {
         Answer::Unusable {
             response: Self::inner_failed(&self.id),
             reason,
+            cut,
         }
     }
 

@@ -129,4 +129,8 @@ impl TaskStore for Measured {
     fn orphans(&self) -> StoreFuture<'_, Vec<crate::store::Orphan>> {
         self.0.orphans()
     }
+
+    fn count_attempt(&self, id: TaskId, why: String) -> StoreFuture<'_, Option<(u32, u32)>> {
+        self.0.count_attempt(id, why)
+    }
 }

@@ -281,8 +281,12 @@ async fn handle(work: &mut Work, dialect: &mut dyn Dialect, answer: Answer) -> H
         return Box::pin(unreached(work)).await;
     }
     work.unreached = 0;
+    let cut = answer.cut();
     let outcome = match answer.into_outcome() {
         Ok(outcome) => outcome,
+        Err(reason) if cut && work.rerunnable && dialect.inner_task().is_none() => {
+            return Box::pin(cut_off(work, dialect, reason)).await;
+        }
         Err(reason) => {
             let message = format!("The tool call failed: {reason}");
             settle(work, internal(message)).await;
@@ -399,6 +403,43 @@ async fn unreached(work: &mut Work) -> Handled {
         Err(message) => {
             settle(work, internal(message)).await;
             Handled::Ended(Ended::Settled)
+        }
+    }
+}
+
+/// A call that may run again, whose answer broke off (its inner server
+/// died under it, say): run again while its re-run record has runs left,
+/// counted in the store with those a restart makes, so that a tool never
+/// runs more times in all than it allows. Only the first send of a round:
+/// a later one carries answers the driver no longer holds. Otherwise, or
+/// with no run left, the task fails as any broken call does.
+async fn cut_off(work: &mut Work, dialect: &mut dyn Dialect, reason: String) -> Handled {
+    let settled = Handled::Ended(Ended::Settled);
+    let why = format!("The call broke off ({reason})");
+    let counted = if work.round == 0 {
+        work.store.count_attempt(work.id, why).await
+    } else {
+        Ok(None)
+    };
+    // Whatever the inner server still runs of the broken call.
+    if let Err(error) = dialect.abandon(work).await {
+        tracing::debug!(task = %work.id, error, "the abandoned call could not be told");
+    }
+    match counted {
+        Ok(Some((run, runs))) => {
+            tracing::info!(task = %work.id, run, runs, reason, "the call broke off; it runs again");
+            match reissue(work, None, None) {
+                Ok(flight) => Handled::Next(flight),
+                Err(message) => {
+                    settle(work, internal(message)).await;
+                    settled
+                }
+            }
+        }
+        Ok(None) | Err(_) => {
+            let message = format!("The tool call failed: {reason} (no run of it is left)");
+            settle(work, internal(message)).await;
+            settled
         }
     }
 }

@@ -460,6 +460,19 @@ pub trait TaskStore: Send + Sync + 'static {
         Box::pin(async { Ok(Vec::new()) })
     }
 
+    /// Counts one more run of task `id`, whose call broke off while this
+    /// process ran it (the inner server's answer cut: a stream that broke,
+    /// a connection that closed), when its re-run record has runs left: the
+    /// task stays `working` and its status message says which run comes,
+    /// and why (`why`). `Some((run, runs))` then, the number of the run to
+    /// come and how many it may have in all; `None` when it may not run
+    /// again (no re-run record, its runs spent, or not `working` any more).
+    /// The default (a store that keeps no re-run records): `None`.
+    fn count_attempt(&self, id: TaskId, why: String) -> StoreFuture<'_, Option<(u32, u32)>> {
+        let _ = (id, why);
+        Box::pin(async { Ok(None) })
+    }
+
     /// Notified when [`orphans`](Self::orphans) has more to hand out, for a
     /// store whose orphans arrive while the process runs (Redis: a sweep
     /// claims the tasks of a lost instance). `None` (the default): they are

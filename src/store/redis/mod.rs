@@ -216,6 +216,7 @@
 
 mod admin;
 mod answer;
+mod attempt;
 mod builder;
 mod claims;
 mod conn;
@@ -461,6 +462,10 @@ impl TaskStore for RedisTaskStore {
             }
             Ok(Some(snapshot))
         })
+    }
+
+    fn count_attempt(&self, id: TaskId, why: String) -> StoreFuture<'_, Option<(u32, u32)>> {
+        Box::pin(self.count_attempt_task(id, why))
     }
 
     fn set_status_message(&self, id: TaskId, message: String) -> StoreFuture<'_, ()> {

@@ -35,6 +35,7 @@ pub(super) static LIST: LazyLock<Script> = script!("lua/list.lua");
 pub(super) static SNAPSHOTS: LazyLock<Script> = script!("lua/snapshots.lua");
 pub(super) static SWEEP: LazyLock<Script> = script!("lua/sweep.lua");
 pub(super) static RENEW: LazyLock<Script> = script!("lua/renew.lua");
+pub(super) static COUNT_ATTEMPT: LazyLock<Script> = script!("lua/count_attempt.lua");
 pub(super) static DELETE: LazyLock<Script> = script!("lua/delete.lua");
 pub(super) static OWNER_STATUS: LazyLock<Script> = script!("lua/owner_status.lua");
 pub(super) static ORPHAN: LazyLock<Script> = script!("lua/orphan.lua");

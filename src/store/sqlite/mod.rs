@@ -248,6 +248,14 @@ impl TaskStore for SqliteTaskStore {
         Box::pin(self.read(move |conn| read::get(conn, id, owner.as_deref())))
     }
 
+    fn count_attempt(&self, id: TaskId, why: String) -> StoreFuture<'_, Option<(u32, u32)>> {
+        Box::pin(
+            self.inner
+                .writer
+                .run(move |step| write::count_attempt(step, id, &why)),
+        )
+    }
+
     fn set_status_message(&self, id: TaskId, message: String) -> StoreFuture<'_, ()> {
         Box::pin(
             self.inner

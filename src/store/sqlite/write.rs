@@ -9,7 +9,7 @@
 //! | terminal states never change                      | a terminal row refuses every transition                          |
 //! | a failed task's message is its error's `message`  | [`error_message`], in the same `UPDATE`                          |
 
-use rusqlite::{ErrorCode, params};
+use rusqlite::{ErrorCode, OptionalExtension, params};
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
@@ -144,6 +144,39 @@ pub(super) fn set_status_message(
     )?;
     step.effect(Effect::Changed(id.as_u128()));
     Ok(())
+}
+
+/// Counts one more run of a live `working` task with a re-run record and
+/// runs left, its status message saying so: the run to come and the runs
+/// in all; `None` when it may not run again.
+pub(super) fn count_attempt(
+    step: &mut Step<'_>,
+    id: TaskId,
+    why: &str,
+) -> Result<Option<(u32, u32)>, StoreError> {
+    let Some(task) = live(step, id)? else {
+        return Ok(None);
+    };
+    if task.status() != TaskStatus::Working {
+        return Ok(None);
+    }
+    let counted: Option<(i64, i64)> = step
+        .conn
+        .query_row(
+            "UPDATE tasks SET attempt = attempt + 1, updated_at = ?2, status_message = ?3 \
+             || '; running its call again (attempt ' || (attempt + 1) || ' of ' || attempts || ')' \
+             WHERE id = ?1 AND rerun IS NOT NULL AND attempt < attempts RETURNING attempt, attempts",
+            params![id.to_string(), to_sql(step.now.as_millis()), why],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()
+        .map_err(backend)?;
+    let Some((attempt, attempts)) = counted else {
+        return Ok(None);
+    };
+    step.effect(Effect::Changed(id.as_u128()));
+    let count = |n: i64| u32::try_from(n).unwrap_or(u32::MAX);
+    Ok(Some((count(attempt), count(attempts))))
 }
 
 /// Moves a live task to `completed` or `failed`.
