@@ -21,6 +21,18 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// A type-erased body, used where the layer itself produces or relays data.
 pub type BoxBody = UnsyncBoxBody<Bytes, BoxError>;
 
+/// A body error that is a `std::error::Error`, as `sse-stream` wants.
+#[derive(Debug)]
+pub(crate) struct BodyError(pub(crate) BoxError);
+
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for BodyError {}
+
 pin_project! {
     /// The body the inner service receives.
     ///

@@ -63,22 +63,17 @@
 #![warn(missing_docs)]
 
 mod admin;
-mod background;
 pub mod body;
 mod bound;
 mod carry;
 mod classify;
 mod config;
-mod deadline;
-mod drain;
 mod early;
 mod fallback;
-mod flight;
 mod gather;
 mod layer;
 mod legacy;
 mod methods;
-mod mrtr;
 pub mod observe;
 mod own_tasks;
 pub mod owner;
@@ -95,10 +90,10 @@ pub mod wire;
 pub use admin::Admin;
 pub use body::{RequestBody, ResponseBody};
 pub use config::TasksConfig;
-pub use drain::{Drain, DrainReport};
 pub use layer::{ResponseFuture, TasksLayer, TasksService};
 pub use owner::{DefaultOwner, Principal, ResolveOwner};
 pub use policy::ToolPolicy;
+pub use runtime::drain::{Drain, DrainReport};
 #[cfg(feature = "redis")]
 pub use store::RedisTaskStore;
 #[cfg(feature = "sqlite")]

@@ -21,7 +21,6 @@ use crate::bound::{Inner, Payload};
 use crate::classify::{Route, Seen, TaskCall, TaskMethod, classify};
 use crate::early;
 use crate::fallback;
-use crate::flight::caller::{CallInner, Caller};
 use crate::legacy::route::{LegacyMethod, LegacyRoute};
 use crate::legacy::sessions::{Known, Sessions};
 use crate::legacy::{self, advertise};
@@ -30,6 +29,7 @@ use crate::observe;
 use crate::own_tasks::OwnTasks;
 use crate::race;
 use crate::rewrite;
+use crate::runtime::flight::caller::{CallInner, Caller};
 use crate::runtime::{Owner, Runtime};
 use crate::wire::envelope::header;
 use crate::wire::jsonrpc::{ErrorObject, LIMIT_REACHED, Reply};
@@ -345,7 +345,7 @@ fn own_tasks<F: FnOnce() -> Box<dyn CallInner>>(
 ) -> impl Future<Output = bool> + Send + use<F> {
     let known = own.known();
     let ask = known.is_none().then(|| {
-        let template = crate::mrtr::Template::from_parts(parts);
+        let template = crate::runtime::mrtr::Template::from_parts(parts);
         (
             own.clone(),
             caller(),

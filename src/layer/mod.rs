@@ -23,10 +23,10 @@ use tower_layer::Layer;
 
 use crate::admin::Admin;
 use crate::config::{TasksConfig, WaiterLimits};
-use crate::drain::Drain;
 use crate::owner::{DefaultOwner, ResolveOwner};
 use crate::policy::ToolPolicy;
 use crate::runtime::Runtime;
+use crate::runtime::drain::Drain;
 use crate::store::TaskStore;
 
 pub use future::ResponseFuture;

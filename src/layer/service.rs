@@ -34,7 +34,7 @@ use crate::body::{BoxError, RequestBody, ResponseBody};
 use crate::bound::{Inner, Payload};
 use crate::classify::needs_body;
 use crate::config::TasksConfig;
-use crate::flight::caller::Caller;
+use crate::runtime::flight::caller::Caller;
 
 /// The middleware built by [`TasksLayer`](crate::TasksLayer).
 pub struct TasksService<S> {

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::hub::{Hub, Refused, Watch};
 use crate::body::{BoxError, ResponseBody, reply_response};
-use crate::flight::live::sse_event;
+use crate::runtime::flight::live::sse_event;
 use crate::runtime::{Runtime, store_failed};
 use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
 use crate::wire::jsonrpc::{ErrorObject, LIMIT_REACHED, Reply};

@@ -70,8 +70,7 @@ use http_body::Body;
 use http_body_util::BodyExt;
 use sse_stream::{Sse, SseStream};
 
-use crate::body::{BoxError, ResponseBody};
-use crate::flight::tap::BodyError;
+use crate::body::{BodyError, BoxError, ResponseBody};
 use crate::wire::content_type;
 
 /// The events of an inner server's SSE stream.

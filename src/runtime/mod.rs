@@ -12,12 +12,17 @@
 //!
 //! Each started task is created in the store under the layer's quota, then
 //! driven on a tracked tokio task holding one place among the background
-//! inner calls, under its deadline ([`crate::deadline`]).
+//! inner calls, under its deadline ([`crate::runtime::deadline`]).
 
+pub(crate) mod background;
+pub(crate) mod deadline;
 mod dialect;
+pub(crate) mod drain;
 mod drive;
+pub(crate) mod flight;
 mod follow;
 mod hints;
+pub(crate) mod mrtr;
 mod rerun;
 mod resume;
 mod settle;
@@ -29,9 +34,9 @@ use std::sync::Arc;
 use http::request::Parts;
 use serde_json::value::RawValue;
 
-use crate::background::Background;
 use crate::config::TasksConfig;
 use crate::owner::ResolveOwner;
+use crate::runtime::background::Background;
 use crate::store::{StoreError, TaskStore};
 use crate::wire::jsonrpc::Reply;
 

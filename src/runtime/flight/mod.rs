@@ -50,7 +50,7 @@ use http::{Response, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::value::RawValue;
 
-use crate::body::{BoxBody, BoxError, ResponseBody};
+use crate::body::{BodyError, BoxBody, BoxError, ResponseBody};
 use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR, Reply};
 use crate::wire::progress::Token;
 use crate::wire::{
@@ -125,9 +125,10 @@ impl Answer {
     /// [`Unreached`]: crate::Unreached
     pub(crate) fn unreached(&self) -> bool {
         match self {
-            Self::Unusable { response, .. } => {
-                response.extensions().get::<crate::Unreached>().is_some()
-            }
+            Self::Unusable { response, .. } => response
+                .extensions()
+                .get::<crate::unreached::Unreached>()
+                .is_some(),
             _ => false,
         }
     }
@@ -465,7 +466,7 @@ fn too_large(error: &sse_stream::Error) -> Option<&tap::EventTooLarge> {
     let sse_stream::Error::Body(body) = error else {
         return None;
     };
-    body.downcast_ref::<tap::BodyError>()
+    body.downcast_ref::<BodyError>()
         .and_then(|inner| inner.0.downcast_ref::<tap::EventTooLarge>())
 }
 
