@@ -10,8 +10,8 @@ use crate::legacy::sessions::{SessionLimits, Sessions};
 use crate::legacy::waiters::Waiters;
 use crate::observe::Waiting;
 use crate::own_tasks::OwnTasks;
-use crate::push::Hub;
 use crate::runtime::background::Background;
+use crate::runtime::feed::Hub;
 use crate::runtime::{Hints, Runtime};
 
 /// The state every service of a layer and its clones shares, built from

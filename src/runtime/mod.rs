@@ -19,6 +19,7 @@ pub(crate) mod deadline;
 mod dialect;
 pub(crate) mod drain;
 mod drive;
+pub(crate) mod feed;
 pub(crate) mod flight;
 mod follow;
 mod hints;
