@@ -83,7 +83,9 @@ where
     State::Owned {
         future: Box::pin(async move {
             let response = future.await?;
-            Ok(crate::push::session_stream(with, owner, session, response))
+            Ok(crate::legacy::push::session_stream(
+                with, owner, session, response,
+            ))
         }),
     }
 }

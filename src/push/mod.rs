@@ -47,14 +47,12 @@
 //! know; the client gets one stream carrying both (`mixed`).
 //!
 //! 2025-11-25 sessions get `notifications/tasks/status` on their GET stream
-//! (`session`); a waiting `tasks/result` carries them too (`legacy::result`).
+//! (`legacy::push`); a waiting `tasks/result` carries them too (`legacy::result`).
 
 mod filter;
 mod listen;
 mod mixed;
-mod session;
 
 pub(crate) use filter::TaskFilter;
 pub(crate) use listen::{ListenCall, listen};
 pub(crate) use mixed::merged;
-pub(crate) use session::session_stream;
