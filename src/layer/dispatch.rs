@@ -18,16 +18,17 @@ use super::shared::Shared;
 use super::state::{OwnedFuture, State};
 use crate::body::{RequestBody, ResponseBody, reply_response};
 use crate::bound::{Inner, Payload};
-use crate::classify::{Route, Seen, TaskCall, TaskMethod, classify};
-use crate::early;
-use crate::fallback;
+use crate::classify::{Route, Seen, classify};
 use crate::legacy::route::{LegacyMethod, LegacyRoute};
 use crate::legacy::sessions::{Known, Sessions};
 use crate::legacy::{self, advertise};
-use crate::methods;
+use crate::modern::early;
+use crate::modern::fallback;
+use crate::modern::methods;
+use crate::modern::own_tasks::OwnTasks;
+use crate::modern::route::{TaskCall, TaskMethod};
+use crate::modern::tool_call;
 use crate::observe;
-use crate::own_tasks::OwnTasks;
-use crate::race;
 use crate::rewrite;
 use crate::runtime::flight::caller::{CallInner, Caller};
 use crate::runtime::{Owner, Runtime};
@@ -246,7 +247,7 @@ where
                             call.strip.keep_extension();
                         }
                         let owner = runtime.owner(&parts).key;
-                        race::tool_call(runtime, inner, parts, bytes, call, owner).await
+                        tool_call::tool_call(runtime, inner, parts, bytes, call, owner).await
                     }));
                 }
                 _ => {}
@@ -257,7 +258,7 @@ where
             // request.
             let call = in_span(&span, || {
                 let owner = runtime.owner(&parts).key;
-                race::tool_call(runtime.clone(), inner, parts, bytes, call, owner)
+                tool_call::tool_call(runtime.clone(), inner, parts, bytes, call, owner)
             });
             owned(traced(span, call))
         }
@@ -309,7 +310,7 @@ where
             let (runtime, hub) = (runtime.clone(), shared.hub.clone());
             match call.forward.take() {
                 None => owned(traced(span, async move {
-                    Ok(crate::push::listen(runtime, &hub, owner, call).await)
+                    Ok(crate::modern::push::listen(runtime, &hub, owner, call).await)
                 })),
                 Some(body) => {
                     let mut parts = parts;
@@ -318,7 +319,7 @@ where
                     let future = inner.call(request);
                     owned(traced(span, async move {
                         let response = future.await?;
-                        Ok(crate::push::merged(runtime, &hub, owner, call, response).await)
+                        Ok(crate::modern::push::merged(runtime, &hub, owner, call, response).await)
                     }))
                 }
             }

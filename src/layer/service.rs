@@ -3,7 +3,7 @@
 //! ```text
 //! request ─► (POST) read + classify ─┬─► Forward ──► inner ─► response, body untouched
 //!                                     ├─► Discover ─► inner ─► response + tasks extension
-//!                                     ├─► ToolCall ─► race (threshold, park: runtime)
+//!                                     ├─► ToolCall ─► tool_call (threshold, park: runtime)
 //!                                     ├─► Task ─────► store (get / update / cancel)
 //!                                     ├─► Listen ───► status push (and the inner stream)
 //!                                     ├─► Legacy ───► a 2025-11-25 session's task part

@@ -2,7 +2,7 @@
 //! against the threshold, and driving it in the background once parked.
 //!
 //! A call whose response head arrives in time needs no flight unless it is
-//! an SSE stream: `race` returns any other response as it is. An SSE answer
+//! an SSE stream: `modern::tool_call` returns any other response as it is. An SSE answer
 //! whose first event is plainly the response needs none either (`direct`
 //! relays it by its bytes); any other is read by a live flight that releases
 //! each event to the client as it goes (`live`). A call that outlives the

@@ -44,11 +44,11 @@ use tokio::time::{Instant, timeout_at};
 
 use tracing::Instrument;
 
+use super::route::ToolCall;
 use crate::body::{BoxBody, BoxError, RequestBody, ResponseBody, passed, reply_response};
 use crate::bound::{Inner, Payload};
-use crate::classify::ToolCall;
-use crate::fallback;
-use crate::fallback::Handle;
+use crate::modern::fallback;
+use crate::modern::fallback::Handle;
 use crate::policy::ToolPolicy;
 use crate::rewrite::{self, Strip};
 use crate::runtime::Plain;
