@@ -14,11 +14,11 @@ use http::request::Parts;
 use http::{Method, Request, Response};
 use tracing::Instrument;
 
+use super::classify::{Route, Seen, classify};
 use super::shared::Shared;
 use super::state::{OwnedFuture, State};
 use crate::body::{RequestBody, ResponseBody, reply_response};
 use crate::bound::{Inner, Payload};
-use crate::classify::{Route, Seen, classify};
 use crate::legacy::route::{LegacyMethod, LegacyRoute};
 use crate::legacy::sessions::{Known, Sessions};
 use crate::legacy::{self, advertise};

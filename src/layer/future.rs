@@ -18,9 +18,9 @@ use pin_project_lite::pin_project;
 use tower_service::Service;
 
 use super::dispatch;
+use super::gather::Unread;
 use super::state::{State, StateProj};
 use crate::body::{BoxError, RequestBody, ResponseBody, passed};
-use crate::gather::Unread;
 use crate::observe;
 use crate::wire::jsonrpc::Reply;
 

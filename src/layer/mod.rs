@@ -8,10 +8,14 @@
 //! | `service.rs` | [`TasksService`]: a short `call` that starts reading or passes on    |
 //! | `future.rs`  | [`ResponseFuture`]: reads the body, then runs what dispatch chose    |
 //! | `state.rs`   | the states of that future                                            |
+//! | `gather.rs`  | reads a POST body whole, up to a limit, into one buffer              |
+//! | `classify/`  | the one parse of a POST: which generation, and which `Route`         |
 //! | `dispatch.rs`| picks the handler of a request, with its owner resolved once         |
 
+mod classify;
 mod dispatch;
 mod future;
+mod gather;
 mod service;
 mod shared;
 mod state;

@@ -26,13 +26,13 @@ use http::{Method, Request, Response};
 use http_body::Body;
 use tower_service::Service;
 
+use super::classify::needs_body;
 use super::dispatch;
 use super::future::ResponseFuture;
 use super::shared::Shared;
 use super::state::State;
 use crate::body::{BoxError, RequestBody, ResponseBody};
 use crate::bound::{Inner, Payload};
-use crate::classify::needs_body;
 use crate::config::TasksConfig;
 use crate::runtime::flight::caller::Caller;
 
