@@ -13,6 +13,14 @@
 //! Each started task is created in the store under the layer's quota, then
 //! driven on a tracked tokio task holding one place among the background
 //! inner calls, under its deadline ([`crate::runtime::deadline`]).
+//!
+//! | Room | Holds |
+//! |------|-------|
+//! | `start.rs`, `drive.rs`, `settle.rs`, `resume.rs`, `rerun.rs`, `hints.rs`, `follow.rs`, `work.rs`, `dialect.rs` | a task's life, from its start to its settled outcome, its re-issue and its re-run |
+//! | `flight/` | an inner `tools/call` in flight: read, raced, relayed, driven once parked |
+//! | `mrtr.rs`, `deadline.rs` | input rounds and the re-issued call; a task's deadline |
+//! | `background.rs`, `drain.rs` | every tokio task the layer starts, and the [`Drain`](crate::Drain) that stops them |
+//! | `feed/` | the hub over the store's change feed, and what every task-status stream is made of |
 
 pub(crate) mod background;
 pub(crate) mod deadline;
