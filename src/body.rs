@@ -3,6 +3,7 @@
 //! Both are enums so that the pass-through path costs no boxing: a forwarded
 //! response keeps the inner server's body, polled directly.
 
+use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -49,6 +50,17 @@ pin_project! {
     enum RequestKind<B> {
         Buffered { #[pin] body: Full<Bytes> },
         Streaming { #[pin] body: B },
+    }
+}
+
+impl<B: fmt::Debug> fmt::Debug for RequestBody<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = f.debug_struct("RequestBody");
+        match &self.kind {
+            RequestKind::Buffered { body } => out.field("buffered", body),
+            RequestKind::Streaming { body } => out.field("streaming", body),
+        };
+        out.finish()
     }
 }
 
@@ -165,6 +177,22 @@ impl Beat {
     /// Whether the bytes given so far end an event (a blank line).
     fn at_boundary(&self) -> bool {
         self.tail.ends_with(b"\n\n") || self.tail.ends_with(b"\r\r") || self.tail == *b"\r\n\r\n"
+    }
+}
+
+impl<B: fmt::Debug> fmt::Debug for ResponseBody<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = f.debug_struct("ResponseBody");
+        match &self.kind {
+            ResponseKind::Inner { body } => out.field("inner", body),
+            ResponseKind::Full { body } => out.field("full", body),
+            ResponseKind::Boxed { .. } => out.field("boxed", &"the layer's own"),
+            ResponseKind::Resumed { body, .. } => out.field("resumed", body),
+            ResponseKind::Beating { body, beat } => {
+                out.field("inner", body).field("keep_alive", &beat.every)
+            }
+        };
+        out.finish()
     }
 }
 

@@ -37,6 +37,17 @@ pin_project! {
     }
 }
 
+impl<S, B, RB> std::fmt::Debug for ResponseFuture<S, B, RB>
+where
+    S: Service<Request<RequestBody<B>>>,
+    B: Body,
+    B::Error: Into<BoxError>,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}
+
 impl<S, B, RB> ResponseFuture<S, B, RB>
 where
     S: Service<Request<RequestBody<B>>>,

@@ -20,6 +20,7 @@ mod service;
 mod shared;
 mod state;
 
+use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -58,6 +59,16 @@ pub struct TasksLayer {
     /// The state the services of this layer and its clones share, built
     /// from `config` by the first `layer()` or `drain()`.
     core: Arc<OnceLock<Arc<Core>>>,
+}
+
+impl fmt::Debug for TasksLayer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TasksLayer")
+            .field("config", &self.config)
+            .field("scope", &self.scope)
+            .field("built", &self.core.get().is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl TasksLayer {

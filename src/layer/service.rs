@@ -17,6 +17,7 @@
 //! decides whether to read the body; dispatch (`dispatch.rs`) picks the
 //! rest.
 
+use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
@@ -51,6 +52,15 @@ impl<S: Clone> Clone for TasksService<S> {
     }
 }
 
+impl<S: fmt::Debug> fmt::Debug for TasksService<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TasksService")
+            .field("inner", &self.inner)
+            .field("config", self.config())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<S> TasksService<S> {
     pub(crate) fn new(inner: S, shared: Arc<Shared>) -> Self {
         Self { inner, shared }
@@ -59,6 +69,30 @@ impl<S> TasksService<S> {
     /// The wrapped service.
     pub fn get_ref(&self) -> &S {
         &self.inner
+    }
+
+    /// The wrapped service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The wrapped service, out of the middleware. Tasks already parked
+    /// keep running in the background of the layer that made them.
+    ///
+    /// ```
+    /// use mcp_tasks::{MemoryTaskStore, TasksLayer};
+    /// use tower::Layer;
+    ///
+    /// let layer = TasksLayer::new(MemoryTaskStore::new());
+    /// let mut service = layer.layer(1_u8);
+    /// *service.get_mut() += 1;
+    /// assert_eq!(*service.get_ref(), 2);
+    /// assert!(format!("{service:?}").starts_with("TasksService { inner: 2, config: "));
+    /// assert!(format!("{layer:?}").contains("built: true"));
+    /// assert_eq!(service.into_inner(), 2);
+    /// ```
+    pub fn into_inner(self) -> S {
+        self.inner
     }
 
     /// The settings in force.
