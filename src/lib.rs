@@ -62,6 +62,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![warn(missing_debug_implementations)]
+#![deny(unreachable_pub)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod admin;
 pub mod body;
@@ -89,8 +91,10 @@ pub use owner::{DefaultOwner, Principal, ResolveOwner};
 pub use policy::ToolPolicy;
 pub use runtime::drain::{Drain, DrainReport};
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use store::RedisTaskStore;
 #[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use store::SqliteTaskStore;
 pub use store::{
     CancelOutcome, CreatedTask, InputProgress, InputRound, Listening, MemoryTaskStore, NewTask,
