@@ -3,6 +3,7 @@
 //! Both are enums so that the pass-through path costs no boxing: a forwarded
 //! response keeps the inner server's body, polled directly.
 
+use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -21,6 +22,18 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// A type-erased body, used where the layer itself produces or relays data.
 pub type BoxBody = UnsyncBoxBody<Bytes, BoxError>;
 
+/// A body error that is a `std::error::Error`, as `sse-stream` wants.
+#[derive(Debug)]
+pub(crate) struct BodyError(pub(crate) BoxError);
+
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for BodyError {}
+
 pin_project! {
     /// The body the inner service receives.
     ///
@@ -37,6 +50,17 @@ pin_project! {
     enum RequestKind<B> {
         Buffered { #[pin] body: Full<Bytes> },
         Streaming { #[pin] body: B },
+    }
+}
+
+impl<B: fmt::Debug> fmt::Debug for RequestBody<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = f.debug_struct("RequestBody");
+        match &self.kind {
+            RequestKind::Buffered { body } => out.field("buffered", body),
+            RequestKind::Streaming { body } => out.field("streaming", body),
+        };
+        out.finish()
     }
 }
 
@@ -153,6 +177,22 @@ impl Beat {
     /// Whether the bytes given so far end an event (a blank line).
     fn at_boundary(&self) -> bool {
         self.tail.ends_with(b"\n\n") || self.tail.ends_with(b"\r\r") || self.tail == *b"\r\n\r\n"
+    }
+}
+
+impl<B: fmt::Debug> fmt::Debug for ResponseBody<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = f.debug_struct("ResponseBody");
+        match &self.kind {
+            ResponseKind::Inner { body } => out.field("inner", body),
+            ResponseKind::Full { body } => out.field("full", body),
+            ResponseKind::Boxed { .. } => out.field("boxed", &"the layer's own"),
+            ResponseKind::Resumed { body, .. } => out.field("resumed", body),
+            ResponseKind::Beating { body, beat } => {
+                out.field("inner", body).field("keep_alive", &beat.every)
+            }
+        };
+        out.finish()
     }
 }
 

@@ -61,30 +61,21 @@
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+#![warn(missing_debug_implementations)]
+#![deny(unreachable_pub)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod admin;
-mod background;
 pub mod body;
 mod bound;
 mod carry;
-mod classify;
 mod config;
-mod deadline;
-mod drain;
-mod early;
-mod fallback;
-mod flight;
-mod gather;
 mod layer;
 mod legacy;
-mod methods;
-mod mrtr;
+mod modern;
 pub mod observe;
-mod own_tasks;
 pub mod owner;
 mod policy;
-mod push;
-mod race;
 mod rewrite;
 mod runtime;
 pub mod store;
@@ -95,13 +86,15 @@ pub mod wire;
 pub use admin::Admin;
 pub use body::{RequestBody, ResponseBody};
 pub use config::TasksConfig;
-pub use drain::{Drain, DrainReport};
 pub use layer::{ResponseFuture, TasksLayer, TasksService};
 pub use owner::{DefaultOwner, Principal, ResolveOwner};
 pub use policy::ToolPolicy;
+pub use runtime::drain::{Drain, DrainReport};
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use store::RedisTaskStore;
 #[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use store::SqliteTaskStore;
 pub use store::{
     CancelOutcome, CreatedTask, InputProgress, InputRound, Listening, MemoryTaskStore, NewTask,

@@ -112,6 +112,7 @@ impl ResolveOwner for DefaultOwner {
 }
 
 #[cfg(feature = "tower-mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower-mcp")))]
 impl DefaultOwner {
     /// The owner key of a token's claims, as [`DefaultOwner`] reads them:
     /// its `sub`, else its `client_id`; `None` when neither is there. A

@@ -19,8 +19,7 @@ use http_body_util::{BodyExt, StreamBody};
 use serde_json::value::RawValue;
 use sse_stream::SseStream;
 
-use crate::body::{BoxError, ResponseBody};
-use crate::flight::tap::BodyError;
+use crate::body::{BodyError, BoxError, ResponseBody};
 use crate::wire::progress::{self, Place, Token};
 use crate::wire::raw::{Members, edit_members, edit_object, span};
 use crate::wire::splice::{Edit, member_cut, splice, splice_present};

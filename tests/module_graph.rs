@@ -1,8 +1,9 @@
-//! The crate's structure keeps two rules, read from its sources:
+//! The crate's structure keeps three rules, read from its sources:
 //!
 //! | Rule                                                  | Why                                                        |
 //! |-------------------------------------------------------|------------------------------------------------------------|
 //! | no two sibling modules import each other, at any depth | each room has one floor: the engine below the dialects, the shapes below their readers |
+//! | the library's two wings (`modern`, `legacy`) import neither each other nor `layer` | one protocol generation changes without touching the other; what both need lives below them (`runtime`, `wire`) |
 //! | no source file is over 600 lines                      | one concept a file, readable in one sitting                |
 //!
 //! A module is a file (`a/b.rs`, or `a/b/mod.rs` for the folder). An import
@@ -256,6 +257,117 @@ fn no_two_sibling_modules_import_each_other() {
             found.join("\n")
         );
     }
+}
+
+/// The library's wings, one per protocol generation.
+const WINGS: [&str; 2] = ["modern", "legacy"];
+
+/// Whether an import from module `from` of module `to` leaves a wing for
+/// the other wing or for the layer above both.
+fn crosses(from: &Module, to: &Module) -> bool {
+    let (Some(wing), Some(target)) = (from.first(), to.first()) else {
+        return false;
+    };
+    WINGS.contains(&wing.as_str())
+        && target != wing
+        && (WINGS.contains(&target.as_str()) || target == "layer")
+}
+
+/// The names `lib.rs` re-exports from a wing or the layer: `crate::Name`
+/// reaches that module as surely as its path does.
+fn reexports(src: &Path) -> BTreeMap<String, Module> {
+    let text = std::fs::read_to_string(src.join("lib.rs")).expect("read lib.rs");
+    let mut found = Vec::new();
+    for line in code(&text).lines() {
+        if let Some(tree) = line.trim().strip_prefix("pub use ") {
+            expand(tree.trim_end_matches(';'), "", &mut found);
+        }
+    }
+    found
+        .into_iter()
+        .filter_map(|path| {
+            let mut segments: Vec<&str> = path.split("::").collect();
+            let name = segments.pop()?.to_owned();
+            let top = segments.first()?;
+            (WINGS.contains(top) || *top == "layer").then(|| (name, vec![(*top).to_owned()]))
+        })
+        .collect()
+}
+
+/// Every import that leaves a wing of the library for the other wing or for
+/// the layer, as `file (path)`; and how many imports of the wings were read.
+fn wing_crossings() -> (Vec<String>, usize) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let modules: BTreeSet<Module> = files.iter().map(|file| module_of(&src, file)).collect();
+    let names = reexports(&src);
+    let (mut found, mut read) = (Vec::new(), 0);
+    for file in &files {
+        let from = module_of(&src, file);
+        if !from
+            .first()
+            .is_some_and(|top| WINGS.contains(&top.as_str()))
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("read a source file");
+        for path in paths(&code(&text)) {
+            let Some(mut to) = resolve(&from, &path, &modules) else {
+                continue;
+            };
+            if to.is_empty() {
+                let name = path.trim_start_matches("crate::").split("::").next();
+                match name.and_then(|name| names.get(name)) {
+                    Some(module) => to = module.clone(),
+                    None => continue,
+                }
+            }
+            read += 1;
+            if crosses(&from, &to) {
+                let file = file.strip_prefix(&src).unwrap().display();
+                found.push(format!("{file} ({path})"));
+            }
+        }
+    }
+    (found, read)
+}
+
+#[test]
+fn the_wings_import_neither_each_other_nor_the_layer() {
+    let (found, read) = wing_crossings();
+    assert!(read >= 20, "the reader finds the wings' imports ({read})");
+    assert!(
+        found.is_empty(),
+        "imports out of a wing, to the other wing or the layer:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_wing_check_sees_a_wing_reach_across_or_up() {
+    let module = |path: &str| -> Module { path.split("::").map(str::to_owned).collect() };
+    assert!(crosses(
+        &module("modern::push"),
+        &module("legacy::sessions")
+    ));
+    assert!(crosses(
+        &module("legacy::push"),
+        &module("modern::push::listen")
+    ));
+    assert!(crosses(
+        &module("legacy::route"),
+        &module("layer::classify")
+    ));
+    assert!(!crosses(
+        &module("modern::methods"),
+        &module("modern::route")
+    ));
+    assert!(!crosses(&module("legacy::push"), &module("runtime::feed")));
+    assert!(!crosses(
+        &module("layer::classify"),
+        &module("legacy::route")
+    ));
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! The fallback's settings (see `crate::fallback` for what it does).
+//! The fallback's settings (see `crate::modern::fallback` for what it does).
 
 use std::collections::HashMap;
 use std::time::Duration;

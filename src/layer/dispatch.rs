@@ -14,22 +14,23 @@ use http::request::Parts;
 use http::{Method, Request, Response};
 use tracing::Instrument;
 
+use super::classify::{Route, Seen, classify};
 use super::shared::Shared;
 use super::state::{OwnedFuture, State};
 use crate::body::{RequestBody, ResponseBody, reply_response};
 use crate::bound::{Inner, Payload};
-use crate::classify::{Route, Seen, TaskCall, TaskMethod, classify};
-use crate::early;
-use crate::fallback;
-use crate::flight::caller::{CallInner, Caller};
 use crate::legacy::route::{LegacyMethod, LegacyRoute};
 use crate::legacy::sessions::{Known, Sessions};
 use crate::legacy::{self, advertise};
-use crate::methods;
+use crate::modern::early;
+use crate::modern::fallback;
+use crate::modern::methods;
+use crate::modern::own_tasks::OwnTasks;
+use crate::modern::route::{TaskCall, TaskMethod};
+use crate::modern::tool_call;
 use crate::observe;
-use crate::own_tasks::OwnTasks;
-use crate::race;
 use crate::rewrite;
+use crate::runtime::flight::caller::{CallInner, Caller};
 use crate::runtime::{Owner, Runtime};
 use crate::wire::envelope::header;
 use crate::wire::jsonrpc::{ErrorObject, LIMIT_REACHED, Reply};
@@ -83,7 +84,9 @@ where
     State::Owned {
         future: Box::pin(async move {
             let response = future.await?;
-            Ok(crate::push::session_stream(with, owner, session, response))
+            Ok(crate::legacy::push::session_stream(
+                with, owner, session, response,
+            ))
         }),
     }
 }
@@ -244,7 +247,7 @@ where
                             call.strip.keep_extension();
                         }
                         let owner = runtime.owner(&parts).key;
-                        race::tool_call(runtime, inner, parts, bytes, call, owner).await
+                        tool_call::tool_call(runtime, inner, parts, bytes, call, owner).await
                     }));
                 }
                 _ => {}
@@ -255,7 +258,7 @@ where
             // request.
             let call = in_span(&span, || {
                 let owner = runtime.owner(&parts).key;
-                race::tool_call(runtime.clone(), inner, parts, bytes, call, owner)
+                tool_call::tool_call(runtime.clone(), inner, parts, bytes, call, owner)
             });
             owned(traced(span, call))
         }
@@ -307,7 +310,7 @@ where
             let (runtime, hub) = (runtime.clone(), shared.hub.clone());
             match call.forward.take() {
                 None => owned(traced(span, async move {
-                    Ok(crate::push::listen(runtime, &hub, owner, call).await)
+                    Ok(crate::modern::push::listen(runtime, &hub, owner, call).await)
                 })),
                 Some(body) => {
                     let mut parts = parts;
@@ -316,7 +319,7 @@ where
                     let future = inner.call(request);
                     owned(traced(span, async move {
                         let response = future.await?;
-                        Ok(crate::push::merged(runtime, &hub, owner, call, response).await)
+                        Ok(crate::modern::push::merged(runtime, &hub, owner, call, response).await)
                     }))
                 }
             }
@@ -345,7 +348,7 @@ fn own_tasks<F: FnOnce() -> Box<dyn CallInner>>(
 ) -> impl Future<Output = bool> + Send + use<F> {
     let known = own.known();
     let ask = known.is_none().then(|| {
-        let template = crate::mrtr::Template::from_parts(parts);
+        let template = crate::runtime::mrtr::Template::from_parts(parts);
         (
             own.clone(),
             caller(),

@@ -18,9 +18,9 @@ use pin_project_lite::pin_project;
 use tower_service::Service;
 
 use super::dispatch;
+use super::gather::Unread;
 use super::state::{State, StateProj};
 use crate::body::{BoxError, RequestBody, ResponseBody, passed};
-use crate::gather::Unread;
 use crate::observe;
 use crate::wire::jsonrpc::Reply;
 
@@ -34,6 +34,17 @@ pin_project! {
     {
         #[pin]
         state: State<S, S::Future, B, RB, S::Error>,
+    }
+}
+
+impl<S, B, RB> std::fmt::Debug for ResponseFuture<S, B, RB>
+where
+    S: Service<Request<RequestBody<B>>>,
+    B: Body,
+    B::Error: Into<BoxError>,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
     }
 }
 

@@ -8,14 +8,19 @@
 //! | `service.rs` | [`TasksService`]: a short `call` that starts reading or passes on    |
 //! | `future.rs`  | [`ResponseFuture`]: reads the body, then runs what dispatch chose    |
 //! | `state.rs`   | the states of that future                                            |
+//! | `gather.rs`  | reads a POST body whole, up to a limit, into one buffer              |
+//! | `classify/`  | the one parse of a POST: which generation, and which `Route`         |
 //! | `dispatch.rs`| picks the handler of a request, with its owner resolved once         |
 
+mod classify;
 mod dispatch;
 mod future;
+mod gather;
 mod service;
 mod shared;
 mod state;
 
+use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -23,10 +28,10 @@ use tower_layer::Layer;
 
 use crate::admin::Admin;
 use crate::config::{TasksConfig, WaiterLimits};
-use crate::drain::Drain;
 use crate::owner::{DefaultOwner, ResolveOwner};
 use crate::policy::ToolPolicy;
 use crate::runtime::Runtime;
+use crate::runtime::drain::Drain;
 use crate::store::TaskStore;
 
 pub use future::ResponseFuture;
@@ -54,6 +59,16 @@ pub struct TasksLayer {
     /// The state the services of this layer and its clones share, built
     /// from `config` by the first `layer()` or `drain()`.
     core: Arc<OnceLock<Arc<Core>>>,
+}
+
+impl fmt::Debug for TasksLayer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TasksLayer")
+            .field("config", &self.config)
+            .field("scope", &self.scope)
+            .field("built", &self.core.get().is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl TasksLayer {

@@ -3,7 +3,7 @@
 //! ```text
 //! request ─► (POST) read + classify ─┬─► Forward ──► inner ─► response, body untouched
 //!                                     ├─► Discover ─► inner ─► response + tasks extension
-//!                                     ├─► ToolCall ─► race (threshold, park: runtime)
+//!                                     ├─► ToolCall ─► tool_call (threshold, park: runtime)
 //!                                     ├─► Task ─────► store (get / update / cancel)
 //!                                     ├─► Listen ───► status push (and the inner stream)
 //!                                     ├─► Legacy ───► a 2025-11-25 session's task part
@@ -17,6 +17,7 @@
 //! decides whether to read the body; dispatch (`dispatch.rs`) picks the
 //! rest.
 
+use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
@@ -26,15 +27,15 @@ use http::{Method, Request, Response};
 use http_body::Body;
 use tower_service::Service;
 
+use super::classify::needs_body;
 use super::dispatch;
 use super::future::ResponseFuture;
 use super::shared::Shared;
 use super::state::State;
 use crate::body::{BoxError, RequestBody, ResponseBody};
 use crate::bound::{Inner, Payload};
-use crate::classify::needs_body;
 use crate::config::TasksConfig;
-use crate::flight::caller::Caller;
+use crate::runtime::flight::caller::Caller;
 
 /// The middleware built by [`TasksLayer`](crate::TasksLayer).
 pub struct TasksService<S> {
@@ -51,6 +52,15 @@ impl<S: Clone> Clone for TasksService<S> {
     }
 }
 
+impl<S: fmt::Debug> fmt::Debug for TasksService<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TasksService")
+            .field("inner", &self.inner)
+            .field("config", self.config())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<S> TasksService<S> {
     pub(crate) fn new(inner: S, shared: Arc<Shared>) -> Self {
         Self { inner, shared }
@@ -59,6 +69,30 @@ impl<S> TasksService<S> {
     /// The wrapped service.
     pub fn get_ref(&self) -> &S {
         &self.inner
+    }
+
+    /// The wrapped service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The wrapped service, out of the middleware. Tasks already parked
+    /// keep running in the background of the layer that made them.
+    ///
+    /// ```
+    /// use mcp_tasks::{MemoryTaskStore, TasksLayer};
+    /// use tower::Layer;
+    ///
+    /// let layer = TasksLayer::new(MemoryTaskStore::new());
+    /// let mut service = layer.layer(1_u8);
+    /// *service.get_mut() += 1;
+    /// assert_eq!(*service.get_ref(), 2);
+    /// assert!(format!("{service:?}").starts_with("TasksService { inner: 2, config: "));
+    /// assert!(format!("{layer:?}").contains("built: true"));
+    /// assert_eq!(service.into_inner(), 2);
+    /// ```
+    pub fn into_inner(self) -> S {
+        self.inner
     }
 
     /// The settings in force.

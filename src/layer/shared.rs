@@ -5,13 +5,13 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use crate::background::Background;
 use crate::config::TasksConfig;
 use crate::legacy::sessions::{SessionLimits, Sessions};
 use crate::legacy::waiters::Waiters;
+use crate::modern::own_tasks::OwnTasks;
 use crate::observe::Waiting;
-use crate::own_tasks::OwnTasks;
-use crate::push::Hub;
+use crate::runtime::background::Background;
+use crate::runtime::feed::Hub;
 use crate::runtime::{Hints, Runtime};
 
 /// The state every service of a layer and its clones shares, built from

@@ -12,10 +12,10 @@ use http::request::Parts;
 use http_body::Body;
 use pin_project_lite::pin_project;
 
+use super::classify::Seen;
+use super::gather::Gather;
 use super::shared::Shared;
 use crate::body::{BoxError, ResponseBody, reply_response};
-use crate::classify::Seen;
-use crate::gather::Gather;
 use crate::wire::jsonrpc::Reply;
 
 /// A boxed future of a path the layer owns.

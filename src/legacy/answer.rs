@@ -20,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::input::{Pending, answer_for_inner};
 use super::route::LEGACY_VERSION;
-use crate::flight::caller::CallInner;
-use crate::mrtr::Template;
+use crate::runtime::flight::caller::CallInner;
+use crate::runtime::mrtr::Template;
 use crate::runtime::{Runtime, store_failed};
 use crate::store::{InputProgress, StoreError, TaskStore};
 use crate::task::TaskId;

@@ -23,8 +23,8 @@ use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
 use super::route::LEGACY_VERSION;
-use crate::flight::Flight;
 use crate::runtime::Work;
+use crate::runtime::flight::Flight;
 
 /// What marks a result as a 2025-11-25 `CreateTaskResult`.
 #[derive(Deserialize)]

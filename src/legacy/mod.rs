@@ -5,7 +5,8 @@
 //! session (`Mcp-Session-Id`). The layer records the sessions that
 //! negotiated 2025-11-25 ([`sessions`]), advertises tasks in them
 //! ([`advertise`]), and then takes part only where the client asks for a
-//! task or a task method ([`route`]):
+//! task or a task method ([`route`]); it adds the status of a session's
+//! tasks to the session's GET stream ([`push`]):
 //!
 //! | | 2026-07-28 extension | 2025-11-25 experimental tasks |
 //! |---|---|---|
@@ -27,6 +28,7 @@ pub(crate) mod call;
 pub(crate) mod follow;
 pub(crate) mod input;
 pub(crate) mod methods;
+pub(crate) mod push;
 pub(crate) mod result;
 pub(crate) mod route;
 pub(crate) mod sessions;

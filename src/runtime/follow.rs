@@ -25,8 +25,8 @@ use serde_json::value::RawValue;
 use tokio::time::Instant;
 
 use super::work::Work;
-use crate::flight::Flight;
-use crate::flight::ask::{self, Declares};
+use crate::runtime::flight::Flight;
+use crate::runtime::flight::ask::{self, Declares};
 use crate::wire::raw::write_object;
 
 /// What a call's result is, as its dialect reads it.

@@ -21,9 +21,9 @@ use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::flight::ask::{self, Declares};
-use crate::flight::caller::CallInner;
-use crate::mrtr::Template;
+use crate::runtime::flight::ask::{self, Declares};
+use crate::runtime::flight::caller::CallInner;
+use crate::runtime::mrtr::Template;
 
 /// How long a walk of `tools/list` is believed.
 const FRESH: Duration = Duration::from_secs(300);
@@ -244,7 +244,7 @@ async fn list(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flight::InnerFuture;
+    use crate::runtime::flight::InnerFuture;
     use bytes::Bytes;
     use http::{Request, Response};
     use http_body_util::{BodyExt, Full};

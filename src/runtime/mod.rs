@@ -12,12 +12,26 @@
 //!
 //! Each started task is created in the store under the layer's quota, then
 //! driven on a tracked tokio task holding one place among the background
-//! inner calls, under its deadline ([`crate::deadline`]).
+//! inner calls, under its deadline ([`crate::runtime::deadline`]).
+//!
+//! | Room | Holds |
+//! |------|-------|
+//! | `start.rs`, `drive.rs`, `settle.rs`, `resume.rs`, `rerun.rs`, `hints.rs`, `follow.rs`, `work.rs`, `dialect.rs` | a task's life, from its start to its settled outcome, its re-issue and its re-run |
+//! | `flight/` | an inner `tools/call` in flight: read, raced, relayed, driven once parked |
+//! | `mrtr.rs`, `deadline.rs` | input rounds and the re-issued call; a task's deadline |
+//! | `background.rs`, `drain.rs` | every tokio task the layer starts, and the [`Drain`](crate::Drain) that stops them |
+//! | `feed/` | the hub over the store's change feed, and what every task-status stream is made of |
 
+pub(crate) mod background;
+pub(crate) mod deadline;
 mod dialect;
+pub(crate) mod drain;
 mod drive;
+pub(crate) mod feed;
+pub(crate) mod flight;
 mod follow;
 mod hints;
+pub(crate) mod mrtr;
 mod rerun;
 mod resume;
 mod settle;
@@ -29,9 +43,9 @@ use std::sync::Arc;
 use http::request::Parts;
 use serde_json::value::RawValue;
 
-use crate::background::Background;
 use crate::config::TasksConfig;
 use crate::owner::ResolveOwner;
+use crate::runtime::background::Background;
 use crate::store::{StoreError, TaskStore};
 use crate::wire::jsonrpc::Reply;
 

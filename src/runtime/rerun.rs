@@ -21,9 +21,9 @@ use super::Runtime;
 use super::dialect::Plain;
 use super::drive;
 use super::work::{Call, Slot, Work};
-use crate::flight::caller::CallInner;
-use crate::mrtr::Template;
 use crate::observe::{self, TaskTrace};
+use crate::runtime::flight::caller::CallInner;
+use crate::runtime::mrtr::Template;
 use crate::store::{Orphan, Rerun};
 use crate::task::TaskStatus;
 

@@ -8,9 +8,9 @@ use super::drive;
 use super::follow;
 use super::settle::{internal, write_until, written};
 use super::work::{Slot, Work};
-use crate::flight::caller::CallInner;
-use crate::mrtr::{self, Resume, Template};
 use crate::observe::{self, TaskTrace, events};
+use crate::runtime::flight::caller::CallInner;
+use crate::runtime::mrtr::{self, Resume, Template};
 use crate::store::InputProgress;
 use crate::task::{TaskId, Timestamp};
 

@@ -10,10 +10,10 @@ use super::Runtime;
 use super::dialect::Dialect;
 use super::drive;
 use super::work::{Call, Slot, Work};
-use crate::flight::Flight;
-use crate::flight::caller::CallInner;
-use crate::mrtr::Template;
 use crate::observe::{self, TaskTrace, events};
+use crate::runtime::flight::Flight;
+use crate::runtime::flight::caller::CallInner;
+use crate::runtime::mrtr::Template;
 use crate::store::{NewTask, QuotaScope, StoreError};
 use crate::task::{TaskId, TaskSnapshot, Timestamp};
 

@@ -14,11 +14,11 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::Runtime;
-use crate::background::Background;
-use crate::deadline::Deadline;
-use crate::flight::caller::CallInner;
-use crate::mrtr::{Resume, Template};
 use crate::observe::{TaskTrace, Waiting};
+use crate::runtime::background::Background;
+use crate::runtime::deadline::Deadline;
+use crate::runtime::flight::caller::CallInner;
+use crate::runtime::mrtr::{Resume, Template};
 use crate::store::TaskStore;
 use crate::task::{TaskId, Timestamp};
 

@@ -77,6 +77,14 @@ pub struct MemoryTaskStore {
     inner: Arc<Inner>,
 }
 
+impl std::fmt::Debug for MemoryTaskStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryTaskStore")
+            .field("shards", &self.inner.shards.len())
+            .finish_non_exhaustive()
+    }
+}
+
 struct Inner {
     shards: Box<[Mutex<HashMap<u128, Entry>>]>,
     expiry: Expiry,

@@ -29,8 +29,10 @@ mod live;
 mod memory;
 mod owners;
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
 #[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub mod sqlite;
 
 use std::fmt;
@@ -44,8 +46,10 @@ use tokio_util::sync::CancellationToken;
 use crate::task::{TaskId, TaskSnapshot, TaskStatus, Timestamp};
 
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use self::redis::{RedisNodes, RedisTaskStore, RedisTaskStoreBuilder, TaskPage};
 #[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use self::sqlite::{SqliteTaskStore, SqliteTaskStoreBuilder, Synchronous};
 pub use admin::{AdminPage, AdminTask, StatusCounts, TaskCounts};
 pub use cursor::ListCursor;

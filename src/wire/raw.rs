@@ -12,6 +12,7 @@ use serde::de::{MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 /// The members of a JSON object, in order, each value as its original text.
+#[derive(Debug)]
 pub struct Members<'a>(pub Vec<(Cow<'a, str>, &'a RawValue)>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for Members<'a> {

@@ -30,6 +30,7 @@ pub enum TaskView {
 }
 
 /// A snapshot rendered in a [`TaskView`].
+#[derive(Debug)]
 pub struct Rendered<'a> {
     snapshot: &'a TaskSnapshot,
     view: TaskView,

@@ -22,12 +22,14 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::Hub;
-use super::listen::{BUFFER, RESYNC, RETRY, event_stream, expiry, sleep_until};
 use crate::body::{BoxError, ResponseBody};
 use crate::legacy::result::{Shown, changed};
 use crate::legacy::sessions::Sessions;
 use crate::runtime::Runtime;
+use crate::runtime::feed::Hub;
+use crate::runtime::feed::stream::{
+    BUFFER, Inner, RESYNC, RETRY, event_stream, expiry, inner_events, sleep_until,
+};
 use crate::task::TaskId;
 
 /// The inner server's GET `response` for `session`, with the status
@@ -42,9 +44,9 @@ where
     RB: Body<Data = Bytes> + Send + 'static,
     RB::Error: Into<BoxError>,
 {
-    let (head, events) = match super::inner_events(response) {
-        super::Inner::Stream(head, events) => (head, events),
-        super::Inner::Answer(answer) => return answer,
+    let (head, events) = match inner_events(response) {
+        Inner::Stream(head, events) => (head, events),
+        Inner::Answer(answer) => return answer,
     };
     let (tx, rx) = mpsc::channel::<Bytes>(BUFFER);
     let ended = CancellationToken::new();

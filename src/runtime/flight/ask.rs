@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 
 use super::caller::CallInner;
 use super::{Event, Flight};
-use crate::mrtr::Template;
+use crate::runtime::mrtr::Template;
 use crate::wire::{MODERN_VERSION, Outcome, TASKS_EXTENSION};
 
 /// The client capabilities the layer declares: none, or the tasks

@@ -30,7 +30,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::body::{BoxBody, BoxError, KEEP_ALIVE, ResponseBody, passed};
-use crate::flight::live::sse_event;
+use crate::runtime::flight::live::sse_event;
 use crate::wire::is_content_type;
 use crate::wire::jsonrpc::Reply;
 

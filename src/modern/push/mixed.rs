@@ -20,10 +20,11 @@ use http_body::Body;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::Hub;
-use super::listen::{BUFFER, Feeder, ListenCall, Merged, agree, event_stream};
+use super::listen::{Feeder, ListenCall, Merged, agree};
 use crate::body::{BoxError, ResponseBody, reply_response};
 use crate::runtime::Runtime;
+use crate::runtime::feed::Hub;
+use crate::runtime::feed::stream::{BUFFER, Inner, event_stream, inner_events};
 
 /// Answers a merged listen from the inner server's `response`.
 pub(crate) async fn merged<RB>(
@@ -37,9 +38,9 @@ where
     RB: Body<Data = Bytes> + Send + 'static,
     RB::Error: Into<BoxError>,
 {
-    let events = match super::inner_events(response) {
-        super::Inner::Stream(_, events) => events,
-        super::Inner::Answer(answer) => return answer,
+    let events = match inner_events(response) {
+        Inner::Stream(_, events) => events,
+        Inner::Answer(answer) => return answer,
     };
     let agreed = match agree(&runtime, hub, owner.as_deref(), &call).await {
         Ok(agreed) => agreed,

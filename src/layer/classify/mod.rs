@@ -28,15 +28,15 @@ use std::ops::Range;
 use http::header::CONTENT_TYPE;
 use http::{HeaderMap, HeaderValue};
 use serde::de::IgnoredAny;
-use serde_json::value::RawValue;
 
 use crate::config::TasksConfig;
-use crate::fallback::answer::AddedCall;
-use crate::fallback::{FallbackCall, Handle};
 use crate::legacy::route::Decision;
 use crate::legacy::{self, sessions::Sessions};
+use crate::modern::fallback::answer::AddedCall;
+use crate::modern::fallback::{FallbackCall, Handle};
+use crate::modern::push::TaskFilter;
+use crate::modern::route::{TaskCall, TaskMethod, ToolCall};
 use crate::policy::ToolPolicy;
-use crate::push::TaskFilter;
 use crate::rewrite::Strip;
 use crate::task::TaskId;
 use crate::wire::envelope::{
@@ -78,70 +78,7 @@ pub(crate) enum Route {
     /// A message of a 2025-11-25 session the layer takes part in.
     Legacy(crate::legacy::route::LegacyRoute),
     /// A declaring client's `subscriptions/listen` for task status only.
-    Listen(crate::push::ListenCall),
-}
-
-/// A `tools/call` the layer races and may park.
-#[derive(Debug)]
-pub(crate) struct ToolCall {
-    /// What a parked call answers.
-    pub handle: Handle,
-    /// Where the request's `id` (the JSON value) is in the body: a copy is
-    /// made only if the call is parked or fails.
-    pub id: Range<usize>,
-    pub policy: ToolPolicy,
-    /// What the inner server must not get, and where it is in the body.
-    pub strip: Strip,
-    /// Where `params.name` (the JSON string) is in the body, for the span.
-    pub name: Option<Range<usize>>,
-    /// Where `params` is in the body: what a parked call is re-issued with.
-    pub params: Option<Range<usize>>,
-}
-
-/// The task methods the layer answers itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TaskMethod {
-    Get,
-    Update,
-    Cancel,
-}
-
-/// The one table of task method names: routing, the header checks and the
-/// span names all read it, so a new method is one line here and its arm in
-/// `methods::answer`.
-const TASK_METHODS: [(&str, TaskMethod); 3] = [
-    ("tasks/get", TaskMethod::Get),
-    ("tasks/update", TaskMethod::Update),
-    ("tasks/cancel", TaskMethod::Cancel),
-];
-
-impl TaskMethod {
-    /// The task method a JSON-RPC method name names, if any.
-    pub(crate) fn named(method: &str) -> Option<Self> {
-        TASK_METHODS
-            .iter()
-            .find(|(name, _)| *name == method)
-            .map(|(_, task_method)| *task_method)
-    }
-
-    /// The JSON-RPC method name (also the span name).
-    pub(crate) fn name(self) -> &'static str {
-        TASK_METHODS
-            .iter()
-            .find(|(_, task_method)| *task_method == self)
-            .map_or("tasks/unknown", |(name, _)| *name)
-    }
-}
-
-/// A task method call that passed the request-level checks.
-#[derive(Debug)]
-pub(crate) struct TaskCall {
-    pub id: Box<RawValue>,
-    pub method: TaskMethod,
-    /// `None` for a `taskId` this layer never issues: no such task.
-    pub task: Option<TaskId>,
-    /// `params.inputResponses` of a `tasks/update`, as sent.
-    pub input_responses: Option<Box<RawValue>>,
+    Listen(crate::modern::push::ListenCall),
 }
 
 /// Whether the layer must read the body of a POST with these headers.

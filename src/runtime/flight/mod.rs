@@ -2,7 +2,7 @@
 //! against the threshold, and driving it in the background once parked.
 //!
 //! A call whose response head arrives in time needs no flight unless it is
-//! an SSE stream: `race` returns any other response as it is. An SSE answer
+//! an SSE stream: `modern::tool_call` returns any other response as it is. An SSE answer
 //! whose first event is plainly the response needs none either (`direct`
 //! relays it by its bytes); any other is read by a live flight that releases
 //! each event to the client as it goes (`live`). A call that outlives the
@@ -50,7 +50,7 @@ use http::{Response, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::value::RawValue;
 
-use crate::body::{BoxBody, BoxError, ResponseBody};
+use crate::body::{BodyError, BoxBody, BoxError, ResponseBody};
 use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR, Reply};
 use crate::wire::progress::Token;
 use crate::wire::{
@@ -129,9 +129,10 @@ impl Answer {
     /// [`Unreached`]: crate::Unreached
     pub(crate) fn unreached(&self) -> bool {
         match self {
-            Self::Unusable { response, .. } => {
-                response.extensions().get::<crate::Unreached>().is_some()
-            }
+            Self::Unusable { response, .. } => response
+                .extensions()
+                .get::<crate::unreached::Unreached>()
+                .is_some(),
             _ => false,
         }
     }
@@ -493,7 +494,7 @@ fn too_large(error: &sse_stream::Error) -> Option<&tap::EventTooLarge> {
     let sse_stream::Error::Body(body) = error else {
         return None;
     };
-    body.downcast_ref::<tap::BodyError>()
+    body.downcast_ref::<BodyError>()
         .and_then(|inner| inner.0.downcast_ref::<tap::EventTooLarge>())
 }
 

@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
 
-use crate::flight::ask::{self, Declares};
-use crate::flight::caller::CallInner;
-use crate::mrtr::Template;
+use crate::runtime::flight::ask::{self, Declares};
+use crate::runtime::flight::caller::CallInner;
+use crate::runtime::mrtr::Template;
 use crate::wire::TASKS_EXTENSION;
 use crate::wire::raw::Members;
 

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::deadline::Deadline;
+use crate::runtime::deadline::Deadline;
 use crate::store::InputRound;
 use crate::task::{TaskId, Timestamp};
 use crate::wire::MODERN_VERSION;

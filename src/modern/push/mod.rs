@@ -24,7 +24,7 @@
 //!
 //! **Where changes come from:** the store's change feed
 //! ([`TaskStore::changes`](crate::TaskStore::changes)), read once per layer
-//! by the [`Hub`], which wakes only the subscriptions watching the changed
+//! by the [`Hub`](crate::runtime::feed::Hub) (`runtime/feed/`), which wakes only the subscriptions watching the changed
 //! task. Each woken subscription reads the task again, so a notification
 //! always equals `tasks/get` at that moment; a change superseded before the
 //! read (two transitions within a store read) is folded into the next one.
@@ -47,55 +47,12 @@
 //! know; the client gets one stream carrying both (`mixed`).
 //!
 //! 2025-11-25 sessions get `notifications/tasks/status` on their GET stream
-//! (`session`); a waiting `tasks/result` carries them too (`legacy::result`).
+//! (`legacy::push`); a waiting `tasks/result` carries them too (`legacy::result`).
 
 mod filter;
-mod hub;
 mod listen;
 mod mixed;
-mod session;
 
 pub(crate) use filter::TaskFilter;
-pub(crate) use hub::Hub;
 pub(crate) use listen::{ListenCall, listen};
 pub(crate) use mixed::merged;
-pub(crate) use session::session_stream;
-
-use std::pin::Pin;
-
-use bytes::Bytes;
-use futures_util::Stream;
-use http::Response;
-use http_body::Body;
-use http_body_util::BodyExt;
-use sse_stream::{Sse, SseStream};
-
-use crate::body::{BoxError, ResponseBody};
-use crate::flight::tap::BodyError;
-use crate::wire::content_type;
-
-/// The events of an inner server's SSE stream.
-type Events = Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>;
-
-/// What the inner server answered a request the layer adds to.
-enum Inner<RB> {
-    /// A stream: its head and its events.
-    Stream(http::response::Parts, Events),
-    /// Anything else (an error, a JSON body), for the client as it is.
-    Answer(Response<ResponseBody<RB>>),
-}
-
-fn inner_events<RB>(response: Response<RB>) -> Inner<RB>
-where
-    RB: Body<Data = Bytes> + Send + 'static,
-    RB::Error: Into<BoxError>,
-{
-    let streams = response.status().is_success()
-        && content_type(response.headers()).starts_with("text/event-stream");
-    if !streams {
-        return Inner::Answer(response.map(ResponseBody::inner));
-    }
-    let (head, body) = response.into_parts();
-    let events = SseStream::new(body.map_err(|error| BodyError(error.into())));
-    Inner::Stream(head, Box::pin(events))
-}

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::background::Background;
 use crate::config::SubscriptionLimits;
+use crate::runtime::background::Background;
 use crate::store::{TaskChange, TaskStore};
 use crate::task::TaskId;
 

@@ -45,8 +45,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::background::Background;
 use crate::observe::{Waiting, events};
+use crate::runtime::background::Background;
 use crate::store::TaskStore;
 use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR};
 

@@ -28,21 +28,9 @@ use sse_stream::{Sse, SseStream};
 use serde_json::value::RawValue;
 
 use super::segment::Segmenter;
-use crate::body::{BoxBody, BoxError};
+use crate::body::{BodyError, BoxBody, BoxError};
 use crate::wire::progress::Token;
 use crate::wire::{InnerMessage, read_inner_message};
-
-/// A body error that is a `std::error::Error`, as `sse-stream` wants.
-#[derive(Debug)]
-pub(crate) struct BodyError(pub(crate) BoxError);
-
-impl std::fmt::Display for BodyError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::error::Error for BodyError {}
 
 #[derive(Default)]
 struct Recording {

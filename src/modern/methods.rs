@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use serde_json::value::RawValue;
 
-use crate::classify::{TaskCall, TaskMethod};
+use super::route::{TaskCall, TaskMethod};
 use crate::observe::{self, events, events::End};
 use crate::runtime::{Runtime, store_failed};
 use crate::store::{CancelOutcome, InputProgress, StoreError};

@@ -7,36 +7,27 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{CACHE_CONTROL, CONTENT_TYPE};
-use http::{HeaderValue, Response};
-use http_body::Frame;
-use http_body_util::{BodyExt, StreamBody};
+use http::Response;
 use serde_json::json;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::hub::{Hub, Refused, Watch};
-use crate::body::{BoxError, ResponseBody, reply_response};
-use crate::flight::live::sse_event;
+use crate::body::{ResponseBody, reply_response};
+use crate::runtime::feed::hub::{Hub, Refused, Watch};
+use crate::runtime::feed::stream::{BUFFER, RESYNC, RETRY, event_stream, expiry, sleep_until};
+use crate::runtime::flight::live::sse_event;
 use crate::runtime::{Runtime, store_failed};
-use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
+use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus};
 use crate::wire::jsonrpc::{ErrorObject, LIMIT_REACHED, Reply};
 use crate::wire::view::{TaskView, render};
 
 /// The `_meta` key naming the subscription on every message of the stream.
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
-/// Events a stream may hold unread before its client counts as too slow.
-pub(super) const BUFFER: usize = 64;
-
 /// The least time between two pushes of a task's status message alone.
 const MESSAGE_EVERY: Duration = Duration::from_millis(250);
-
-/// How often a subscription reads its tasks again when the store has no
-/// change feed.
-pub(super) const RESYNC: Duration = Duration::from_secs(5);
 
 /// A declaring client's `subscriptions/listen` that asks for `taskIds`.
 #[derive(Debug)]
@@ -145,21 +136,6 @@ pub(super) async fn agree(
     }
 }
 
-/// An SSE response whose events come from `rx`.
-pub(super) fn event_stream<B>(mut rx: mpsc::Receiver<Bytes>) -> Response<ResponseBody<B>> {
-    let frames = futures_util::stream::poll_fn(move |cx| {
-        rx.poll_recv(cx)
-            .map(|next| next.map(|bytes| Ok::<_, BoxError>(Frame::data(bytes))))
-    });
-    let body = BodyExt::boxed_unsync(StreamBody::new(frames));
-    let mut response = Response::new(ResponseBody::boxed(body));
-    let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response
-}
-
 fn refusal(id: &RawValue, message: &str) -> Reply {
     let error = ErrorObject::new(LIMIT_REACHED, message);
     Reply::error(http::StatusCode::OK, Some(id), error)
@@ -168,9 +144,6 @@ fn refusal(id: &RawValue, message: &str) -> Reply {
 /// What a subscription last pushed of a task: its status, its message, and
 /// the input it asks for (a new round with the same message is news).
 type Seen = (TaskStatus, Option<String>, Option<String>);
-
-/// How long after a failed store read a task is read again.
-pub(super) const RETRY: Duration = Duration::from_secs(1);
 
 /// Feeds one stream until it ends.
 pub(super) struct Feeder {
@@ -413,23 +386,6 @@ async fn tick(timer: &mut Option<tokio::time::Interval>) {
         Some(timer) => {
             timer.tick().await;
         }
-        None => std::future::pending().await,
-    }
-}
-
-/// When `task`'s TTL runs out, as a local instant; not sooner than 50 ms
-/// from now (clocks differ: Redis expires by its own).
-pub(super) fn expiry(task: &TaskSnapshot) -> Option<Instant> {
-    let deadline = task.created_at.saturating_add(task.ttl?);
-    let left = deadline
-        .as_millis()
-        .saturating_sub(Timestamp::now().as_millis());
-    Some(Instant::now() + Duration::from_millis(left.max(50)))
-}
-
-pub(super) async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
     }
 }
