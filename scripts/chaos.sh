@@ -31,7 +31,8 @@
 #            SIGTERM (drain), upstream kill -9; each followed by a restart
 #   redis    2 gateways on one redis-server (AOF, appendfsync always);
 #            the same faults, and kill -9 of redis-server
-#   cluster  3 gateways --redis-cluster --redis-wait-replicas 1 on a 3+3
+#   cluster  3 gateways --redis-cluster --redis-wait-replicas 1
+#            --redis-lease 20s (longer than a failover here) on a 3+3
 #            Redis Cluster; the same faults as sqlite, kill -9 of a primary
 #            (its replica takes over), SIGSTOP of a primary for 15 s
 # The upstream (tests/upstreams/chaos/server.py, Python SDK 1.30, stateless)
@@ -55,6 +56,9 @@
 #                         failed
 #   wrong                 handles completed (or calls answered at once)
 #                         with a result not their call's
+#   thrown_away           plain handles failed although their run finished
+#                         upstream: shown, not failed (a gateway killed
+#                         between the run's end and its write loses it too)
 #   overlaps              calls with two runs at the same time on the upstream
 #                         (reported, not failed: re-runs of slow_idem may)
 # Exits 1 when any of lost, stuck, run_twice, flips, idem_not_completed or

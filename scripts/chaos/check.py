@@ -13,6 +13,9 @@ line printed for a setup.
 |                   | apart from those that spent every run the gateway allows them (shown   | |
 |                   | as `+N spent their runs`: cut by kills three times over)               | |
 | wrong             | handles completed (or calls answered) with another call's result        | yes |
+| thrown away       | `fast`/`slow_plain` handles failed although their run `finished`       | no: a gateway |
+|                   | upstream (shown with examples: a sweep of a live gateway would be a    | killed between|
+|                   | bug; a gateway killed between the run's end and its write is not)      | end and write |
 | overlaps          | calls with two runs at once on the upstream (start..end intervals)      | no |
 """
 
@@ -103,6 +106,13 @@ def summarize(name: str, seconds: int, seed: int, faults: collections.Counter, l
     # that spent them all fails, saying so, and does not fail the run.
     spent = [t for t in idem_all if "no run of it is left" in t["detail"] or "on the last of its" in t["detail"]]
     idem_bad = [t for t in idem_all if t not in spent]
+    # A plain call whose run finished upstream, yet whose task failed: its
+    # result was thrown away (a sweep took a live gateway's task, say).
+    thrown = [
+        t for t in tasks
+        if t["tool"] in PLAIN and t["terminal"] == "failed"
+        and any(how == "finished" for _, _, how in runs.get((t["tool"], t["id"]), []))
+    ]
     wrong = [t for t in tasks if t["detail"].startswith("wrong result")]
     wrong += [call for call in load.calls.values() if call["outcome"] == "sync wrong"]
     overlaps = [key for key, each in runs.items() if len(each) > 1 and overlapping(each)]
@@ -114,7 +124,7 @@ def summarize(name: str, seconds: int, seed: int, faults: collections.Counter, l
         f"sync={outcomes['sync ok']} handles={len(load.tasks)} | lost={len(lost)} stuck={len(stuck)} "
         f"run_twice={len(twice)} flips={len(flips)} idem_not_completed={len(idem_bad)}/{len(idem)} "
         f"(+{len(spent)} spent their runs) "
-        f"wrong={len(wrong)} overlaps={len(overlaps)} | {'FAIL' if bad else 'ok'}"
+        f"wrong={len(wrong)} thrown_away={len(thrown)} overlaps={len(overlaps)} | {'FAIL' if bad else 'ok'}"
     )
     details = [f"  calls by outcome: {dict(outcomes)}"]
     for tool in ("fast", "slow_plain", "slow_idem"):
@@ -134,6 +144,7 @@ def summarize(name: str, seconds: int, seed: int, faults: collections.Counter, l
         "wrong results": [f"{item['tool']} {item['id']}: {item['detail'][:80]}" for item in wrong],
         "run twice": [f"{tool} {cid} x{len(runs[(tool, cid)])}" for tool, cid in twice],
         "flips": [f"{t['tool']} {t['id']}: {', '.join(t['flips'])}" for t in flips],
+        "results thrown away": [f"{t['tool']} {t['id']}: {t['detail'][:60]}" for t in thrown],
         "overlapping runs": [f"{tool} {cid}" for tool, cid in overlaps],
         "completed but never started upstream": [f"{t['tool']} {t['id']}" for t in never_ran],
         "unknown at some read, found later": [

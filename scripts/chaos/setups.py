@@ -4,7 +4,7 @@
 |---------|-------------------------------------------------------------|--------|
 | sqlite  | upstream, 1 gateway `--sqlite FILE`                         | gateway kill -9, gateway SIGTERM (drain), upstream kill -9 |
 | redis   | upstream, 2 gateways `--redis`, 1 redis-server (AOF, fsync always) | the same, and redis-server kill -9 |
-| cluster | upstream, 3 gateways `--redis-cluster --redis-wait-replicas 1`, 3+3 cluster | the same as sqlite, primary kill -9 (its replica takes over), primary SIGSTOP for 15 s |
+| cluster | upstream, 3 gateways `--redis-cluster --redis-wait-replicas 1 --redis-lease 20s`, 3+3 cluster | the same as sqlite, primary kill -9 (its replica takes over), primary SIGSTOP for 15 s |
 
 Each fault restarts what it stopped on the same port and files, and
 returns only once that is up again (the cluster: healthy again), so faults
@@ -62,7 +62,10 @@ class Setup:
         else:
             await self.start_cluster(taken)
             seeds = ",".join(f"redis://127.0.0.1:{node.port}" for node in procs.redis)
-            store = ["--redis-cluster", seeds, "--redis-wait-replicas", "1"]
+            # Longer than a failover here takes (a primary stopped 15 s left
+            # its shards without a renewal for up to 12 s): with the 10 s
+            # default every gateway fenced itself out of them.
+            store = ["--redis-cluster", seeds, "--redis-wait-replicas", "1", "--redis-lease", "20s"]
         port = free_port(taken)
         taken.add(port)
         argv = [self.python, self.server, f"127.0.0.1:{port}", str(self.runs_log)]

@@ -327,8 +327,14 @@ async fn layer(args: &Args) -> Result<TasksLayer, String> {
         (Some(_), Some(_)) => return Err(TWO_STORES.to_owned()),
         (Some((flag, nodes)), None) => {
             let wait = args.redis_wait_replicas.unwrap_or(0);
-            let store = RedisTaskStore::builder(nodes.clone())
-                .wait_for_replicas(wait, Duration::from_millis(250))
+            let mut builder = RedisTaskStore::builder(nodes.clone())
+                .wait_for_replicas(wait, Duration::from_millis(250));
+            match args.redis_lease {
+                Some(Human(Some(lease))) => builder = builder.lease(lease),
+                Some(Human(None)) => return Err("--redis-lease needs a duration".to_owned()),
+                None => {}
+            }
+            let store = builder
                 .connect()
                 .await
                 .map_err(|e| format!("{flag} {}: {e}", nodes.join(",")))?;

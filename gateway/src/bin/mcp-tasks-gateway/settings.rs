@@ -244,6 +244,17 @@ pub struct Args {
         value_name = "N"
     )]
     pub redis_wait_replicas: Option<u32>,
+    /// With --redis or --redis-cluster: how long this gateway stays alive in
+    /// Redis without renewing its lease. Make it longer than a failover of
+    /// your Redis takes: a gateway that cannot renew for a whole lease stops
+    /// the calls it runs there, and another takes their tasks [default: 10s].
+    #[arg(
+        help_heading = "Storage",
+        long,
+        env = "MCP_TASKS_REDIS_LEASE",
+        value_name = "DURATION"
+    )]
+    pub redis_lease: Option<Human>,
     /// Keep tasks in this SQLite file, across a restart and a `kill -9` of
     /// this gateway (one instance; use --redis for several).
     #[arg(

@@ -52,7 +52,7 @@ impl Args {
             };
         }
         pick!(
-            upstream, cwd, start_timeout, instances, max_in_flight, place_timeout, max_body_bytes, listen, path, threshold, ttl, max_ttl, poll_interval, redis, redis_wait_replicas, sqlite, retry_hints, fallback_after, fallback_tools,
+            upstream, cwd, start_timeout, instances, max_in_flight, place_timeout, max_body_bytes, listen, path, threshold, ttl, max_ttl, poll_interval, redis, redis_wait_replicas, redis_lease, sqlite, retry_hints, fallback_after, fallback_tools,
             max_tasks, max_tasks_per_principal, max_running, max_runtime,
             header_timeout, body_timeout, keep_alive, max_connections, max_connections_per_client,
             upstream_connect_timeout, upstream_header_timeout, upstream_request_timeout,
