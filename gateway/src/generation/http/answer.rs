@@ -39,6 +39,13 @@ async fn first_message(events: &mut Events) -> Option<Result<Sse, std::io::Error
     None
 }
 
+/// The events of an SSE answer, the whole stream cut at [`STREAM_FACTOR`]
+/// times the message limit `max`.
+pub(crate) fn sse_events(body: Plain, max: usize) -> Events {
+    let events = SseStream::new(limited(body, max.saturating_mul(STREAM_FACTOR)));
+    Box::pin(events.map_err(|error| std::io::Error::other(error.to_string())))
+}
+
 /// How many times the message limit a whole SSE answer may carry.
 pub(crate) const STREAM_FACTOR: usize = 4;
 
@@ -62,9 +69,7 @@ pub(crate) async fn for_client(
     parts.headers.remove("mcp-session-id");
     if sse {
         parts.headers.remove(CONTENT_LENGTH);
-        let events = SseStream::new(limited(body, max.saturating_mul(STREAM_FACTOR)))
-            .map_err(|error| std::io::Error::other(error.to_string()));
-        let mut events: Events = Box::pin(events);
+        let mut events = sse_events(body, max);
         // The head waits for the first message: a 2026-07-28 server refuses
         // a call whose client lacks a capability it needs with HTTP 400,
         // which a stream that has begun cannot say.

@@ -27,19 +27,18 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
-use futures_util::{StreamExt, TryStreamExt};
+use futures_util::StreamExt;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderValue, Request, Response, StatusCode};
 use http_body::Frame;
-use http_body_util::{BodyExt, Limited, StreamBody};
+use http_body_util::{BodyExt, Limited};
 use serde_json::value::RawValue;
-use sse_stream::SseStream;
 use tokio::sync::{mpsc, oneshot};
 use tower::ServiceExt;
 
-use super::answer::STREAM_FACTOR;
-use super::exchange::{error_reply, is_sse, limited};
-use super::rounds::Events;
+use super::answer::sse_events;
+use super::exchange::{error_reply, is_sse};
+use super::rounds::{Events, Framed, body_of};
 use super::{Plain, Upstream, full, lock};
 use crate::generation::input::ROUND_WAIT;
 use crate::generation::message::{
@@ -52,9 +51,6 @@ pub(crate) const MAX_QUESTIONS: usize = 10_000;
 
 /// The most rounds of input one call may take.
 pub(crate) const MAX_ROUNDS: usize = 32;
-
-/// A frame of the client's stream.
-type Framed = Result<Frame<Bytes>, std::io::Error>;
 
 /// A client's response to a question (JSON text).
 enum Answered {
@@ -209,7 +205,7 @@ pub(crate) async fn answered(response: Response<Plain>, call: Call) -> Response<
     if sse {
         parts.headers.remove(CONTENT_LENGTH);
         let (out, frames) = mpsc::channel(16);
-        tokio::spawn(relay(Next::Stream(events(body, call.max)), call, out));
+        tokio::spawn(relay(Next::Stream(sse_events(body, call.max)), call, out));
         return Response::from_parts(parts, body_of(frames));
     }
     let json = parts
@@ -246,20 +242,6 @@ fn too_large(call: &Call) -> Response<Plain> {
         StatusCode::BAD_GATEWAY,
         error_response(&call.id, -32603, &why),
     )
-}
-
-/// The events of an SSE answer, cut at [`STREAM_FACTOR`] times `max`.
-fn events(body: Plain, max: usize) -> Events {
-    let events = SseStream::new(limited(body, max.saturating_mul(STREAM_FACTOR)));
-    Box::pin(events.map_err(|error| std::io::Error::other(error.to_string())))
-}
-
-/// A body of the frames `frames` gets.
-fn body_of(frames: mpsc::Receiver<Framed>) -> Plain {
-    let frames = futures_util::stream::unfold(frames, |mut frames| async move {
-        frames.recv().await.map(|frame| (frame, frames))
-    });
-    StreamBody::new(frames).boxed_unsync()
 }
 
 /// What the relay goes on with.
@@ -422,7 +404,7 @@ async fn again(round: &Round, responses: &str, call: &Call) -> Result<Next, Byte
     let Ok(response) = call.inner.clone().oneshot(request).await;
     let status = response.status();
     if is_sse(&response) && status.is_success() {
-        return Ok(Next::Stream(events(response.into_body(), call.max)));
+        return Ok(Next::Stream(sse_events(response.into_body(), call.max)));
     }
     let body = Limited::new(response.into_body(), call.max).collect().await;
     let Ok(body) = body.map(http_body_util::Collected::to_bytes) else {

@@ -47,7 +47,7 @@ pub(crate) const MAX_ROUNDS: usize = 10_000;
 const ANSWER_WAIT: Duration = Duration::from_secs(10);
 
 /// A frame of a relayed answer.
-type Framed = Result<Frame<Bytes>, std::io::Error>;
+pub(crate) type Framed = Result<Frame<Bytes>, std::io::Error>;
 
 /// The upstream's events on a call's stream.
 pub(crate) type Events = Pin<Box<dyn Stream<Item = Result<Sse, std::io::Error>> + Send>>;
@@ -109,7 +109,7 @@ pub(crate) fn relayed(events: Events, call: Call, asking: Asking) -> Plain {
 }
 
 /// A body of the frames `answers` gets.
-fn body_of(answers: mpsc::Receiver<Framed>) -> Plain {
+pub(crate) fn body_of(answers: mpsc::Receiver<Framed>) -> Plain {
     let frames = futures_util::stream::unfold(answers, |mut answers| async move {
         answers.recv().await.map(|frame| (frame, answers))
     });
