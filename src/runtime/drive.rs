@@ -284,11 +284,16 @@ async fn handle(work: &mut Work, dialect: &mut dyn Dialect, answer: Answer) -> H
     let cut = answer.cut();
     let outcome = match answer.into_outcome() {
         Ok(outcome) => outcome,
-        Err(reason) if cut && work.rerunnable && dialect.inner_task().is_none() => {
-            return Box::pin(cut_off(work, dialect, reason)).await;
-        }
         Err(reason) => {
-            let message = format!("The tool call failed: {reason}");
+            // A call that may run again whose answer broke off: once more,
+            // while it has runs left (only the first send of a round: a
+            // later one carries answers the driver no longer holds).
+            let rerun = cut && work.rerunnable && work.round == 0 && dialect.inner_task().is_none();
+            if rerun && let Some(next) = Box::pin(run_again(work, dialect, &reason)).await {
+                return next;
+            }
+            let spent = if rerun { " (no run of it is left)" } else { "" };
+            let message = format!("The tool call failed: {reason}{spent}");
             settle(work, internal(message)).await;
             // The stream broke, but the tool may still run.
             if let Err(error) = dialect.abandon(work).await {
@@ -398,48 +403,31 @@ async fn unreached(work: &mut Work) -> Handled {
         tracing::debug!(task = %work.id, %error, "status not recorded");
     }
     tokio::time::sleep(wait).await;
+    reissued(work).await
+}
+
+/// A call that may run again, whose answer broke off (its inner server
+/// died under it, say), sent again when the store counts one more run for
+/// it: runs by a cut and by a restart share one count, so a tool never
+/// runs more times in all than it allows. `None` with no run left.
+async fn run_again(work: &mut Work, dialect: &mut dyn Dialect, reason: &str) -> Option<Handled> {
+    let why = format!("The call broke off ({reason})");
+    let (run, runs) = work.store.count_attempt(work.id, why).await.ok()??;
+    // Whatever the inner server still runs of the broken call.
+    if let Err(error) = dialect.abandon(work).await {
+        tracing::debug!(task = %work.id, error, "the abandoned call could not be told");
+    }
+    tracing::info!(task = %work.id, run, runs, reason, "the call broke off; it runs again");
+    Some(reissued(work).await)
+}
+
+/// The call sent again as it was, or the task failed when it cannot be.
+async fn reissued(work: &mut Work) -> Handled {
     match reissue(work, None, None) {
         Ok(flight) => Handled::Next(flight),
         Err(message) => {
             settle(work, internal(message)).await;
             Handled::Ended(Ended::Settled)
-        }
-    }
-}
-
-/// A call that may run again, whose answer broke off (its inner server
-/// died under it, say): run again while its re-run record has runs left,
-/// counted in the store with those a restart makes, so that a tool never
-/// runs more times in all than it allows. Only the first send of a round:
-/// a later one carries answers the driver no longer holds. Otherwise, or
-/// with no run left, the task fails as any broken call does.
-async fn cut_off(work: &mut Work, dialect: &mut dyn Dialect, reason: String) -> Handled {
-    let settled = Handled::Ended(Ended::Settled);
-    let why = format!("The call broke off ({reason})");
-    let counted = if work.round == 0 {
-        work.store.count_attempt(work.id, why).await
-    } else {
-        Ok(None)
-    };
-    // Whatever the inner server still runs of the broken call.
-    if let Err(error) = dialect.abandon(work).await {
-        tracing::debug!(task = %work.id, error, "the abandoned call could not be told");
-    }
-    match counted {
-        Ok(Some((run, runs))) => {
-            tracing::info!(task = %work.id, run, runs, reason, "the call broke off; it runs again");
-            match reissue(work, None, None) {
-                Ok(flight) => Handled::Next(flight),
-                Err(message) => {
-                    settle(work, internal(message)).await;
-                    settled
-                }
-            }
-        }
-        Ok(None) | Err(_) => {
-            let message = format!("The tool call failed: {reason} (no run of it is left)");
-            settle(work, internal(message)).await;
-            settled
         }
     }
 }

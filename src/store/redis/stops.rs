@@ -112,16 +112,10 @@ impl Stops {
             .filter(|(_, entry)| entry.shard == shard)
             .map(|(id, _)| *id)
             .collect();
-        let mut stops = Vec::with_capacity(fenced.len());
-        for id in fenced {
-            if let Some(entry) = local.tasks.remove(&id) {
-                self.interest.remove(entry.shard);
-                if let Some(deadline) = entry.deadline {
-                    local.deadlines.remove(&(deadline, id));
-                }
-                stops.push(entry.stop);
-            }
-        }
+        let stops: Vec<_> = fenced
+            .into_iter()
+            .filter_map(|id| self.forget(&mut local, id))
+            .collect();
         drop(local);
         for stop in &stops {
             stop.cancel();
@@ -192,17 +186,21 @@ impl Stops {
 
     /// The task ended (or is gone): fire and forget its token, if held here.
     pub(super) fn fire(&self, id: TaskId) {
-        let id = id.as_u128();
-        let mut local = self.lock();
-        let Some(entry) = local.tasks.remove(&id) else {
-            return;
-        };
+        let stop = self.forget(&mut self.lock(), id.as_u128());
+        if let Some(stop) = stop {
+            stop.cancel();
+        }
+    }
+
+    /// Takes the entry of `id` out of `local` (and its shard's interest
+    /// and deadline): its token, to fire once the lock is let go.
+    fn forget(&self, local: &mut Local, id: u128) -> Option<CancellationToken> {
+        let entry = local.tasks.remove(&id)?;
         self.interest.remove(entry.shard);
         if let Some(deadline) = entry.deadline {
             local.deadlines.remove(&(deadline, id));
         }
-        drop(local);
-        entry.stop.cancel();
+        Some(entry.stop)
     }
 
     /// How many tokens are held.
