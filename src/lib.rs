@@ -81,6 +81,7 @@ mod runtime;
 pub mod store;
 mod task;
 mod unreached;
+pub mod webhook;
 pub mod wire;
 
 pub use admin::Admin;
