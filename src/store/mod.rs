@@ -24,10 +24,7 @@
 
 mod admin;
 mod cursor;
-mod expiry;
-mod live;
 mod memory;
-mod owners;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;

@@ -233,12 +233,12 @@ mod scripts;
 mod sharded;
 mod shards;
 mod stops;
+mod transition;
 
 use std::fmt;
 use std::sync::Arc;
 
 use conn::Conn;
-use redis::Value;
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
@@ -321,15 +321,6 @@ fn backend(error: redis::RedisError) -> StoreError {
     StoreError::Backend(Box::new(error))
 }
 
-/// Whether a write's answer means the task is over: gone, or terminal.
-fn ended(result: &Result<(), StoreError>) -> bool {
-    match result {
-        Err(StoreError::NotFound) => true,
-        Err(StoreError::InvalidTransition { from, .. }) => from.is_terminal(),
-        _ => false,
-    }
-}
-
 fn now_text() -> String {
     Timestamp::now().as_millis().to_string()
 }
@@ -383,64 +374,6 @@ impl RedisTaskStore {
     fn conn(&self) -> Conn {
         self.inner.conn.clone()
     }
-
-    /// `cancel` under the script's owner arguments (`ANY_OWNER` for the
-    /// operator's).
-    async fn cancel_as(
-        &self,
-        id: TaskId,
-        shard: usize,
-        [has_owner, owner]: [&str; 2],
-    ) -> Result<Option<CancelOutcome>, StoreError> {
-        let keys = self.inner.shards.get(shard);
-        let mut call = scripts::CANCEL.key(keys.task(id));
-        call.key(keys.round(id))
-            .arg(has_owner)
-            .arg(owner)
-            .arg(now_text())
-            .arg(keys.channel())
-            .arg(id.to_string())
-            .arg(keys.driving_head());
-        let reply: Value = call.invoke_async(&mut self.conn()).await.map_err(backend)?;
-        if reply::is_absent(&reply) {
-            return Ok(None);
-        }
-        let mut items = reply::items(reply)?.into_iter();
-        let tag = reply::required(items.next(), "cancel tag")?;
-        let snapshot = reply::snapshot(id, items)?;
-        // Cancelled now or terminal before: the work is over either way,
-        // and the local token fires before this call returns.
-        self.inner.stops.fire(id);
-        match tag.as_str() {
-            "cancelled" => Ok(Some(CancelOutcome::Cancelled(snapshot))),
-            "terminal" => Ok(Some(CancelOutcome::AlreadyTerminal(snapshot))),
-            _ => Err(reply::corrupt("an unknown cancel tag")),
-        }
-    }
-
-    /// `complete` and `fail`: one script, announcing the end.
-    async fn finish(
-        &self,
-        id: TaskId,
-        to: TaskStatus,
-        payload: Box<RawValue>,
-    ) -> Result<(), StoreError> {
-        let keys = self.inner.shards.get(self.locate(id).await?);
-        let mut call = scripts::FINISH.key(keys.task(id));
-        call.key(keys.round(id))
-            .arg(to.as_str())
-            .arg(payload.get())
-            .arg(now_text())
-            .arg(keys.channel())
-            .arg(id.to_string())
-            .arg(keys.driving_head());
-        let reply: Value = call.invoke_async(&mut self.conn()).await.map_err(backend)?;
-        let result = reply::written(reply, |_| to);
-        if result.is_ok() || ended(&result) {
-            self.inner.stops.fire(id);
-        }
-        result
-    }
 }
 
 impl TaskStore for RedisTaskStore {
@@ -469,20 +402,7 @@ impl TaskStore for RedisTaskStore {
     }
 
     fn set_status_message(&self, id: TaskId, message: String) -> StoreFuture<'_, ()> {
-        Box::pin(async move {
-            let keys = self.inner.shards.get(self.locate(id).await?);
-            let mut call = scripts::SET_MESSAGE.key(keys.task(id));
-            call.arg(message)
-                .arg(now_text())
-                .arg(keys.changed())
-                .arg(id.to_string());
-            let reply: Value = call.invoke_async(&mut self.conn()).await.map_err(backend)?;
-            let result = reply::written(reply, |from| from);
-            if ended(&result) {
-                self.inner.stops.fire(id);
-            }
-            result
-        })
+        Box::pin(self.set_message(id, message))
     }
 
     fn complete(&self, id: TaskId, result: Box<RawValue>) -> StoreFuture<'_, ()> {
@@ -523,25 +443,7 @@ impl TaskStore for RedisTaskStore {
     }
 
     fn require_input(&self, id: TaskId, round: InputRound) -> StoreFuture<'_, ()> {
-        Box::pin(async move {
-            let keys = self.inner.shards.get(self.locate(id).await?);
-            let mut call = scripts::REQUIRE_INPUT.key(keys.task(id));
-            call.key(keys.round(id))
-                .arg(now_text())
-                .arg(round.resume.get())
-                .arg(id.to_string())
-                .arg(keys.driving_head())
-                .arg(keys.changed());
-            for (key, request) in &round.requests {
-                call.arg(key.as_str()).arg(request.get());
-            }
-            let reply: Value = call.invoke_async(&mut self.conn()).await.map_err(backend)?;
-            let result = reply::written(reply, |_| TaskStatus::InputRequired);
-            if ended(&result) {
-                self.inner.stops.fire(id);
-            }
-            result
-        })
+        Box::pin(self.ask_input(id, round))
     }
 
     fn answer_input<'a>(

@@ -4,15 +4,19 @@
 //! they were created: one FIFO queue per TTL (in 100 ms buckets) keeps
 //! every deadline in O(1), and the reaper only looks at the queue fronts.
 //! Scheduling wakes the reaper only when a queue was empty, so a busy store
-//! with a fixed TTL costs one queue push per task and nothing else.
+//! with a fixed TTL costs one queue push per task and nothing else. The
+//! reaper, started by the first task with a TTL, sleeps until the next
+//! deadline and removes what is due from the shards, the index and the counts.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use crate::task::Timestamp;
+use super::{Inner, MemoryTaskStore, SHARDS};
+use crate::store::TaskChange;
+use crate::task::{TaskId, Timestamp};
 
 /// Deadlines by TTL bucket, and the signal that wakes the reaper.
 #[derive(Default)]
@@ -56,6 +60,67 @@ impl Expiry {
             !queue.is_empty()
         });
         next
+    }
+}
+
+impl MemoryTaskStore {
+    /// Records when `id` expires, and starts the reaper if none runs.
+    pub(super) fn schedule_expiry(&self, id: u128, ttl: Duration, deadline: Timestamp) {
+        {
+            // A poisoned lock only guards the handle; reads enforce expiry.
+            let mut reaper = self.inner.reaper.lock().unwrap_or_else(|p| p.into_inner());
+            if reaper.as_ref().is_none_or(|handle| handle.is_finished()) {
+                let wake = self.inner.expiry.wake.clone();
+                *reaper = Some(tokio::spawn(reap(Arc::downgrade(&self.inner), wake)));
+            }
+        }
+        self.inner.expiry.schedule(id, ttl, deadline);
+    }
+}
+
+/// Removes expired tasks and fires their stop signal, sleeping until the
+/// next deadline or until a new one is scheduled. Ends with the store.
+async fn reap(store: Weak<Inner>, wake: Arc<Notify>) {
+    let mut due = Vec::new();
+    loop {
+        let next = {
+            let Some(inner) = store.upgrade() else { return };
+            let now = Timestamp::now();
+            let next = inner.expiry.take_due(now, &mut due);
+            for id in due.drain(..) {
+                let shard = &inner.shards[(id as usize) % SHARDS];
+                // A poisoned shard is left alone here; every read reports it.
+                let removed = match shard.lock() {
+                    Ok(mut map) if map.get(&id).is_some_and(|entry| entry.expired(now)) => {
+                        map.remove(&id)
+                    }
+                    _ => None,
+                };
+                if let Some(entry) = removed {
+                    let key = (entry.created_at.as_millis(), id);
+                    inner.owners.remove(entry.owner.as_deref(), key);
+                    if entry.counted {
+                        inner
+                            .live
+                            .remove(entry.owner.as_deref(), entry.live_key(id));
+                    }
+                    entry.stop.cancel();
+                    let _ = inner
+                        .changes
+                        .send(TaskChange::Changed(TaskId::from_u128(id)));
+                }
+            }
+            next.map(|at| Duration::from_millis(at.as_millis().saturating_sub(now.as_millis())))
+        };
+        match next {
+            Some(delay) => {
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = wake.notified() => {}
+                }
+            }
+            None => wake.notified().await,
+        }
     }
 }
 

@@ -4,34 +4,42 @@
 //! every operation is O(1) in the number of tasks and callers on different
 //! shards never wait for each other. Expiry is enforced twice: every read
 //! checks the deadline (so an expired task is invisible at once), and a reaper
-//! task over per-TTL deadline queues (`expiry`, O(1) per task)
+//! task over per-TTL deadline queues (`expiry.rs`, O(1) per task)
 //! removes it and fires its stop signal without anyone calling a sweep.
-//! Each owner's tasks are also kept in creation order (`owners`), so that
+//! Each owner's tasks are also kept in creation order (`owners.rs`), so that
 //! listing one owner's tasks costs O(log n + page); the reaper keeps that
 //! index in step, and a listing drops the keys of expired tasks it steps over.
-//! Tasks created under a [`Quota`] are counted by deadline (`live`), so that
+//! Tasks created under a [`Quota`] are counted by deadline (`live.rs`), so that
 //! `create` checks the caps and inserts in one step, exactly at any moment.
+//!
+//! | File         | Holds                                                        |
+//! |--------------|--------------------------------------------------------------|
+//! | `mod.rs`     | the store, its task entries and the [`TaskStore`] methods    |
+//! | `expiry.rs`  | the deadline queues and the reaper that empties them         |
+//! | `owners.rs`  | the per-owner index that `list` pages through                |
+//! | `live.rs`    | the live-task counts that [`Quota`]s are checked against     |
+//! | `admin.rs`   | the operator's methods, over every owner's tasks             |
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::value::RawValue;
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::cursor::{ListCursor, MAX_PAGE};
-use super::expiry::Expiry;
-use super::live::{self, Live};
-use super::owners::{Found, Owners};
 use super::{
     AdminPage, AdminTask, CHANGES, CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask,
     Quota, StoreError, StoreFuture, TaskChange, TaskCounts, TaskList, TaskStore,
 };
 use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
 use crate::wire::jsonrpc::error_message;
+use expiry::Expiry;
+use live::Live;
+use owners::{Found, Owners};
 
 const SHARDS: usize = 16;
 
@@ -318,64 +326,6 @@ impl MemoryTaskStore {
             _ => None,
         })
     }
-
-    fn schedule_expiry(&self, id: u128, ttl: Duration, deadline: Timestamp) {
-        {
-            // A poisoned lock only guards the handle; reads enforce expiry.
-            let mut reaper = self.inner.reaper.lock().unwrap_or_else(|p| p.into_inner());
-            if reaper.as_ref().is_none_or(|handle| handle.is_finished()) {
-                let wake = self.inner.expiry.wake.clone();
-                *reaper = Some(tokio::spawn(reap(Arc::downgrade(&self.inner), wake)));
-            }
-        }
-        self.inner.expiry.schedule(id, ttl, deadline);
-    }
-}
-
-/// Removes expired tasks and fires their stop signal, sleeping until the
-/// next deadline or until a new one is scheduled. Ends with the store.
-async fn reap(store: Weak<Inner>, wake: Arc<Notify>) {
-    let mut due = Vec::new();
-    loop {
-        let next = {
-            let Some(inner) = store.upgrade() else { return };
-            let now = Timestamp::now();
-            let next = inner.expiry.take_due(now, &mut due);
-            for id in due.drain(..) {
-                let shard = &inner.shards[(id as usize) % SHARDS];
-                // A poisoned shard is left alone here; every read reports it.
-                let removed = match shard.lock() {
-                    Ok(mut map) if map.get(&id).is_some_and(|entry| entry.expired(now)) => {
-                        map.remove(&id)
-                    }
-                    _ => None,
-                };
-                if let Some(entry) = removed {
-                    let key = (entry.created_at.as_millis(), id);
-                    inner.owners.remove(entry.owner.as_deref(), key);
-                    if entry.counted {
-                        inner
-                            .live
-                            .remove(entry.owner.as_deref(), entry.live_key(id));
-                    }
-                    entry.stop.cancel();
-                    let _ = inner
-                        .changes
-                        .send(TaskChange::Changed(TaskId::from_u128(id)));
-                }
-            }
-            next.map(|at| Duration::from_millis(at.as_millis().saturating_sub(now.as_millis())))
-        };
-        match next {
-            Some(delay) => {
-                tokio::select! {
-                    _ = tokio::time::sleep(delay) => {}
-                    _ = wake.notified() => {}
-                }
-            }
-            None => wake.notified().await,
-        }
-    }
 }
 
 impl TaskStore for MemoryTaskStore {
@@ -595,5 +545,8 @@ impl TaskStore for MemoryTaskStore {
 }
 
 mod admin;
+mod expiry;
+mod live;
+mod owners;
 #[cfg(test)]
 mod tests;

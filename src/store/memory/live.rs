@@ -22,7 +22,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use super::{Quota, QuotaScope, StoreError};
+use crate::store::{Quota, QuotaScope, StoreError};
 use crate::task::Timestamp;
 
 /// A counted task: its deadline (ms; `u64::MAX` without TTL), then its id.
