@@ -87,6 +87,7 @@ pub mod wire;
 pub use admin::Admin;
 pub use body::{RequestBody, ResponseBody};
 pub use config::TasksConfig;
+pub use config::events::EventsConfig;
 pub use layer::{ResponseFuture, TasksLayer, TasksService};
 pub use owner::{DefaultOwner, Principal, ResolveOwner};
 pub use policy::ToolPolicy;

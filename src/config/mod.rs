@@ -1,5 +1,6 @@
 //! The layer's settings and their defaults.
 
+pub(crate) mod events;
 pub(crate) mod fallback;
 
 use std::collections::HashMap;
@@ -90,6 +91,8 @@ pub struct TasksConfig {
     pub(crate) retry_hints: bool,
     /// The fallback for clients without tasks (off by default).
     pub(crate) fallback: Fallback,
+    /// Task events (MCP Events extension; off by default).
+    pub(crate) events: Option<events::EventsConfig>,
 }
 
 impl Default for TasksConfig {
@@ -128,6 +131,7 @@ impl Default for TasksConfig {
             retries: HashMap::new(),
             retry_hints: true,
             fallback: Fallback::default(),
+            events: None,
         }
     }
 }

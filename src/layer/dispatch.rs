@@ -23,6 +23,7 @@ use crate::legacy::route::{LegacyMethod, LegacyRoute};
 use crate::legacy::sessions::{Known, Sessions};
 use crate::legacy::{self, advertise};
 use crate::modern::early;
+use crate::modern::events;
 use crate::modern::fallback;
 use crate::modern::methods;
 use crate::modern::own_tasks::OwnTasks;
@@ -217,9 +218,15 @@ where
             let span = observe::request_span("server/discover");
             let future = inner.call(Request::from_parts(parts, RequestBody::buffered(bytes)));
             let own = shared.own.clone();
+            let events = shared.events.is_some();
             let edit = move |message: &str| {
                 own.saw(message);
-                rewrite::with_extension(message)
+                let tasks = rewrite::with_extension(message);
+                if !events {
+                    return tasks;
+                }
+                let base = tasks.as_deref().unwrap_or(message);
+                events::catalog::advertised(base).or(tasks)
             };
             owned(traced(span, async move {
                 Ok(rewrite::edit_response(future.await?, edit).await)
@@ -323,6 +330,27 @@ where
                     }))
                 }
             }
+        }
+        Route::EventsList { first_page, id } => {
+            let span = observe::request_span("events/list");
+            let future = inner.call(Request::from_parts(parts, RequestBody::buffered(bytes)));
+            let config = runtime.config.events.clone();
+            let limit = runtime.config.max_result_bytes;
+            owned(traced(span, async move {
+                let response = future.await?;
+                Ok(events::catalog::list_response(response, config, first_page, id, limit).await)
+            }))
+        }
+        Route::Events(call) => {
+            let span = observe::request_span(call.method.name());
+            let owner = in_span(&span, || runtime.owner(&parts));
+            let Some(events) = shared.events.clone() else {
+                return State::reply(Reply::method_not_found(Some(&call.id), call.method.name()));
+            };
+            let runtime = runtime.clone();
+            owned(traced(span, async move {
+                Ok(events::answer(runtime, events, owner, call).await)
+            }))
         }
         Route::Legacy(route) => {
             let span = observe::request_span(route.method_name());

@@ -432,6 +432,15 @@ impl TasksLayer {
         self
     }
 
+    /// Offers task events (the MCP Events extension): every status change
+    /// of a caller's tasks by `events/poll`, `events/stream` and, when
+    /// `events` has a transport, signed webhooks. Needs a store that logs
+    /// status changes ([`TaskStore::status_events`]); off by default.
+    pub fn events(mut self, events: crate::EventsConfig) -> Self {
+        self.config.events = Some(events);
+        self.resized()
+    }
+
     /// The name of the inner server this layer wraps. Tasks made under one
     /// scope are unknown under every other, byte for byte, even in one
     /// store: give each route its own scope when clones of one layer wrap
@@ -486,7 +495,9 @@ impl<S> Layer<S> for TasksLayer {
             waiting: core.waiting.clone(),
             hints: core.hints.clone(),
         };
-        TasksService::new(inner, Arc::new(Shared::new(runtime, core)))
+        let shared = Arc::new(Shared::new(runtime, core));
+        shared.deliver_once();
+        TasksService::new(inner, shared)
     }
 }
 

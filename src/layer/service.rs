@@ -117,6 +117,7 @@ impl<S> TasksService<S> {
         if recovering.load(Ordering::Relaxed) || recovering.swap(true, Ordering::AcqRel) {
             return;
         }
+        self.shared.deliver_once();
         let inner = self.inner.clone();
         let host = request.headers().get(http::header::HOST).cloned();
         let caller = move || Caller::<S, B>::boxed(inner.clone());

@@ -3,11 +3,12 @@
 //! ([`Shared`]).
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::config::TasksConfig;
 use crate::legacy::sessions::{SessionLimits, Sessions};
 use crate::legacy::waiters::Waiters;
+use crate::modern::events::{Events, deliver};
 use crate::modern::own_tasks::OwnTasks;
 use crate::observe::Waiting;
 use crate::runtime::background::Background;
@@ -31,6 +32,10 @@ pub(crate) struct Core {
     pub hub: Arc<Hub>,
     /// Whether the inner server has tasks of its own.
     pub own: Arc<OwnTasks>,
+    /// Task events, when on.
+    pub events: Option<Arc<Events>>,
+    /// Set once the webhook deliverer was started.
+    pub delivering: Arc<AtomicBool>,
 }
 
 impl Core {
@@ -47,6 +52,11 @@ impl Core {
             waiters: Arc::new(Waiters::new(config.waiters)),
             hub: Arc::new(Hub::new(config.subscriptions, background.clone())),
             own: Arc::default(),
+            events: config
+                .events
+                .clone()
+                .map(|events| Arc::new(Events::new(events))),
+            delivering: Arc::default(),
             background,
         }
     }
@@ -68,6 +78,9 @@ pub(crate) struct Shared {
     /// Set once the store's tasks to run again were asked for (with the
     /// first request, which brings the inner service to run them on).
     pub recovering: AtomicBool,
+    /// Task events, when on.
+    pub events: Option<Arc<Events>>,
+    delivering: Arc<AtomicBool>,
 }
 
 impl Shared {
@@ -80,6 +93,21 @@ impl Shared {
             hub: core.hub.clone(),
             own: core.own.clone(),
             recovering: AtomicBool::new(false),
+            events: core.events.clone(),
+            delivering: core.delivering.clone(),
         }
+    }
+
+    /// Starts the webhook deliverer of the layer, once, when a tokio
+    /// runtime runs this thread (at `layer()`, else at the first request).
+    pub(crate) fn deliver_once(&self) {
+        let Some(events) = &self.events else { return };
+        if self.delivering.load(Ordering::Relaxed)
+            || tokio::runtime::Handle::try_current().is_err()
+            || self.delivering.swap(true, Ordering::AcqRel)
+        {
+            return;
+        }
+        deliver::start(self.runtime.clone(), events.clone());
     }
 }

@@ -13,8 +13,10 @@
 //! | `early.rs` | a long synchronous call answered early: the layer's own SSE head and keep-alives |
 //! | `fallback/` | the fallback for clients without tasks: a tool result that names the task, and the two tools that read and cancel it |
 //! | `push/` | `subscriptions/listen` for task status: the filter, the stream, a listen mixed with the inner server's stream |
+//! | `events/` | task events (MCP Events extension): the event type in `events/list`, poll, stream, webhook subscriptions and their deliverer |
 
 pub(crate) mod early;
+pub(crate) mod events;
 pub(crate) mod fallback;
 pub(crate) mod methods;
 pub(crate) mod own_tasks;

@@ -17,6 +17,8 @@
 //! | `mcp_tasks_get_seconds` | histogram | | seconds | `tasks/get` answered by the layer (2026-07-28) |
 //! | `mcp_tasks_store_seconds` | histogram | `op` | seconds | one task store operation (`create`, `get`, `set_status_message`, `complete`, `fail`, `cancel`, `require_input`, `answer_input`, `list`) |
 //! | `mcp_tasks_store_errors_total` | counter | `op` | errors | task store operations that failed (not "not found") |
+//! | `mcp_tasks_event_deliveries_total` | counter | `outcome`: `sent`, `retried`, `failed` (given up after the last try), `refused` (410, 413) | deliveries | webhook deliveries of task events |
+//! | `mcp_tasks_event_delivery_seconds` | histogram | | seconds | one webhook delivery try, from the send to the answer or the failure |
 //!
 //! **Histogram buckets.** A recorder that exports histograms with buckets
 //! (Prometheus) needs bounds that fit each figure; [`buckets`] gives them,
@@ -58,6 +60,10 @@ pub const GET: &str = "mcp_tasks_get_seconds";
 pub const STORE: &str = "mcp_tasks_store_seconds";
 /// Failed store operations; label `op`.
 pub const STORE_ERRORS: &str = "mcp_tasks_store_errors_total";
+/// Webhook deliveries of task events; label `outcome`.
+pub const EVENT_DELIVERIES: &str = "mcp_tasks_event_deliveries_total";
+/// Seconds of one webhook delivery try.
+pub const EVENT_DELIVERY_SECONDS: &str = "mcp_tasks_event_delivery_seconds";
 
 /// Bucket bounds of [`DURATION`], in seconds: see the [module docs](self).
 pub const DURATION_BUCKETS: &[f64] = &[

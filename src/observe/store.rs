@@ -133,4 +133,39 @@ impl TaskStore for Measured {
     fn count_attempt(&self, id: TaskId, why: String) -> StoreFuture<'_, Option<(u32, u32)>> {
         self.0.count_attempt(id, why)
     }
+
+    fn status_events<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> StoreFuture<'a, crate::store::EventPage> {
+        timed("status_events", self.0.status_events(owner, after, limit))
+    }
+
+    fn put_hook(
+        &self,
+        hook: crate::store::Hook,
+        per_owner: u32,
+        total: u32,
+    ) -> StoreFuture<'_, crate::store::Hook> {
+        timed("put_hook", self.0.put_hook(hook, per_owner, total))
+    }
+
+    fn remove_hook<'a>(&'a self, owner: Option<&'a str>, id: &'a str) -> StoreFuture<'a, bool> {
+        timed("remove_hook", self.0.remove_hook(owner, id))
+    }
+
+    fn hooks(&self) -> StoreFuture<'_, Vec<crate::store::Hook>> {
+        timed("hooks", self.0.hooks())
+    }
+
+    fn advance_hook<'a>(
+        &'a self,
+        id: &'a str,
+        from: &'a str,
+        to: &'a str,
+    ) -> StoreFuture<'a, bool> {
+        timed("advance_hook", self.0.advance_hook(id, from, to))
+    }
 }

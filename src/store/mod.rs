@@ -24,6 +24,7 @@
 
 mod admin;
 mod cursor;
+mod events;
 mod memory;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
@@ -50,6 +51,7 @@ pub use self::redis::{RedisNodes, RedisTaskStore, RedisTaskStoreBuilder, TaskPag
 pub use self::sqlite::{SqliteTaskStore, SqliteTaskStoreBuilder, Synchronous};
 pub use admin::{AdminPage, AdminTask, StatusCounts, TaskCounts};
 pub use cursor::ListCursor;
+pub use events::{EventPage, Hook, StatusEvent};
 pub use memory::MemoryTaskStore;
 
 /// Held while this instance watches an owner's tasks: see
@@ -480,6 +482,59 @@ pub trait TaskStore: Send + Sync + 'static {
     /// all there at the start.
     fn orphan_signal(&self) -> Option<std::sync::Arc<tokio::sync::Notify>> {
         None
+    }
+
+    /// `owner`'s task status changes after the cursor `after`, oldest first,
+    /// at most `limit` (clamp 1..=1000): what task events are read from. `after: None` reads from now: no change, and the
+    /// cursor of the log's current end. A cursor this store did not give
+    /// out is [`StoreError::InvalidCursor`]. The default answers
+    /// [`StoreError::Unsupported`]: then the layer offers no task events.
+    fn status_events<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> StoreFuture<'a, EventPage> {
+        let _ = (owner, after, limit);
+        Box::pin(async { Err(StoreError::Unsupported("status_events")) })
+    }
+
+    /// Stores a webhook subscription, or refreshes the one with the same
+    /// [`Hook::id`]: a live one keeps its cursor and takes the new secret
+    /// and expiry; a lapsed or unknown one is stored as given. Refuses with
+    /// [`StoreError::QuotaExceeded`], storing nothing, when a new one would
+    /// make `owner` hold more than `per_owner` or the store more than
+    /// `total`. Returns the subscription as stored. The default answers
+    /// [`StoreError::Unsupported`].
+    fn put_hook(&self, hook: Hook, per_owner: u32, total: u32) -> StoreFuture<'_, Hook> {
+        let _ = (hook, per_owner, total);
+        Box::pin(async { Err(StoreError::Unsupported("put_hook")) })
+    }
+
+    /// Removes `owner`'s webhook subscription `id`; whether there was one.
+    /// The default answers [`StoreError::Unsupported`].
+    fn remove_hook<'a>(&'a self, owner: Option<&'a str>, id: &'a str) -> StoreFuture<'a, bool> {
+        let _ = (owner, id);
+        Box::pin(async { Err(StoreError::Unsupported("remove_hook")) })
+    }
+
+    /// Every webhook subscription that has not lapsed. The default answers
+    /// [`StoreError::Unsupported`].
+    fn hooks(&self) -> StoreFuture<'_, Vec<Hook>> {
+        Box::pin(async { Err(StoreError::Unsupported("hooks")) })
+    }
+
+    /// Moves subscription `id`'s cursor from `from` to `to`, if it is
+    /// still at `from` (another instance may have moved it); whether it
+    /// moved. The default answers [`StoreError::Unsupported`].
+    fn advance_hook<'a>(
+        &'a self,
+        id: &'a str,
+        from: &'a str,
+        to: &'a str,
+    ) -> StoreFuture<'a, bool> {
+        let _ = (id, from, to);
+        Box::pin(async { Err(StoreError::Unsupported("advance_hook")) })
     }
 
     /// Lets go of what this process holds in a shared store, at the end of

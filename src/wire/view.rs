@@ -6,6 +6,7 @@
 //! | 2026-07-28 `tasks/get`       | `"complete"` | the one its status carries                 | `ttlMs`, `pollIntervalMs` |
 //! | 2026-07-28 `notifications/tasks` | absent   | the one its status carries                 | `ttlMs`, `pollIntervalMs` |
 //! | 2025-11-25 task              | absent       | never (`tasks/result` carries the outcome) | `ttl`, `pollInterval`  |
+//! | a task event's `data` (MCP Events) | absent | never (a status change, read with `tasks/get`) | `ttlMs`, `pollIntervalMs` |
 //!
 //! Keeping this in one function means the handle, the poll and the legacy view
 //! cannot drift apart.
@@ -27,6 +28,9 @@ pub enum TaskView {
     Pushed,
     /// The 2025-11-25 `Task` object.
     Legacy,
+    /// The `data` of a task event (MCP Events extension): the task's
+    /// status without its payload.
+    Event,
 }
 
 /// A snapshot rendered in a [`TaskView`].
@@ -73,7 +77,7 @@ impl Serialize for Rendered<'_> {
         match self.view {
             TaskView::Created => map.serialize_entry("resultType", "task")?,
             TaskView::Detailed => map.serialize_entry("resultType", "complete")?,
-            TaskView::Legacy | TaskView::Pushed => {}
+            TaskView::Legacy | TaskView::Pushed | TaskView::Event => {}
         }
         map.serialize_entry("taskId", &task.id.to_string())?;
         map.serialize_entry("status", status_in(task, self.view))?;

@@ -32,6 +32,7 @@ use serde::de::IgnoredAny;
 use crate::config::TasksConfig;
 use crate::legacy::route::Decision;
 use crate::legacy::{self, sessions::Sessions};
+use crate::modern::events::{EventsCall, EventsMethod};
 use crate::modern::fallback::answer::AddedCall;
 use crate::modern::fallback::{FallbackCall, Handle};
 use crate::modern::push::TaskFilter;
@@ -79,6 +80,14 @@ pub(crate) enum Route {
     Legacy(crate::legacy::route::LegacyRoute),
     /// A declaring client's `subscriptions/listen` for task status only.
     Listen(crate::modern::push::ListenCall),
+    /// `events/list` with task events on: the inner server's list with the
+    /// layer's event type (`first_page`), or the layer's alone.
+    EventsList {
+        first_page: bool,
+        id: Box<serde_json::value::RawValue>,
+    },
+    /// An events method about the layer's event type.
+    Events(EventsCall),
 }
 
 /// Whether the layer must read the body of a POST with these headers.
@@ -381,7 +390,45 @@ pub(crate) fn classify(
         "tasks/list" | "tasks/result" => {
             Route::Reply(Reply::method_not_found(Some(id.raw()), method))
         }
+        "events/list" if config.events.is_some() => Route::EventsList {
+            first_page: params.cursor.is_none(),
+            id: id.raw().to_owned(),
+        },
+        _ if method.starts_with("events/") => events_route(id, method, &spanned, body, config),
         _ => Route::Forward,
+    }
+}
+
+/// An events method: the layer's when it names the layer's event type,
+/// the inner server's otherwise.
+fn events_route(
+    id: Json<'_>,
+    method: &str,
+    spanned: &Spanned<'_>,
+    body: &[u8],
+    config: &TasksConfig,
+) -> Route {
+    let (Some(events), Some(events_method)) = (&config.events, EventsMethod::named(method)) else {
+        return Route::Forward;
+    };
+    if as_str(spanned.fields.name).as_deref() != Some(events.event_name()) {
+        return Route::Forward;
+    }
+    let params = spanned
+        .span(body)
+        .and_then(|range| body.get(range))
+        .and_then(|slice| std::str::from_utf8(slice).ok())
+        .and_then(|text| serde_json::value::RawValue::from_string(text.to_owned()).ok());
+    match params {
+        Some(params) => Route::Events(EventsCall {
+            id: id.raw().to_owned(),
+            method: events_method,
+            params,
+        }),
+        None => Route::Reply(Reply::bad_params(
+            Some(id.raw()),
+            "params must be an object",
+        )),
     }
 }
 

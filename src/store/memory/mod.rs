@@ -22,21 +22,20 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
-use serde::Serialize;
-use serde::ser::SerializeMap;
 use serde_json::value::RawValue;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::cursor::{ListCursor, MAX_PAGE};
 use super::{
-    AdminPage, AdminTask, CHANGES, CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask,
-    Quota, StoreError, StoreFuture, TaskChange, TaskCounts, TaskList, TaskStore,
+    AdminPage, AdminTask, CHANGES, CancelOutcome, CreatedTask, EventPage, Hook, InputProgress,
+    InputRound, NewTask, Quota, StoreError, StoreFuture, TaskChange, TaskCounts, TaskList,
+    TaskStore,
 };
-use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
+use crate::task::{TaskId, TaskSnapshot, TaskStatus, Timestamp};
 use crate::wire::jsonrpc::error_message;
+use entry::{Entry, Round, State};
 use expiry::Expiry;
 use live::Live;
 use owners::{Found, Owners};
@@ -104,6 +103,10 @@ struct Inner {
     reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The ids of tasks that changed ([`TaskStore::changes`]).
     changes: broadcast::Sender<TaskChange>,
+    /// The status changes ([`TaskStore::status_events`]).
+    log: log::Log,
+    /// The webhook subscriptions.
+    hooks: hooks::Hooks,
 }
 
 impl Default for Inner {
@@ -115,6 +118,8 @@ impl Default for Inner {
             live: Live::default(),
             reaper: Mutex::new(None),
             changes: broadcast::channel(CHANGES).0,
+            log: log::Log::default(),
+            hooks: hooks::Hooks::default(),
         }
     }
 }
@@ -124,129 +129,6 @@ impl Drop for Inner {
         // Lets a sleeping reaper notice that the store is gone.
         self.expiry.wake.notify_one();
     }
-}
-
-struct Entry {
-    owner: Option<Box<str>>,
-    created_at: Timestamp,
-    updated_at: Timestamp,
-    ttl: Option<Duration>,
-    poll_interval: Option<Duration>,
-    message: Option<Box<str>>,
-    state: State,
-    stop: CancellationToken,
-    /// Created under a quota: recorded in `live` until reaped.
-    counted: bool,
-}
-
-enum State {
-    Working,
-    Input(Box<Round>),
-    Completed(Box<RawValue>),
-    Failed(Box<RawValue>),
-    Cancelled,
-}
-
-struct Round {
-    outstanding: Vec<(String, Box<RawValue>)>,
-    answers: Vec<(String, Box<RawValue>)>,
-    resume: Box<RawValue>,
-}
-
-impl State {
-    fn status(&self) -> TaskStatus {
-        match self {
-            Self::Working => TaskStatus::Working,
-            Self::Input(_) => TaskStatus::InputRequired,
-            Self::Completed(_) => TaskStatus::Completed,
-            Self::Failed(_) => TaskStatus::Failed,
-            Self::Cancelled => TaskStatus::Cancelled,
-        }
-    }
-}
-
-impl Entry {
-    fn expired(&self, now: Timestamp) -> bool {
-        // The TTL runs from creation.
-        self.ttl
-            .is_some_and(|ttl| self.created_at.saturating_add(ttl) <= now)
-    }
-
-    /// Where the task sits among the live ones: deadline, then id.
-    fn live_key(&self, id: u128) -> live::Key {
-        let deadline = self.ttl.map(|ttl| self.created_at.saturating_add(ttl));
-        (deadline.map_or(u64::MAX, Timestamp::as_millis), id)
-    }
-
-    fn visible_to(&self, owner: Option<&str>, now: Timestamp) -> bool {
-        self.owner.as_deref() == owner && !self.expired(now)
-    }
-
-    fn snapshot(&self, id: u128) -> TaskSnapshot {
-        let state = match &self.state {
-            State::Working => TaskState::Working,
-            State::Input(round) => TaskState::InputRequired {
-                requests: render_object(&round.outstanding),
-            },
-            State::Completed(result) => TaskState::Completed {
-                result: result.clone(),
-            },
-            State::Failed(error) => TaskState::Failed {
-                error: error.clone(),
-            },
-            State::Cancelled => TaskState::Cancelled,
-        };
-        TaskSnapshot {
-            id: TaskId::from_u128(id),
-            state,
-            status_message: self.message.as_deref().map(str::to_owned),
-            created_at: self.created_at,
-            last_updated_at: self.updated_at,
-            ttl: self.ttl,
-            poll_interval: self.poll_interval,
-        }
-    }
-
-    /// Cancels a task unless it is terminal already; fires its stop signal.
-    fn cancel(&mut self, id: u128, now: Timestamp) -> CancelOutcome {
-        if self.state.status().is_terminal() {
-            return CancelOutcome::AlreadyTerminal(self.snapshot(id));
-        }
-        self.state = State::Cancelled;
-        self.updated_at = now;
-        self.stop.cancel();
-        CancelOutcome::Cancelled(self.snapshot(id))
-    }
-
-    /// Moves a live task to a terminal state; refuses if it is terminal already.
-    fn finish(&mut self, state: State, now: Timestamp) -> Result<(), StoreError> {
-        let from = self.state.status();
-        if from.is_terminal() {
-            return Err(StoreError::InvalidTransition {
-                from,
-                to: state.status(),
-            });
-        }
-        self.state = state;
-        self.updated_at = now;
-        Ok(())
-    }
-}
-
-/// Renders `[(key, value)]` as one JSON object.
-fn render_object(pairs: &[(String, Box<RawValue>)]) -> Box<RawValue> {
-    struct Pairs<'a>(&'a [(String, Box<RawValue>)]);
-    impl Serialize for Pairs<'_> {
-        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-            let mut map = serializer.serialize_map(Some(self.0.len()))?;
-            for (key, value) in self.0 {
-                map.serialize_entry(key, value)?;
-            }
-            map.end()
-        }
-    }
-    serde_json::value::to_raw_value(&Pairs(pairs))
-        .unwrap_or_else(|_| crate::wire::raw::empty_object())
 }
 
 impl MemoryTaskStore {
@@ -296,7 +178,12 @@ impl MemoryTaskStore {
         let now = Timestamp::now();
         let mut shard = self.shard(id.as_u128())?;
         let done = match shard.get_mut(&id.as_u128()) {
-            Some(entry) if !entry.expired(now) => f(entry, now),
+            Some(entry) if !entry.expired(now) => {
+                let before = entry.state.status();
+                let done = f(entry, now);
+                self.logged(entry, id.as_u128(), before);
+                done
+            }
             _ => Err(StoreError::NotFound),
         };
         drop(shard);
@@ -322,7 +209,12 @@ impl MemoryTaskStore {
         let now = Timestamp::now();
         let mut shard = self.shard(id.as_u128())?;
         Ok(match shard.get_mut(&id.as_u128()) {
-            Some(entry) if entry.visible_to(owner, now) => Some(f(entry, now)),
+            Some(entry) if entry.visible_to(owner, now) => {
+                let before = entry.state.status();
+                let done = f(entry, now);
+                self.logged(entry, id.as_u128(), before);
+                Some(done)
+            }
             _ => None,
         })
     }
@@ -359,6 +251,9 @@ impl TaskStore for MemoryTaskStore {
                 }
                 let key = (task.created_at.as_millis(), id);
                 self.inner.owners.insert(entry.owner.as_deref(), key);
+                self.inner
+                    .log
+                    .record(entry.owner.as_deref(), snapshot.clone());
                 shard.insert(id, entry);
             }
             if let Some(ttl) = task.ttl {
@@ -542,11 +437,44 @@ impl TaskStore for MemoryTaskStore {
     fn changes(&self) -> Option<broadcast::Receiver<TaskChange>> {
         Some(self.inner.changes.subscribe())
     }
+
+    fn status_events<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> StoreFuture<'a, EventPage> {
+        Box::pin(async move { self.inner.log.read(owner, after, limit) })
+    }
+
+    fn put_hook(&self, hook: Hook, per_owner: u32, total: u32) -> StoreFuture<'_, Hook> {
+        Box::pin(async move { self.inner.hooks.put(hook, per_owner, total) })
+    }
+
+    fn remove_hook<'a>(&'a self, owner: Option<&'a str>, id: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(async move { Ok(self.inner.hooks.remove(owner, id)) })
+    }
+
+    fn hooks(&self) -> StoreFuture<'_, Vec<Hook>> {
+        Box::pin(async move { Ok(self.inner.hooks.live()) })
+    }
+
+    fn advance_hook<'a>(
+        &'a self,
+        id: &'a str,
+        from: &'a str,
+        to: &'a str,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move { Ok(self.inner.hooks.advance(id, from, to)) })
+    }
 }
 
 mod admin;
+mod entry;
 mod expiry;
+mod hooks;
 mod live;
+mod log;
 mod owners;
 #[cfg(test)]
 mod tests;

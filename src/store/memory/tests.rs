@@ -1,5 +1,7 @@
 //! Unit tests of [`MemoryTaskStore`] that look inside it.
 
+use std::time::Duration;
+
 use super::*;
 
 fn new_task(ttl: Option<Duration>) -> NewTask {
