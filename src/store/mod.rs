@@ -537,6 +537,15 @@ pub trait TaskStore: Send + Sync + 'static {
         Box::pin(async { Err(StoreError::Unsupported("advance_hook")) })
     }
 
+    /// Claims the delivery of subscription `id` for `lease`, so that one
+    /// instance at a time sends its events; renews the claim this process
+    /// already holds. `false` when another process holds it. The default
+    /// (a store of one process): always `true`.
+    fn claim_hook<'a>(&'a self, id: &'a str, lease: Duration) -> StoreFuture<'a, bool> {
+        let _ = (id, lease);
+        Box::pin(async { Ok(true) })
+    }
+
     /// Lets go of what this process holds in a shared store, at the end of
     /// a [`Drain`](crate::Drain): the Redis store drops its instance lease,
     /// so that other instances fail the tasks it still drove at their next

@@ -12,6 +12,9 @@
 //! | changes dropped from the log before they were sent | a signed `gap` envelope with the fresh cursor |
 //! | the layer drains | the worker stops between tries; the cursor stays at the first event not sent, for the next process |
 //! | another instance moved the cursor first | this one stops serving that subscription this round |
+//! | another instance holds the subscription's claim ([`TaskStore::claim_hook`], 10 s, renewed each round) | this one leaves it; it takes over once the claim lapses |
+//!
+//! [`TaskStore::claim_hook`]: crate::TaskStore::claim_hook
 //!
 //! Each try is signed again with its own timestamp; `webhook-id` is the
 //! event's id on every try and every instance, so a receiver drops the
@@ -37,6 +40,10 @@ use crate::webhook::{Delivery, Secret, sign};
 
 /// How often subscriptions are read again without a change.
 const SWEEP: Duration = Duration::from_secs(1);
+
+/// How long one instance's claim on a subscription's deliveries lasts
+/// (renewed with each round): when it dies, another takes over after this.
+const CLAIM: Duration = Duration::from_secs(10);
 
 /// The events read from a log at a time.
 const PAGE: usize = 100;
@@ -152,6 +159,11 @@ async fn serve(
 
 async fn catch_up(runtime: &Runtime, events: &Events, hook: Hook) -> Result<(), &'static str> {
     let config = &events.config;
+    match runtime.store.claim_hook(&hook.id, CLAIM).await {
+        Ok(true) => {}
+        Ok(false) => return Err("another instance delivers it"),
+        Err(_) => return Err("the claim could not be made"),
+    }
     let url: http::Uri = hook.url.parse().map_err(|_| "stored URL unreadable")?;
     let secret = Secret::parse(&hook.secret).map_err(|_| "stored secret unreadable")?;
     let arguments = serde_json::from_str(&hook.arguments).map_err(|_| "stored arguments")?;
@@ -165,6 +177,11 @@ async fn catch_up(runtime: &Runtime, events: &Events, hook: Hook) -> Result<(), 
             .map_err(|_| "the log could not be read")?;
         let (kept, _) = wanted(&page.events, &filter, None);
         for event in kept {
+            // The claim is renewed before each event: a receiver that takes
+            // minutes of retries keeps this instance its deliverer.
+            if !matches!(runtime.store.claim_hook(&hook.id, CLAIM).await, Ok(true)) {
+                return Err("the claim was lost");
+            }
             let sent = send(runtime, config, &url, &hook, &secret, event).await;
             if !sent {
                 return Err("the layer drains");
