@@ -177,14 +177,9 @@ async fn catch_up(runtime: &Runtime, events: &Events, hook: Hook) -> Result<(), 
             .map_err(|_| "the log could not be read")?;
         let (kept, _) = wanted(&page.events, &filter, None);
         for event in kept {
-            // The claim is renewed before each event: a receiver that takes
-            // minutes of retries keeps this instance its deliverer.
-            if !matches!(runtime.store.claim_hook(&hook.id, CLAIM).await, Ok(true)) {
-                return Err("the claim was lost");
-            }
             let sent = send(runtime, config, &url, &hook, &secret, event).await;
             if !sent {
-                return Err("the layer drains");
+                return Err("the layer drains, or the claim was lost");
             }
             advance(runtime, &hook, &mut cursor, &event.cursor).await?;
         }
@@ -223,7 +218,8 @@ async fn advance(
 }
 
 /// Sends `event` until the receiver takes it or the tries run out; `false`
-/// when the layer drains first (the event stays to send).
+/// when the layer drains first, or another instance took the claim (the
+/// event stays to send).
 async fn send(
     runtime: &Runtime,
     config: &EventsConfig,
@@ -238,6 +234,11 @@ async fn send(
     let closing = runtime.background.closing_signal();
     let mut wait = config.first_retry;
     for attempt in 1..=config.attempts {
+        // The claim is renewed before each try: a receiver that takes
+        // minutes of retries keeps this instance its only deliverer.
+        if !matches!(runtime.store.claim_hook(&hook.id, CLAIM).await, Ok(true)) {
+            return false;
+        }
         let post = signed(
             config,
             url.clone(),
