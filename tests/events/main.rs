@@ -6,6 +6,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod inner;
 mod poll;
 mod stream;
 mod webhook;
