@@ -12,6 +12,9 @@
 //! | [`stdio`]  | an MCP server that speaks stdio, started as a child ([`StdioUpstream`]) |
 //! | [`metrics`] | what both report about their upstream, and its histogram buckets    |
 //!
+//! [`webhook`] is the transport of the layer's webhook deliveries of task
+//! events ([`webhook::HttpsDeliver`], a [`mcp_tasks::webhook::Deliver`]).
+//!
 //! [`generation`] lets a client of protocol 2026-07-28 use an upstream that
 //! speaks only 2025-11-25 or older ([`GenerationBridge`] over HTTP; the stdio
 //! upstream does it itself).
@@ -39,6 +42,7 @@ pub mod generation;
 pub mod metrics;
 pub mod proxy;
 pub mod stdio;
+pub mod webhook;
 
 pub use generation::GenerationBridge;
 pub use proxy::Proxy;
