@@ -12,6 +12,9 @@
 //! | a receiver streaming a 50 MB answer (chunked, or with its length declared) | `AnswerTooLarge`; the connection is closed long before the receiver has written it all |
 //! | `allow_private(true)` and `allow_http(true)` | a loopback receiver over `http` is reached, by IP and by `localhost` |
 
+#[path = "support/tls.rs"]
+mod tls;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,12 +32,9 @@ use mcp_tasks::webhook::{
     CallbackPolicy, Deliver, Delivered, Delivery, DeliveryError, Refused, Secret, sign,
 };
 use mcp_tasks_gateway::webhook::{HttpsDeliver, TrustError};
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
-    KeyPair, KeyUsagePurpose,
-};
 use rustls::ServerConfig;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::pki_types::PrivateKeyDer;
+use tls::{Pki, ca_and_leaf};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
@@ -48,36 +48,6 @@ const MAX_ANSWER: usize = 64 * 1024;
 
 /// The size of the endless receiver's answer.
 const HUGE: u64 = 50 * 1024 * 1024;
-
-/// A private CA and a receiver's certificate from it.
-struct Pki {
-    ca_pem: String,
-    chain: Vec<CertificateDer<'static>>,
-    key: PrivatePkcs8KeyDer<'static>,
-}
-
-/// A CA, and a leaf certificate for `names` signed by it.
-fn ca_and_leaf(names: &[&str]) -> Pki {
-    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(DnType::CommonName, "webhook receivers' test CA");
-    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("a CA key"))
-        .expect("a CA certificate");
-    let names: Vec<String> = names.iter().map(|name| name.to_string()).collect();
-    let mut leaf = CertificateParams::new(names).expect("leaf parameters");
-    leaf.distinguished_name
-        .push(DnType::CommonName, "webhook receiver");
-    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let key = KeyPair::generate().expect("a leaf key");
-    let leaf = leaf.signed_by(&key, &ca).expect("a leaf certificate");
-    Pki {
-        ca_pem: ca.pem(),
-        chain: vec![leaf.der().clone()],
-        key: PrivatePkcs8KeyDer::from(key.serialize_der()),
-    }
-}
 
 /// A TLS server configuration presenting `pki`'s leaf.
 fn server_tls(pki: &Pki) -> Arc<ServerConfig> {

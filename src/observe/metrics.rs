@@ -19,6 +19,8 @@
 //! | `mcp_tasks_store_errors_total` | counter | `op` | errors | task store operations that failed (not "not found") |
 //! | `mcp_tasks_event_deliveries_total` | counter | `outcome`: `sent`, `retried`, `failed` (given up after the last try), `refused` (410, 413) | deliveries | webhook deliveries of task events |
 //! | `mcp_tasks_event_delivery_seconds` | histogram | | seconds | one webhook delivery try, from the send to the answer or the failure |
+//! | `mcp_tasks_event_streams` | gauge | | streams | `events/stream` requests of the layer's event type open on this instance |
+//! | `mcp_tasks_event_webhooks` | gauge | | subscriptions | webhook subscriptions in the store, as this instance's deliverer last read them |
 //!
 //! **Histogram buckets.** A recorder that exports histograms with buckets
 //! (Prometheus) needs bounds that fit each figure; [`buckets`] gives them,
@@ -64,6 +66,10 @@ pub const STORE_ERRORS: &str = "mcp_tasks_store_errors_total";
 pub const EVENT_DELIVERIES: &str = "mcp_tasks_event_deliveries_total";
 /// Seconds of one webhook delivery try.
 pub const EVENT_DELIVERY_SECONDS: &str = "mcp_tasks_event_delivery_seconds";
+/// Open `events/stream` requests of the layer's event type.
+pub const EVENT_STREAMS: &str = "mcp_tasks_event_streams";
+/// Webhook subscriptions in the store.
+pub const EVENT_WEBHOOKS: &str = "mcp_tasks_event_webhooks";
 
 /// Bucket bounds of [`DURATION`], in seconds: see the [module docs](self).
 pub const DURATION_BUCKETS: &[f64] = &[
@@ -74,6 +80,14 @@ pub const DURATION_BUCKETS: &[f64] = &[
 /// Bucket bounds of [`GET`], in seconds: see the [module docs](self).
 pub const GET_BUCKETS: &[f64] = &[
     0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.1, 0.5,
+];
+
+/// Bucket bounds of [`EVENT_DELIVERY_SECONDS`], in seconds: a receiver on
+/// the same network answers in a millisecond or two, one across the
+/// internet in tens to hundreds, and a try ends at the delivery timeout
+/// (5 s by default).
+pub const DELIVERY_BUCKETS: &[f64] = &[
+    0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
 /// Bucket bounds of [`STORE`], in seconds: see the [module docs](self).
@@ -119,12 +133,13 @@ pub fn time_to_park_buckets(threshold: Duration) -> Vec<f64> {
 /// Every histogram of the layer with its bucket bounds, for a layer whose
 /// threshold is `threshold`: what a Prometheus recorder is configured with,
 /// e.g. `metrics-exporter-prometheus`'s `set_buckets_for_metric`.
-pub fn buckets(threshold: Duration) -> [(&'static str, Vec<f64>); 4] {
+pub fn buckets(threshold: Duration) -> [(&'static str, Vec<f64>); 5] {
     [
         (TIME_TO_PARK, time_to_park_buckets(threshold)),
         (DURATION, DURATION_BUCKETS.to_vec()),
         (GET, GET_BUCKETS.to_vec()),
         (STORE, STORE_BUCKETS.to_vec()),
+        (EVENT_DELIVERY_SECONDS, DELIVERY_BUCKETS.to_vec()),
     ]
 }
 
@@ -188,6 +203,26 @@ pub fn describe() {
         STORE_ERRORS,
         Unit::Count,
         "Task store operations that failed (not \"not found\"), by op."
+    );
+    describe_counter!(
+        EVENT_DELIVERIES,
+        Unit::Count,
+        "Webhook deliveries of task events, by outcome (sent, retried, failed, refused)."
+    );
+    describe_histogram!(
+        EVENT_DELIVERY_SECONDS,
+        Unit::Seconds,
+        "Seconds of one webhook delivery try, from the send to the answer or the failure."
+    );
+    describe_gauge!(
+        EVENT_STREAMS,
+        Unit::Count,
+        "events/stream requests of the layer's event type open on this instance."
+    );
+    describe_gauge!(
+        EVENT_WEBHOOKS,
+        Unit::Count,
+        "Webhook subscriptions in the store, as this instance's deliverer last read them."
     );
 }
 

@@ -11,11 +11,11 @@ use mcp_tasks::{EventsConfig, TasksLayer};
 use serde_json::{Value, json};
 use tower::ServiceBuilder;
 
+use super::NAME;
 use super::support::client::McpClient;
 use super::support::fixture::serve;
 use super::support::listen::next;
 use super::support::wait::BOUND;
-use super::NAME;
 
 /// The inner server's answer to `message`: JSON, or SSE for a stream.
 fn answer(message: &Value) -> http::Response<Full<Bytes>> {

@@ -1,8 +1,8 @@
 //! A server in a child process that announces its URL on stdout:
 //! `mcp-tasks-gateway` and the upstreams in other languages.
 //!
-//! The URL is the first `http://…` on a stdout line (the servers print
-//! `listening on http://ADDR/PATH`). stdout and stderr are then read to the
+//! The URL is the first `http://…` or `https://…` on a stdout line (the
+//! servers print `listening on http://ADDR/PATH`). stdout and stderr are then read to the
 //! end in the background, so the child never blocks on a full pipe; stderr
 //! is kept for [`Process::wait_log`]. Dropping the handle kills the child.
 
@@ -55,7 +55,7 @@ impl Process {
         let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
         let announced = tokio::time::timeout(timeout, async {
             while let Ok(Some(line)) = lines.next_line().await {
-                if let Some(at) = line.find("http://") {
+                if let Some(at) = line.find("http://").or_else(|| line.find("https://")) {
                     return Some(line[at..].trim().to_owned());
                 }
             }

@@ -109,6 +109,7 @@ async fn run(runtime: Arc<Runtime>, events: Arc<Events>) {
     loop {
         match store.hooks().await {
             Ok(hooks) => {
+                metrics::gauge!(names::EVENT_WEBHOOKS).set(hooks.len() as f64);
                 listening.retain(|owner, _| hooks.iter().any(|hook| hook.owner == *owner));
                 for hook in hooks {
                     listening

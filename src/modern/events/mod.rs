@@ -113,6 +113,7 @@ pub(crate) struct StreamSlot {
 
 impl Drop for StreamSlot {
     fn drop(&mut self) {
+        metrics::gauge!(crate::observe::metrics::EVENT_STREAMS).decrement(1.0);
         let mut streams = self
             .events
             .streams
@@ -154,6 +155,7 @@ impl Events {
         }
         *count += 1;
         streams.total += 1;
+        metrics::gauge!(crate::observe::metrics::EVENT_STREAMS).increment(1.0);
         Ok(StreamSlot {
             events: self.clone(),
             owner: owner.map(str::to_owned),

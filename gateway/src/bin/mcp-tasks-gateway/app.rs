@@ -396,6 +396,9 @@ async fn layer(args: &Args) -> Result<TasksLayer, String> {
     if let Some(names) = &args.fallback_tools {
         layer = layer.fallback_tool_names(names.result.clone(), names.cancel.clone());
     }
+    if let Some(events) = crate::events::events(args)? {
+        layer = layer.events(events);
+    }
     Ok(layer)
 }
 

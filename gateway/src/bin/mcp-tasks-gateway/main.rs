@@ -18,6 +18,7 @@
 //! 130). `--help` lists every setting.
 
 mod app;
+mod events;
 mod guard;
 mod listing;
 mod logging;

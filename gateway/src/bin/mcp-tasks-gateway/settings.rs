@@ -13,20 +13,6 @@ use serde::Deserialize;
 
 pub use crate::rules::{EnvVar, FallbackNames, FallbackRule, Human, PolicyRule, RetryRule};
 
-/// Two ways to run it, shown under `--help`.
-const EXAMPLES: &str = "\
-Examples:
-  # An HTTP server: calls still running after 500 ms become tasks, kept in memory
-  mcp-tasks-gateway --upstream http://127.0.0.1:8000/mcp
-
-  # A stdio server on port 8090 of any interface, tasks kept across restarts,
-  # Prometheus metrics on port 9090
-  mcp-tasks-gateway --listen 0.0.0.0:8090 --sqlite tasks.db --metrics 127.0.0.1:9090 \\
-      -- npx -y @modelcontextprotocol/server-everything
-
-Every option is also an MCP_TASKS_* environment variable and a key of the
---config file (gateway/examples/mcp-tasks-gateway.toml).";
-
 /// `mcp-tasks-gateway`: MCP Tasks for any Streamable-HTTP MCP server, by
 /// putting `TasksLayer` in front of it as a reverse proxy.
 ///
@@ -37,7 +23,7 @@ Every option is also an MCP_TASKS_* environment variable and a key of the
     name = "mcp-tasks-gateway",
     version,
     args_override_self = true,
-    after_help = EXAMPLES
+    after_help = load::EXAMPLES
 )]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct Args {
@@ -547,6 +533,46 @@ pub struct Args {
         value_name = "ADDR"
     )]
     pub metrics: Option<SocketAddr>,
+
+    /// Task events (MCP Events extension): `poll-push` offers events/poll
+    /// and events/stream of each status change of a caller's tasks,
+    /// `webhooks` signed webhooks too [default: off].
+    #[arg(
+        help_heading = "Events",
+        long,
+        env = "MCP_TASKS_EVENTS",
+        value_name = "off|poll-push|webhooks"
+    )]
+    pub events: Option<String>,
+    /// Webhooks only to these hosts (`*.example.com` for a domain's names),
+    /// repeatable [default: any host with a public address].
+    #[arg(
+        help_heading = "Events",
+        long,
+        env = "MCP_TASKS_WEBHOOK_HOSTS",
+        value_name = "HOST",
+        value_delimiter = ','
+    )]
+    #[serde(deserialize_with = "crate::rules::one_or_many")]
+    pub webhook_hosts: Vec<String>,
+    /// Let webhooks reach loopback, private and link-local addresses: only
+    /// for receivers on this gateway's own network [default: false].
+    #[arg(
+        help_heading = "Events",
+        long,
+        env = "MCP_TASKS_WEBHOOK_PRIVATE",
+        value_name = "BOOL"
+    )]
+    pub webhook_private: Option<bool>,
+    /// Trust the CA certificates of this PEM file for webhook receivers,
+    /// besides the platform's.
+    #[arg(
+        help_heading = "Events",
+        long,
+        env = "MCP_TASKS_WEBHOOK_CA_FILE",
+        value_name = "FILE"
+    )]
+    pub webhook_ca_file: Option<PathBuf>,
 
     /// How long running tasks get to finish on SIGTERM or Ctrl-C [default: 10s].
     #[arg(

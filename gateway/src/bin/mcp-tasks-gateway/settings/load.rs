@@ -5,6 +5,20 @@ use clap::Parser;
 
 use super::Args;
 
+/// Two ways to run it, shown under `--help`.
+pub(super) const EXAMPLES: &str = "\
+Examples:
+  # An HTTP server: calls still running after 500 ms become tasks, kept in memory
+  mcp-tasks-gateway --upstream http://127.0.0.1:8000/mcp
+
+  # A stdio server on port 8090 of any interface, tasks kept across restarts,
+  # Prometheus metrics on port 9090
+  mcp-tasks-gateway --listen 0.0.0.0:8090 --sqlite tasks.db --metrics 127.0.0.1:9090 \\
+      -- npx -y @modelcontextprotocol/server-everything
+
+Every option is also an MCP_TASKS_* environment variable and a key of the
+--config file (gateway/examples/mcp-tasks-gateway.toml).";
+
 impl Args {
     /// Binds where to listen: `HOST:PORT` (a name is looked up; its
     /// addresses are tried in turn) [default: 127.0.0.1:8080].
@@ -57,10 +71,10 @@ impl Args {
             header_timeout, body_timeout, keep_alive, max_connections, max_connections_per_client,
             upstream_connect_timeout, upstream_header_timeout, upstream_request_timeout,
             upstream_idle_timeout, upstream_generation,
-            shutdown_grace, metrics, otlp,
+            shutdown_grace, metrics, otlp, events, webhook_private, webhook_ca_file,
             forward_authorization, require_upstream, oauth_issuer, oauth_resource, oauth_jwks,
             oauth_hs256_secret_file, oauth_authorization_server, oauth_leeway;
-            policy, retry, fallback, redis_cluster, allowed_host, allowed_origin, oauth_audience, oauth_scopes,
+            policy, retry, fallback, redis_cluster, allowed_host, allowed_origin, oauth_audience, oauth_scopes, webhook_hosts,
             command, env
         )
     }

@@ -1,0 +1,199 @@
+//! Task events through `mcp-tasks-gateway --events webhooks` (issue #50):
+//! a receiver over HTTPS with a certificate of its own
+//! (`tests/upstreams/webhook/receiver.py`) checks every delivery's
+//! signature with Python's `hmac`, an implementation independent of the
+//! gateway's. The upstream is the rmcp fixture over loopback; each
+//! subscription belongs to an OAuth subject.
+//!
+//! | Case | Expected |
+//! |------|----------|
+//! | a task runs to its end; the receiver answers 500 twice to each event | `working` then `completed`, each taken at its third try, every try signed |
+
+#[path = "support/gateway.rs"]
+mod gateway;
+#[path = "../../tests/support/mod.rs"]
+mod support;
+#[path = "support/tls.rs"]
+mod tls;
+#[path = "support/oauth/tokens.rs"]
+mod tokens;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Value, json};
+use support::client::McpClient;
+use support::fixture::{FixtureMode, Served, serve_fixture};
+use support::process::Process;
+use support::wait::wait_until;
+use tokens::{ISSUER, RESOURCE, SECRET, TempFile, hs256};
+use tokio::process::Command;
+
+/// How long a delivery may take to arrive: the gateway retries after 1,
+/// 2 and 4 s, and a lost instance's claim lapses after 10 s.
+const DELIVERED: Duration = Duration::from_secs(60);
+
+/// The subscription's signing secret.
+fn secret() -> String {
+    format!("whsec_{}", STANDARD.encode([7u8; 32]))
+}
+
+/// The receiver's files: its CA (for the gateway), its certificate and key.
+struct Receiving {
+    ca: TempFile,
+    cert: TempFile,
+    key: TempFile,
+}
+
+fn receiving() -> Receiving {
+    let pki = tls::ca_and_leaf(&["localhost"]);
+    Receiving {
+        ca: TempFile::new("ca.pem", pki.ca_pem.as_bytes()),
+        cert: TempFile::new("cert.pem", pki.leaf_pem.as_bytes()),
+        key: TempFile::new("key.pem", pki.key_pem.as_bytes()),
+    }
+}
+
+/// Starts the receiver on `port` (0: a free one), failing the first
+/// `fail` tries of each event.
+async fn receiver(files: &Receiving, fail: u32, port: u16) -> Process {
+    let script = gateway::repo().join("tests/upstreams/webhook/receiver.py");
+    let mut command = Command::new("python3");
+    command
+        .arg(script)
+        .args(["--cert", files.cert.path(), "--key", files.key.path()])
+        .args(["--secret", &secret(), "--fail", &fail.to_string()])
+        .args(["--port", &port.to_string(), "127.0.0.1"]);
+    Process::start("webhook receiver", command, Duration::from_secs(30)).await
+}
+
+/// The receiver's port, from its URL.
+fn port_of(receiver: &Process) -> u16 {
+    let authority = receiver.url.trim_start_matches("https://");
+    let port = authority.split(['/', ':']).nth(1).expect("a port");
+    port.parse().expect("a port number")
+}
+
+/// The records the receiver printed.
+fn records(receiver: &Process) -> Vec<Value> {
+    receiver
+        .log()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|record| record.get("kind").is_some())
+        .collect()
+}
+
+/// The statuses of `task` the receiver took (answered 204), each with the
+/// tries it took and how many times it was taken.
+fn taken(receiver: &Process, task: &str) -> Vec<(String, u64, usize)> {
+    let mut taken: Vec<(String, String, u64)> = Vec::new();
+    let mut times: HashMap<String, usize> = HashMap::new();
+    for record in records(receiver) {
+        assert_eq!(
+            record["verified"], true,
+            "a delivery not signed right: {record}"
+        );
+        let body = &record["body"];
+        if record["kind"] != "event" || record["status"] != 204 || body["data"]["taskId"] != task {
+            continue;
+        }
+        let id = record["id"].as_str().unwrap().to_owned();
+        assert_eq!(body["eventId"], id.as_str(), "webhook-id is the event's id");
+        *times.entry(id.clone()).or_default() += 1;
+        if !taken.iter().any(|(known, _, _)| *known == id) {
+            let status = body["data"]["status"].as_str().unwrap().to_owned();
+            taken.push((id, status, record["try"].as_u64().unwrap()));
+        }
+    }
+    taken
+        .into_iter()
+        .map(|(id, status, tries)| (status, tries, times[&id]))
+        .collect()
+}
+
+/// The gateway with events, OAuth (HS256) and `extra` options.
+async fn gateway_with(
+    upstream: &Served,
+    files: &Receiving,
+    secret: &TempFile,
+    extra: &[&str],
+) -> Process {
+    let mut options = vec![
+        "--events",
+        "webhooks",
+        "--webhook-private",
+        "true",
+        "--webhook-ca-file",
+        files.ca.path(),
+        "--oauth-issuer",
+        ISSUER,
+        "--oauth-audience",
+        RESOURCE,
+        "--oauth-hs256-secret-file",
+        secret.path(),
+    ];
+    options.extend_from_slice(extra);
+    gateway::start(&upstream.url, &options).await
+}
+
+/// Subscribes alice's tasks to the receiver on `port`.
+async fn subscribe(client: &McpClient, port: u16) {
+    let params = json!({
+        "name": "mcp-tasks/status",
+        "arguments": {},
+        "delivery": {"mode": "webhook", "url": format!("https://localhost:{port}/hook"), "secret": secret()},
+        "cursor": null,
+    });
+    let answer = client
+        .request("events/subscribe", params, false)
+        .await
+        .into_response();
+    assert!(
+        answer["result"]["id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("sub_")),
+        "{answer}"
+    );
+}
+
+/// Starts a short task as alice and waits for its end: its id.
+async fn run_task(client: &McpClient) -> String {
+    let task = client
+        .start_task("slow_compute", json!({"seconds": 0.5}))
+        .await;
+    client
+        .wait_task_status(&task, &["completed"], Duration::from_secs(20))
+        .await;
+    task
+}
+
+#[tokio::test]
+async fn each_change_reaches_an_https_receiver_signed_and_on_the_third_try_when_it_fails_twice() {
+    let (upstream, _) = serve_fixture(FixtureMode::Stateless).await;
+    let files = receiving();
+    let oauth = TempFile::new("secret", SECRET);
+    let hooks = receiver(&files, 2, 0).await;
+    let gateway = gateway_with(&upstream, &files, &oauth, &[]).await;
+    let alice = McpClient::new(&gateway.url).with_bearer(hs256("alice", "mcp"));
+    subscribe(&alice, port_of(&hooks)).await;
+    let task = run_task(&alice).await;
+    let seen = wait_until("both changes are taken", DELIVERED, || async {
+        let seen = taken(&hooks, &task);
+        (seen.len() == 2).then_some(seen)
+    })
+    .await;
+    assert_eq!(
+        seen,
+        [("working".to_owned(), 3, 1), ("completed".to_owned(), 3, 1)],
+        "{}",
+        hooks.log()
+    );
+    let verification = records(&hooks)
+        .into_iter()
+        .filter(|record| record["kind"] == "verification")
+        .count();
+    assert_eq!(verification, 1);
+}
