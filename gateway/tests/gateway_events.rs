@@ -8,6 +8,7 @@
 //! | Case | Expected |
 //! |------|----------|
 //! | a task runs to its end; the receiver answers 500 twice to each event | `working` then `completed`, each taken at its third try, every try signed |
+//! | an upstream with events of its own (`support::events_upstream`), `--events poll-push` | its type listed beside the gateway's, its poll and stream answered by it, its discover settings kept |
 
 #[path = "support/gateway.rs"]
 mod gateway;
@@ -196,4 +197,56 @@ async fn each_change_reaches_an_https_receiver_signed_and_on_the_third_try_when_
         .filter(|record| record["kind"] == "verification")
         .count();
     assert_eq!(verification, 1);
+}
+
+#[tokio::test]
+async fn an_upstreams_own_events_pass_through_the_gateway() {
+    let upstream =
+        support::fixture::serve(support::events_upstream::service::<axum::body::Body>()).await;
+    let gateway = gateway::start(&upstream.url, &["--events", "poll-push"]).await;
+    let client = McpClient::new(&gateway.url);
+    let listed = client
+        .request("events/list", json!({}), false)
+        .await
+        .into_response();
+    let names: Vec<&str> = listed["result"]["events"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .filter_map(|event| event["name"].as_str())
+        .collect();
+    assert_eq!(names, ["build.finished", "mcp-tasks/status"], "{listed}");
+    let discovered = client.discover().await;
+    let extensions = &discovered["result"]["capabilities"]["extensions"];
+    assert_eq!(
+        extensions["io.modelcontextprotocol/events"],
+        json!({"listChanged": true})
+    );
+    let poll = json!({"name": "build.finished", "arguments": {}, "cursor": null});
+    let polled = client
+        .request("events/poll", poll, false)
+        .await
+        .into_response();
+    assert_eq!(polled["result"]["cursor"], "builds-8", "{polled}");
+    assert_eq!(polled["result"]["events"][0]["eventId"], "build-7");
+    let stream = json!({"name": "build.finished", "arguments": {}, "cursor": null});
+    let streamed = client.request("events/stream", stream, false).await;
+    let methods: Vec<&str> = streamed
+        .messages
+        .iter()
+        .filter_map(|message| message["method"].as_str())
+        .collect();
+    assert_eq!(
+        methods,
+        ["notifications/events/active", "notifications/events/event"],
+        "{}",
+        streamed.body
+    );
+    // The layer's own type is the gateway's.
+    let own = json!({"name": "mcp-tasks/status", "arguments": {}, "cursor": null});
+    let started = client
+        .request("events/poll", own, false)
+        .await
+        .into_response();
+    assert_eq!(started["result"]["events"], json!([]), "{started}");
 }

@@ -1,88 +1,22 @@
 //! An inner server with events of its own keeps them through the layer:
 //! its `events/list` merged with the layer's type, its polls and streams
-//! untouched. The inner server is written here from the extension's text
-//! (one event type, `build.finished`, offered by poll and push).
+//! untouched. The inner server (`support::events_upstream`) is written
+//! from the extension's text.
 
-use std::convert::Infallible;
-
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
 use mcp_tasks::{EventsConfig, TasksLayer};
-use serde_json::{Value, json};
+use serde_json::json;
 use tower::ServiceBuilder;
 
 use super::NAME;
 use super::support::client::McpClient;
+use super::support::events_upstream;
 use super::support::fixture::serve;
 use super::support::listen::next;
 use super::support::wait::BOUND;
 
-/// The inner server's answer to `message`: JSON, or SSE for a stream.
-fn answer(message: &Value) -> http::Response<Full<Bytes>> {
-    let id = &message["id"];
-    let result = |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result});
-    let event = json!({
-        "eventId": "build-7",
-        "name": "build.finished",
-        "timestamp": "2026-12-07T10:00:00Z",
-        "data": {"build": 7, "ok": true},
-    });
-    let body = match message["method"].as_str().unwrap_or_default() {
-        "server/discover" => result(json!({
-            "resultType": "complete",
-            "supportedVersions": ["2026-07-28"],
-            "capabilities": {"tools": {}, "extensions": {"io.modelcontextprotocol/events": {"listChanged": true}}},
-            "serverInfo": {"name": "builds", "version": "1"},
-        })),
-        "events/list" => result(json!({"resultType": "complete", "events": [{
-            "name": "build.finished",
-            "delivery": ["poll", "push"],
-            "inputSchema": {"type": "object"},
-            "payloadSchema": {"type": "object"},
-        }]})),
-        "events/poll" => result(json!({
-            "resultType": "complete", "events": [event], "cursor": "builds-8",
-            "truncated": false, "hasMore": false, "nextPollMs": 5000,
-        })),
-        "events/stream" => {
-            let meta = json!({"io.modelcontextprotocol/subscriptionId": id});
-            let mut pushed = event.clone();
-            pushed["cursor"] = json!("builds-8");
-            pushed["_meta"] = meta.clone();
-            let frames = [
-                json!({"jsonrpc": "2.0", "method": "notifications/events/active",
-                       "params": {"cursor": "builds-7", "truncated": false, "_meta": meta}}),
-                json!({"jsonrpc": "2.0", "method": "notifications/events/event", "params": pushed}),
-                result(json!({"resultType": "complete", "_meta": meta})),
-            ];
-            let sse: String = frames
-                .iter()
-                .map(|frame| format!("data: {frame}\n\n"))
-                .collect();
-            return http::Response::builder()
-                .header("content-type", "text/event-stream")
-                .body(Full::new(Bytes::from(sse)))
-                .unwrap();
-        }
-        _ => {
-            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}})
-        }
-    };
-    http::Response::builder()
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body.to_string())))
-        .unwrap()
-}
-
 #[tokio::test]
 async fn an_inner_servers_own_events_pass_through_beside_the_layers() {
-    let inner = tower::service_fn(
-        |request: http::Request<mcp_tasks::RequestBody<axum::body::Body>>| async move {
-            let bytes = request.into_body().collect().await.unwrap().to_bytes();
-            let message: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-            Ok::<_, Infallible>(answer(&message))
-        },
-    );
+    let inner = events_upstream::service::<mcp_tasks::RequestBody<axum::body::Body>>();
     let layer = TasksLayer::new(mcp_tasks::MemoryTaskStore::new()).events(EventsConfig::new());
     let served = serve(ServiceBuilder::new().layer(layer).service(inner)).await;
     let client = McpClient::new(&served.url).with_timeout(BOUND);

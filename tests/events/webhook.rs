@@ -204,6 +204,17 @@ async fn subscriptions_are_checked_capped_refreshed_and_removed() {
         code(&events_request(&client, "events/subscribe", short, "alice").await),
         -32602
     );
+    // Addresses that are not public, written in the URL; a file URL.
+    for hostile in [
+        "https://127.0.0.1/hook",
+        "https://10.1.2.3/hook",
+        "https://169.254.169.254/latest/meta-data",
+        "https://[::1]:8443/hook",
+        "file:///etc/passwd",
+    ] {
+        let refused = subscribe_as(&client, hostile, "alice").await;
+        assert_eq!(code(&refused), -32602, "{hostile}: {}", refused.body);
+    }
     let mut push = subscription("https://h.example.com/");
     push["delivery"]["mode"] = json!("push");
     let refused = events_request(&client, "events/subscribe", push, "alice").await;

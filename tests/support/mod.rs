@@ -7,6 +7,7 @@
 //! `client/mod.rs`); `layered` needs the crate under test.
 
 pub mod client;
+pub mod events_upstream;
 pub mod fixture;
 pub mod in_process;
 pub mod layered;

@@ -5,7 +5,8 @@
 //! |-------|----------|
 //! | no transport configured, or a mode other than `webhook` | `Unsupported` |
 //! | no authenticated principal | `Forbidden` |
-//! | a URL the callback policy refuses, a secret that is not `whsec_` and 24 to 64 bytes, no `delivery` | `-32602` |
+//! | a URL the callback policy refuses (its scheme, its host, an address in it that is not public), a secret that is not `whsec_` and 24 to 64 bytes, no `delivery` | `-32602` |
+//! | a host name that resolves to an address that is not public | `CallbackEndpointError` (`connection_refused`): the transport refuses to connect |
 //! | a callback that does not echo the verification challenge | `CallbackEndpointError` with the reason |
 //! | over `max_hooks` | `ResourceExhausted` |
 //! | the same (principal, URL, name, arguments) again | the same subscription refreshed: new secret and expiry, its delivery position kept |
@@ -83,6 +84,16 @@ pub(super) async fn subscribe(
         Ok(url) => url,
         Err(refused) => return Reply::bad_params(Some(id), refused.to_string()),
     };
+    // An address written in the URL is checked now; a name is checked at
+    // each delivery, against what it resolves to then.
+    let literal = url
+        .host()
+        .map(|host| host.trim_start_matches('[').trim_end_matches(']'));
+    if let Some(Ok(ip)) = literal.map(str::parse::<std::net::IpAddr>)
+        && let Err(refused) = config.policy.check_ip(ip)
+    {
+        return Reply::bad_params(Some(id), refused.to_string());
+    }
     let secret = match delivery.secret.as_deref().map(Secret::parse) {
         Some(Ok(secret)) => secret,
         Some(Err(error)) => {
