@@ -22,6 +22,11 @@ async fn the_memory_store_keeps_the_operators_contract() {
     contract::admin::run(|| async { MemoryTaskStore::new() }).await;
 }
 
+#[tokio::test]
+async fn the_memory_store_keeps_the_events_contract() {
+    contract::events::run(|| async { MemoryTaskStore::new() }).await;
+}
+
 /// The contract runs on one thread, where a create of this store never
 /// interleaves with another; here creates race on several threads.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

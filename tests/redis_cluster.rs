@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use contract::wait;
 use mcp_tasks::store::RedisTaskStore;
 use mcp_tasks::{TaskStatus, TaskStore};
-use pair::{fresh_prefix, new_task};
+use pair::{fresh_prefix, new_task, raw};
 use redis_cluster::RedisCluster;
 use wait::{BOUND, wait_until};
 
@@ -116,6 +116,59 @@ async fn the_store_keeps_its_contracts_on_a_cluster() {
     contract::run(make).await;
     contract::changes::run(make).await;
     contract::admin::run(make).await;
+    contract::events::run(make).await;
+}
+
+#[tokio::test]
+async fn a_log_written_by_one_instance_is_read_by_another_and_one_delivers() {
+    let Some(cluster) = start() else {
+        return;
+    };
+    let prefix = fresh_prefix();
+    let (a, b) = (
+        connect(&cluster, &prefix, LEASE).await,
+        connect(&cluster, &prefix, LEASE).await,
+    );
+    let mut starts = Vec::new();
+    let owners: Vec<String> = (0..6).map(|n| format!("owner-{n}")).collect();
+    for owner in &owners {
+        starts.push(b.status_events(Some(owner), None, 10).await.unwrap().cursor);
+    }
+    for owner in &owners {
+        let task = new_task(Some(owner), None);
+        a.create(task.clone()).await.unwrap();
+        a.complete(task.id, raw("{}")).await.unwrap();
+    }
+    for (owner, start) in owners.iter().zip(&starts) {
+        let page = b.status_events(Some(owner), Some(start), 10).await.unwrap();
+        let seen: Vec<_> = page.events.iter().map(|e| e.task.status()).collect();
+        assert_eq!(
+            seen,
+            [TaskStatus::Working, TaskStatus::Completed],
+            "{owner}'s changes, logged on its shard by one instance, are read by another"
+        );
+    }
+    let hook = mcp_tasks::store::Hook {
+        id: format!("sub_{:032x}", 1),
+        owner: Some("owner-0".into()),
+        url: "https://example.com/hook".into(),
+        name: "task.status".into(),
+        arguments: "{}".into(),
+        secret: "whsec_x".into(),
+        expires_at: None,
+        cursor: starts[0].clone(),
+    };
+    a.put_hook(hook.clone(), 10, 10).await.unwrap();
+    assert_eq!(b.hooks().await.unwrap(), vec![hook.clone()]);
+    assert!(a.claim_hook(&hook.id, LEASE).await.unwrap());
+    assert!(
+        !b.claim_hook(&hook.id, LEASE).await.unwrap(),
+        "one instance at a time delivers a subscription"
+    );
+    assert!(
+        a.claim_hook(&hook.id, LEASE).await.unwrap(),
+        "its holder renews it"
+    );
 }
 
 #[tokio::test]

@@ -96,6 +96,14 @@ async fn the_redis_store_announces_its_changes() {
 }
 
 #[tokio::test]
+async fn the_redis_store_keeps_the_events_contract() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    contract::events::run(|| async { connect(&server, &fresh_prefix()).await }).await;
+}
+
+#[tokio::test]
 async fn the_redis_store_keeps_the_operators_contract() {
     let Some(server) = RedisServer::start() else {
         return;

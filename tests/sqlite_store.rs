@@ -85,6 +85,12 @@ async fn the_sqlite_store_announces_its_changes() {
 }
 
 #[tokio::test]
+async fn the_sqlite_store_keeps_the_events_contract() {
+    let files = Files::default();
+    contract::events::run(|| files.fresh()).await;
+}
+
+#[tokio::test]
 async fn the_sqlite_store_keeps_the_operators_contract() {
     let files = Files::default();
     contract::admin::run(|| files.fresh()).await;
@@ -205,6 +211,90 @@ async fn a_reopened_store_finds_every_task_with_its_terminal_result() {
 }
 
 #[tokio::test]
+async fn the_log_and_the_hooks_outlive_the_store_and_cursors_keep_increasing() {
+    let file = TempFile::new();
+    let store = SqliteTaskStore::open(file.path()).await.unwrap();
+    let start = store.status_events(None, None, 10).await.unwrap().cursor;
+    let done = store
+        .create(new_task(None, None))
+        .await
+        .unwrap()
+        .snapshot
+        .id;
+    store.complete(done, raw("{}")).await.unwrap();
+    let running = store
+        .create(new_task(None, None))
+        .await
+        .unwrap()
+        .snapshot
+        .id;
+    let hook = mcp_tasks::store::Hook {
+        id: format!("sub_{:032x}", 7),
+        owner: None,
+        url: "https://example.com/hook".into(),
+        name: "task.status".into(),
+        arguments: "{}".into(),
+        secret: "whsec_x".into(),
+        expires_at: None,
+        cursor: start.clone(),
+    };
+    store.put_hook(hook.clone(), 10, 10).await.unwrap();
+    store.close().await;
+    let reopened = SqliteTaskStore::open(file.path()).await.unwrap();
+    assert_eq!(
+        reopened.hooks().await.unwrap(),
+        vec![hook],
+        "hooks outlive the store"
+    );
+    let next = reopened
+        .create(new_task(None, None))
+        .await
+        .unwrap()
+        .snapshot
+        .id;
+    let page = reopened
+        .status_events(None, Some(&start), 10)
+        .await
+        .unwrap();
+    let seen: Vec<_> = page
+        .events
+        .iter()
+        .map(|e| (e.task.id, e.task.status()))
+        .collect();
+    use TaskStatus::{Completed, Failed, Working};
+    assert_eq!(
+        seen,
+        [
+            (done, Working),
+            (done, Completed),
+            (running, Working),
+            (running, Failed),
+            (next, Working)
+        ],
+        "the log outlives the store; the reopen's failing of a task left running is logged"
+    );
+    assert!(!page.truncated && !page.more);
+    let mut ids: Vec<_> = page.events.iter().map(|e| e.id.clone()).collect();
+    ids.dedup();
+    assert_eq!(
+        ids.len(),
+        5,
+        "a reopened store gives new ids, never old ones again"
+    );
+    let resumed = reopened
+        .status_events(None, Some(&page.events[3].cursor), 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        resumed.events.len(),
+        1,
+        "a cursor of before the reopen resumes exactly"
+    );
+    assert_eq!(resumed.events[0].task.id, next);
+    reopened.close().await;
+}
+
+#[tokio::test]
 async fn an_expired_task_is_reaped_from_the_file_without_any_read() {
     let file = TempFile::new();
     let store = SqliteTaskStore::open(file.path()).await.unwrap();
@@ -266,8 +356,8 @@ async fn a_file_of_a_newer_schema_version_is_refused_with_a_clear_error() {
     drop(store);
     let mut bytes = std::fs::read(file.path()).unwrap();
     let version = &mut bytes[USER_VERSION_OFFSET..USER_VERSION_OFFSET + 4];
-    assert_eq!(version, 2u32.to_be_bytes(), "this build writes version 2");
-    version.copy_from_slice(&3u32.to_be_bytes());
+    assert_eq!(version, 3u32.to_be_bytes(), "this build writes version 3");
+    version.copy_from_slice(&4u32.to_be_bytes());
     std::fs::File::create(file.path())
         .unwrap()
         .write_all(&bytes)
@@ -278,7 +368,7 @@ async fn a_file_of_a_newer_schema_version_is_refused_with_a_clear_error() {
         other => panic!("a newer file is a backend error, got {other:?}"),
     };
     assert!(
-        message.contains("schema version 3") && message.contains("newer"),
+        message.contains("schema version 4") && message.contains("newer"),
         "the error says why: {message}"
     );
 }

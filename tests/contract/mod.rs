@@ -3,10 +3,12 @@
 //! `run(make)` calls each rule with a fresh store from `make` and panics with
 //! the rule's name on the first violation. Store tests call it once per store.
 //! The quota rules are in `quota`; the operator's methods, which a store
-//! may leave out, have their own suite in `admin`.
+//! may leave out, have their own suite in `admin`; so do the log of status
+//! changes and the webhook subscriptions (`events`).
 
 pub mod admin;
 pub mod changes;
+pub mod events;
 mod quota;
 #[path = "../support/wait.rs"]
 pub mod wait;

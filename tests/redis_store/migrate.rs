@@ -44,8 +44,8 @@ async fn keys(conn: &mut MultiplexedConnection, pattern: &str) -> Vec<String> {
     found
 }
 
-/// Turns the prefix's keys back into layout 1: renames them, drops `q` and
-/// the layout marker.
+/// Turns the prefix's keys back into layout 1: renames them, drops `q`,
+/// the logs of status changes (layout 1 had none) and the layout marker.
 async fn downgrade(conn: &mut MultiplexedConnection, prefix: &str) {
     let _: () = redis::cmd("DEL")
         .arg(format!("{{{prefix}}}:meta"))
@@ -53,6 +53,10 @@ async fn downgrade(conn: &mut MultiplexedConnection, prefix: &str) {
         .await
         .unwrap();
     for key in keys(conn, &format!("{{{prefix}}}:*")).await {
+        if key.starts_with(&format!("{{{prefix}}}:events:")) {
+            let _: () = redis::cmd("DEL").arg(&key).query_async(conn).await.unwrap();
+            continue;
+        }
         if key.contains(":task:") {
             let _: () = redis::cmd("HDEL")
                 .arg(&key)

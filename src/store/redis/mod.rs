@@ -33,6 +33,7 @@
 //! | `{<prefix>}:instances`        | set        | the ids of the registered instances     | the sweepers' list of instances to check for a lapsed lease                |
 //! | `{<prefix>}:instance:<iid>` | string     | `1`, with `PX` = the instance's lease   | an instance is alive exactly while this key exists ([leases](#leases))     |
 //! | `{<prefix>}:driving:<iid>`  | set        | ids of the `working` tasks the instance drives | what a sweeper fails when the instance is lost, without scanning tasks |
+//! | `{<prefix>}:events:…`, `{<prefix>}:hooks…` | stream, hash, sorted set | each owner's log of status changes, appended by the script that changes the status; the webhook subscriptions | task events: see `events.rs` |
 //!
 //! Task hash fields: `s` status, `w` owner (absent for none), `c` created and
 //! `u` updated (ms since the epoch), `e` deadline (ms, absent without TTL),
@@ -222,6 +223,7 @@ mod claims;
 mod conn;
 mod create;
 mod doubts;
+mod events;
 mod get;
 mod interest;
 mod lease;
@@ -497,5 +499,44 @@ impl TaskStore for RedisTaskStore {
             self.inner.shutdown.cancel();
             self.inner.lease.release().await
         })
+    }
+
+    fn status_events<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> StoreFuture<'a, super::EventPage> {
+        Box::pin(self.read_events(owner, after, limit))
+    }
+
+    fn put_hook(
+        &self,
+        hook: super::Hook,
+        per_owner: u32,
+        total: u32,
+    ) -> StoreFuture<'_, super::Hook> {
+        Box::pin(self.store_hook(hook, per_owner, total))
+    }
+
+    fn remove_hook<'a>(&'a self, owner: Option<&'a str>, id: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(self.drop_hook(owner, id))
+    }
+
+    fn hooks(&self) -> StoreFuture<'_, Vec<super::Hook>> {
+        Box::pin(self.live_hooks())
+    }
+
+    fn advance_hook<'a>(
+        &'a self,
+        id: &'a str,
+        from: &'a str,
+        to: &'a str,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(self.move_hook(id, from, to))
+    }
+
+    fn claim_hook<'a>(&'a self, id: &'a str, lease: std::time::Duration) -> StoreFuture<'a, bool> {
+        Box::pin(self.claim(id, lease))
     }
 }

@@ -39,6 +39,12 @@ pub(super) static COUNT_ATTEMPT: LazyLock<Script> = script!("lua/count_attempt.l
 pub(super) static DELETE: LazyLock<Script> = script!("lua/delete.lua");
 pub(super) static OWNER_STATUS: LazyLock<Script> = script!("lua/owner_status.lua");
 pub(super) static ORPHAN: LazyLock<Script> = script!("lua/orphan.lua");
+pub(super) static EVENTS: LazyLock<Script> = script!("lua/events.lua");
+pub(super) static HOOK_PUT: LazyLock<Script> = script!("lua/hook_put.lua");
+pub(super) static HOOK_REMOVE: LazyLock<Script> = script!("lua/hook_remove.lua");
+pub(super) static HOOK_LIST: LazyLock<Script> = script!("lua/hook_list.lua");
+pub(super) static HOOK_ADVANCE: LazyLock<Script> = script!("lua/hook_advance.lua");
+pub(super) static HOOK_CLAIM: LazyLock<Script> = script!("lua/hook_claim.lua");
 
 /// Key and channel names of one shard (see the module docs for the table).
 /// Every name starts with the shard's hash tag (`{<prefix>}`, or

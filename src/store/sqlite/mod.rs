@@ -19,6 +19,9 @@
 //! | `list` costs O(log n + page)                                | index `(owner, created_at, id)`; `admin_list` over `(created_at, id)`   |
 //! | a backend failure is never "not found"                      | every SQLite error is [`StoreError::Backend`]                           |
 //! | a file of a newer schema is refused                         | `PRAGMA user_version`, checked at open                                  |
+//! | a status change is logged with the change, atomically       | triggers on `tasks` write `task_events` in the same statement (`log`)   |
+//! | the log stays bounded                                       | the last 100,000 changes, pruned by a trigger in the writer's transaction |
+//! | webhook subscriptions survive a restart                     | the `hooks` table (`hooks`)                                             |
 //!
 //! **Reads** use a small pool of their own connections rather than the
 //! writer's queue: WAL lets them run beside the writer, so a `tasks/get`
@@ -40,6 +43,8 @@
 //! instances, use `RedisTaskStore` (feature `redis`).
 
 mod builder;
+mod hooks;
+mod log;
 mod pairs;
 mod read;
 mod reaper;
@@ -62,8 +67,8 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    AdminPage, AdminTask, CancelOutcome, CreatedTask, InputProgress, InputRound, NewTask, Orphan,
-    Rerun, StoreError, StoreFuture, TaskChange, TaskCounts, TaskList, TaskStore,
+    AdminPage, AdminTask, CancelOutcome, CreatedTask, EventPage, Hook, InputProgress, InputRound,
+    NewTask, Orphan, Rerun, StoreError, StoreFuture, TaskChange, TaskCounts, TaskList, TaskStore,
 };
 use crate::task::{TaskId, TaskSnapshot, TaskStatus};
 use read::Readers;
@@ -389,5 +394,52 @@ impl TaskStore for SqliteTaskStore {
             })
             .collect();
         Box::pin(async move { Ok(orphans) })
+    }
+
+    fn status_events<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> StoreFuture<'a, EventPage> {
+        let owner = owner.map(str::to_owned);
+        let after = after.map(str::to_owned);
+        Box::pin(self.read(move |conn| log::read(conn, owner.as_deref(), after.as_deref(), limit)))
+    }
+
+    fn put_hook(&self, hook: Hook, per_owner: u32, total: u32) -> StoreFuture<'_, Hook> {
+        Box::pin(
+            self.inner
+                .writer
+                .run(move |step| hooks::put(step, hook, per_owner, total)),
+        )
+    }
+
+    fn remove_hook<'a>(&'a self, owner: Option<&'a str>, id: &'a str) -> StoreFuture<'a, bool> {
+        let owner = owner.map(str::to_owned);
+        let id = id.to_owned();
+        Box::pin(
+            self.inner
+                .writer
+                .run(move |step| hooks::remove(step, owner.as_deref(), &id)),
+        )
+    }
+
+    fn hooks(&self) -> StoreFuture<'_, Vec<Hook>> {
+        Box::pin(self.read(hooks::live))
+    }
+
+    fn advance_hook<'a>(
+        &'a self,
+        id: &'a str,
+        from: &'a str,
+        to: &'a str,
+    ) -> StoreFuture<'a, bool> {
+        let (id, from, to) = (id.to_owned(), from.to_owned(), to.to_owned());
+        Box::pin(
+            self.inner
+                .writer
+                .run(move |step| hooks::advance(step, &id, &from, &to)),
+        )
     }
 }

@@ -26,12 +26,29 @@
 //! Version 2 added the last three columns; a version 1 file is upgraded in
 //! place at open (its tasks run at most once, as before).
 //!
+//! Version 3 added the log of status changes and the webhook subscriptions
+//! (task events), upgraded in place too (the log of an upgraded file starts
+//! empty):
+//!
+//! | Table         | Holds                                                                      |
+//! |---------------|----------------------------------------------------------------------------|
+//! | `task_events` | one row per status change: `seq` (AUTOINCREMENT, never reused), the owner, the task's id, status, message, times, TTL and poll interval right after it (no payload), `logged_at` (ms) |
+//! | `log_info`    | one row: `epoch`, 8 hex digits drawn when the log was created, so a cursor of another file is not read as a position of this one |
+//! | `hooks`       | one row per webhook subscription: its key, secret, expiry (ms; `NULL` never) and delivery cursor |
+//!
+//! | Trigger             | Writes                                                       | Why                                                   |
+//! |---------------------|--------------------------------------------------------------|-------------------------------------------------------|
+//! | `tasks_log_create`  | a `task_events` row for every inserted task (`working`)     | the change is logged in the very statement that makes it, whatever path wrote it (a job, the recovery at open) |
+//! | `tasks_log_status`  | a `task_events` row when an `UPDATE` changes `status`       | a message-only update is not a status change          |
+//! | `task_events_bound` | deletes rows [`LOG_KEPT`] or more behind the newest one      | bounded retention, pruned in the writer's transaction |
+//!
 //! | Index               | Serves                                                   | Why                              |
 //! |---------------------|----------------------------------------------------------|----------------------------------|
 //! | `tasks_by_owner`    | `list`: `(owner, created_at, id)`                        | O(log n + page) per owner        |
 //! | `tasks_by_creation` | `admin_list`: `(created_at, id)`                         | O(log n + page) over every owner |
 //! | `tasks_by_expiry`   | the reaper: `expires_at`                                 | the due rows and the next deadline without a scan |
 //! | `tasks_counted`     | quotas: `(owner, expires_at)` of the counted rows        | a count reads only counted rows  |
+//! | `task_events_by_owner` | `status_events`: `(owner, seq)`                       | O(log n + page) per owner        |
 //!
 //! Ids are fixed-width lowercase hex, so their text order is their numeric
 //! order, and `(created_at, id)` orders exactly like the memory store's
@@ -47,7 +64,10 @@ use super::sync::Synchronous;
 use crate::store::StoreError;
 
 /// The schema this build writes and reads.
-pub(super) const VERSION: i64 = 2;
+pub(super) const VERSION: i64 = 3;
+
+/// How many status changes the log keeps, all owners together.
+pub(super) const LOG_KEPT: i64 = 100_000;
 
 /// How long a connection waits for another one's lock (another process
 /// writing the same file, or a checkpoint) before it fails.
@@ -79,6 +99,53 @@ CREATE INDEX tasks_by_creation ON tasks (created_at, id);
 CREATE INDEX tasks_by_expiry ON tasks (expires_at);
 CREATE INDEX tasks_counted ON tasks (owner, expires_at) WHERE counted = 1;
 ";
+
+/// The log of status changes and the webhook subscriptions (version 3).
+fn log_tables() -> String {
+    let row = "(owner, task, status, status_message, created_at, updated_at, ttl, \
+               poll_interval, logged_at) VALUES (new.owner, new.id, new.status, \
+               new.status_message, new.created_at, new.updated_at, new.ttl, \
+               new.poll_interval, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))";
+    format!(
+        "
+CREATE TABLE task_events (
+    seq            INTEGER PRIMARY KEY AUTOINCREMENT,
+    owner          TEXT,
+    task           TEXT NOT NULL,
+    status         TEXT NOT NULL,
+    status_message TEXT,
+    created_at     INTEGER NOT NULL,
+    updated_at     INTEGER NOT NULL,
+    ttl            INTEGER,
+    poll_interval  INTEGER,
+    logged_at      INTEGER NOT NULL
+);
+CREATE INDEX task_events_by_owner ON task_events (owner, seq);
+CREATE TABLE log_info (epoch TEXT NOT NULL);
+INSERT INTO log_info (epoch) VALUES (lower(hex(randomblob(4))));
+CREATE TABLE hooks (
+    id         TEXT PRIMARY KEY NOT NULL,
+    owner      TEXT,
+    url        TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    arguments  TEXT NOT NULL,
+    secret     TEXT NOT NULL,
+    expires_at INTEGER,
+    cursor     TEXT NOT NULL
+);
+CREATE TRIGGER tasks_log_create AFTER INSERT ON tasks BEGIN
+    INSERT INTO task_events {row};
+END;
+CREATE TRIGGER tasks_log_status AFTER UPDATE OF status ON tasks
+WHEN old.status IS NOT new.status BEGIN
+    INSERT INTO task_events {row};
+END;
+CREATE TRIGGER task_events_bound AFTER INSERT ON task_events BEGIN
+    DELETE FROM task_events WHERE seq <= new.seq - {LOG_KEPT};
+END;
+"
+    )
+}
 
 /// Version 1 to 2: what a re-run needs.
 const UPGRADE_FROM_1: &str = "
@@ -135,7 +202,7 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
         .map_err(backend)?;
     match version {
         0 => {
-            tx.execute_batch(CREATE).map_err(|e| {
+            tx.execute_batch(&format!("{CREATE}{}", log_tables())).map_err(|e| {
                 StoreError::backend(format!(
                     "{}: cannot create the tasks table (is this another program's database?): {e}",
                     path.display()
@@ -144,8 +211,11 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             tx.execute_batch(&format!("PRAGMA user_version = {VERSION}"))
                 .map_err(backend)?;
         }
-        1 => {
-            tx.execute_batch(UPGRADE_FROM_1).map_err(backend)?;
+        1 | 2 => {
+            if version == 1 {
+                tx.execute_batch(UPGRADE_FROM_1).map_err(backend)?;
+            }
+            tx.execute_batch(&log_tables()).map_err(backend)?;
             tx.execute_batch(&format!("PRAGMA user_version = {VERSION}"))
                 .map_err(backend)?;
         }

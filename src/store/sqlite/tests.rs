@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
-use super::{Synchronous, schema};
+use super::{Synchronous, log, schema};
 use crate::store::StoreError;
 use crate::task::TaskId;
 
@@ -110,12 +110,18 @@ fn a_database_of_another_program_is_refused_not_taken_over() {
     );
 }
 
+/// Undoes what version 3 added: the log, its triggers, the hooks.
+const WITHOUT_LOG: &str = "DROP TRIGGER tasks_log_create; DROP TRIGGER tasks_log_status; \
+     DROP TRIGGER task_events_bound; DROP TABLE task_events; DROP TABLE log_info; \
+     DROP TABLE hooks;";
+
 #[test]
 fn a_version_1_file_is_upgraded_in_place_and_keeps_its_tasks() {
     let file = TempFile::new();
     {
         let conn = schema::open_writer(file.path(), Synchronous::Normal).unwrap();
         // Back to version 1: without the re-run columns, one task in it.
+        conn.execute_batch(WITHOUT_LOG).unwrap();
         conn.execute_batch(
             "ALTER TABLE tasks DROP COLUMN rerun; ALTER TABLE tasks DROP COLUMN attempt; \
              ALTER TABLE tasks DROP COLUMN attempts; PRAGMA user_version = 1; \
@@ -138,5 +144,76 @@ fn a_version_1_file_is_upgraded_in_place_and_keeps_its_tasks() {
         (attempt, attempts, rerun),
         (1, 1, None),
         "runs at most once"
+    );
+}
+
+#[test]
+fn the_log_keeps_its_last_changes_and_a_reader_behind_them_reads_truncated() {
+    let file = TempFile::new();
+    let conn = schema::open_writer(file.path(), Synchronous::Normal).unwrap();
+    let kept = schema::LOG_KEPT;
+    conn.execute_batch(&format!(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {kept} + 5) \
+         INSERT INTO task_events (owner, task, status, created_at, updated_at, logged_at) \
+         SELECT NULL, printf('%032x', i), 'working', 1, 1, 1 FROM n"
+    ))
+    .unwrap();
+    let (count, oldest): (i64, i64) = conn
+        .query_row("SELECT count(*), min(seq) FROM task_events", [], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(
+        (count, oldest),
+        (kept, 6),
+        "the last LOG_KEPT changes are kept"
+    );
+    let epoch: String = conn
+        .query_row("SELECT epoch FROM log_info", [], |row| row.get(0))
+        .unwrap();
+    let behind = log::read(&conn, None, Some(&format!("s{epoch}-2")), 2).unwrap();
+    assert!(behind.truncated, "changes 3 to 5 were dropped");
+    assert_eq!(behind.events[0].cursor, format!("s{epoch}-6"));
+    let caught_up = log::read(&conn, None, Some(&format!("s{epoch}-5")), 2).unwrap();
+    assert!(!caught_up.truncated, "nothing after 5 was dropped");
+    let foreign = log::read(&conn, None, Some("s00000000-3"), 2).unwrap();
+    assert!(
+        foreign.truncated || epoch == "00000000",
+        "a cursor of another file reads from the oldest, truncated"
+    );
+    let ahead = log::read(&conn, None, Some(&format!("s{epoch}-{}", kept + 6)), 2);
+    assert!(matches!(ahead, Err(StoreError::InvalidCursor)));
+}
+
+#[test]
+fn a_version_2_file_gains_the_log_and_logs_from_then_on() {
+    let file = TempFile::new();
+    {
+        let conn = schema::open_writer(file.path(), Synchronous::Normal).unwrap();
+        conn.execute_batch(WITHOUT_LOG).unwrap();
+        conn.execute_batch(
+            "PRAGMA user_version = 2; \
+             INSERT INTO tasks (id, status, created_at, updated_at) \
+             VALUES ('00000000000000000000000000000001', 'working', 1, 1);",
+        )
+        .unwrap();
+    }
+    let conn = schema::open_writer(file.path(), Synchronous::Normal).unwrap();
+    conn.execute_batch(
+        "UPDATE tasks SET status = 'completed', result = '{}'; \
+         UPDATE tasks SET status_message = 'only a message';",
+    )
+    .unwrap();
+    let logged: Vec<String> = conn
+        .prepare("SELECT status FROM task_events ORDER BY seq")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        logged,
+        ["completed"],
+        "a status change is logged, a message is not"
     );
 }

@@ -38,6 +38,7 @@ redis.call('DEL', round)
 -- Which call resumed it: a call that failed but ran is told by its ticket.
 redis.call('HSET', task, 's', 'working', 'rv', ARGV[8])
 redis.call('HDEL', task, 'q')
+logged(task, ARGV[4])
 drive(task, ARGV[4], ARGV[5], KEYS[3], KEYS[5], KEYS[4], ARGV[6])
 announce(ARGV[7], ARGV[4])
 return out

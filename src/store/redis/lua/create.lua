@@ -55,6 +55,8 @@ if ARGV[15] ~= '' then
   -- What it takes to run the call again if this instance is lost.
   redis.call('HSET', task, 'rr', ARGV[15], 'at', 1, 'am', ARGV[16])
 end
+-- Logged while the hash exists (the expiry below may be past already).
+logged(task, ARGV[9])
 -- This instance drives the task (before the expiry, which may be past).
 drive(task, ARGV[9], ARGV[11], KEYS[3], KEYS[5], KEYS[4], ARGV[12])
 local deadline = ARGV[4]

@@ -5,6 +5,41 @@
 -- instance that drives the task (only while it is `working`), q the
 -- outstanding requests as one JSON object (only while `input_required`).
 
+-- How many status changes an owner's log keeps: trimmed by LOG_BATCH at a
+-- time once it holds LOG_KEPT + LOG_BATCH (src/store/redis/events.rs).
+local LOG_KEPT = 10000
+local LOG_BATCH = 100
+
+-- Logs the status the task now has, in the script that changed it (one
+-- atomic step), to its owner's stream of status changes:
+-- `<base>:events:owned:<owner>` or `<base>:events:unowned`, in the task's
+-- own slot (`<base>` is the task key's hash tag). Entry fields: i id, then
+-- the task's s, c, u, t, p, m as the task hash holds them (no payload).
+-- When the oldest are trimmed, the id of the last one trimmed is kept in
+-- `<base>:events:dropped` (field: the stream's key), so that a reader
+-- behind it is told it missed changes.
+local function logged(task, id)
+  local base = string.match(task, '^(.*):task:[^:]*$')
+  local f = redis.call('HMGET', task, 's', 'w', 'c', 'u', 't', 'p', 'm')
+  local stream = base .. ':events:unowned'
+  if f[2] then
+    stream = base .. ':events:owned:' .. f[2]
+  end
+  local entry = {'i', id, 's', f[1], 'c', f[3], 'u', f[4]}
+  for i, name in ipairs({'t', 'p', 'm'}) do
+    if f[4 + i] then
+      entry[#entry + 1] = name
+      entry[#entry + 1] = f[4 + i]
+    end
+  end
+  redis.call('XADD', stream, '*', unpack(entry))
+  if redis.call('XLEN', stream) > LOG_KEPT + LOG_BATCH then
+    local old = redis.call('XRANGE', stream, '-', '+', 'COUNT', LOG_BATCH + 1)
+    redis.call('XTRIM', stream, 'MINID', old[LOG_BATCH + 1][1])
+    redis.call('HSET', base .. ':events:dropped', stream, old[LOG_BATCH][1])
+  end
+end
+
 -- Announces `message` on `channel`. A channel argument that starts with
 -- '#' names a sharded channel (SPUBLISH: on a Redis Cluster the message
 -- stays with the nodes of this slot); any other, a plain one (PUBLISH).
@@ -106,6 +141,7 @@ local function finish(task, round, status, payload, now, channel, id, head)
   redis.call('HDEL', task, 'q')
   redis.call('DEL', round)
   undrive(task, id, head)
+  logged(task, id)
   announce(channel, id)
 end
 

@@ -30,5 +30,6 @@ if deadline then
 end
 redis.call('HSET', task, 's', 'input_required', 'u', ARGV[1], 'q', requests_object(round))
 undrive(task, ARGV[3], ARGV[4])
+logged(task, ARGV[3])
 announce(ARGV[5], ARGV[3])
 return 1

@@ -45,6 +45,7 @@ for _, id in ipairs(redis.call('SPOP', driving, ARGV[2])) do
       end
       redis.call('HSET', task, 's', 'failed', 'r', error, 'm', message, 'u', ARGV[5])
       redis.call('HDEL', task, 'd')
+      logged(task, id)
       redis.call('DEL', ARGV[4] .. id)
       announce(ARGV[6], id)
       failed = failed + 1
