@@ -8,10 +8,15 @@
 //! | Case | Expected |
 //! |------|----------|
 //! | a task runs to its end; the receiver answers 500 twice to each event | `working` then `completed`, each taken at its third try, every try signed |
+//! | the receiver is down when the task ends, and the gateway (SQLite) is killed with SIGKILL before it could deliver | after the restart, with the receiver back on its port, each event taken once |
+//! | over Redis, the gateway that ran the task is killed before it could deliver | another gateway over the same Redis delivers each event once (after the killed one's claim lapses) |
 //! | an upstream with events of its own (`support::events_upstream`), `--events poll-push` | its type listed beside the gateway's, its poll and stream answered by it, its discover settings kept |
 
 #[path = "support/gateway.rs"]
 mod gateway;
+#[path = "../../tests/support/redis_server.rs"]
+#[allow(dead_code)]
+mod redis_server;
 #[path = "../../tests/support/mod.rs"]
 mod support;
 #[path = "support/tls.rs"]
@@ -24,6 +29,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use redis_server::RedisServer;
 use serde_json::{Value, json};
 use support::client::McpClient;
 use support::fixture::{FixtureMode, Served, serve_fixture};
@@ -249,4 +255,72 @@ async fn an_upstreams_own_events_pass_through_the_gateway() {
         .await
         .into_response();
     assert_eq!(started["result"]["events"], json!([]), "{started}");
+}
+
+#[tokio::test]
+async fn a_gateway_killed_before_it_delivered_delivers_after_its_restart_once() {
+    let (upstream, _) = serve_fixture(FixtureMode::Stateless).await;
+    let files = receiving();
+    let oauth = TempFile::new("secret", SECRET);
+    let db = TempFile::new("events.db", b"");
+    std::fs::remove_file(db.path()).expect("an empty path for the store");
+    let first = receiver(&files, 0, 0).await;
+    let port = port_of(&first);
+    let mut gateway = gateway_with(&upstream, &files, &oauth, &["--sqlite", db.path()]).await;
+    let alice = McpClient::new(&gateway.url).with_bearer(hs256("alice", "mcp"));
+    subscribe(&alice, port).await;
+    // The receiver goes away; the task ends while nobody takes its events.
+    drop(first);
+    let task = run_task(&alice).await;
+    gateway.kill().await;
+
+    let hooks = receiver(&files, 0, port).await;
+    let restarted = gateway_with(&upstream, &files, &oauth, &["--sqlite", db.path()]).await;
+    let seen = wait_until("the restarted gateway delivers", DELIVERED, || async {
+        let seen = taken(&hooks, &task);
+        (seen.iter().any(|(status, _, _)| status == "completed")).then_some(seen)
+    })
+    .await;
+    let statuses: Vec<&str> = seen.iter().map(|(status, _, _)| status.as_str()).collect();
+    assert_eq!(statuses, ["working", "completed"], "{}", hooks.log());
+    assert!(
+        seen.iter().all(|(_, _, times)| *times == 1),
+        "each once: {seen:?}"
+    );
+    drop(restarted);
+}
+
+#[tokio::test]
+async fn over_redis_another_gateway_delivers_what_a_killed_one_could_not() {
+    let Some(redis) = RedisServer::start() else {
+        panic!("redis-server is needed for this test (.ci/run installs it)");
+    };
+    let (upstream, _) = serve_fixture(FixtureMode::Stateless).await;
+    let files = receiving();
+    let oauth = TempFile::new("secret", SECRET);
+    let url = redis.url();
+    let first = receiver(&files, 0, 0).await;
+    let port = port_of(&first);
+    let mut a = gateway_with(&upstream, &files, &oauth, &["--redis", &url]).await;
+    let alice = McpClient::new(&a.url).with_bearer(hs256("alice", "mcp"));
+    subscribe(&alice, port).await;
+    drop(first);
+    let task = run_task(&alice).await;
+    // A holds the subscription's delivery claim (it has been trying); it
+    // dies before any try succeeded. B starts only now.
+    a.kill().await;
+    let hooks = receiver(&files, 0, port).await;
+    let b = gateway_with(&upstream, &files, &oauth, &["--redis", &url]).await;
+    let seen = wait_until("the other gateway delivers", DELIVERED, || async {
+        let seen = taken(&hooks, &task);
+        (seen.iter().any(|(status, _, _)| status == "completed")).then_some(seen)
+    })
+    .await;
+    let statuses: Vec<&str> = seen.iter().map(|(status, _, _)| status.as_str()).collect();
+    assert_eq!(statuses, ["working", "completed"], "{}", hooks.log());
+    assert!(
+        seen.iter().all(|(_, _, times)| *times == 1),
+        "each once: {seen:?}"
+    );
+    drop(b);
 }

@@ -168,4 +168,90 @@ impl TaskStore for Measured {
     ) -> StoreFuture<'a, bool> {
         timed("advance_hook", self.0.advance_hook(id, from, to))
     }
+
+    fn claim_hook<'a>(&'a self, id: &'a str, lease: std::time::Duration) -> StoreFuture<'a, bool> {
+        timed("claim_hook", self.0.claim_hook(id, lease))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::MemoryTaskStore;
+
+    /// A store that says no to every claim, and answers its own log.
+    struct Refusing(MemoryTaskStore);
+
+    impl TaskStore for Refusing {
+        fn create(&self, task: NewTask) -> StoreFuture<'_, CreatedTask> {
+            self.0.create(task)
+        }
+        fn get<'a>(
+            &'a self,
+            id: TaskId,
+            owner: Option<&'a str>,
+        ) -> StoreFuture<'a, Option<TaskSnapshot>> {
+            self.0.get(id, owner)
+        }
+        fn set_status_message(&self, id: TaskId, message: String) -> StoreFuture<'_, ()> {
+            self.0.set_status_message(id, message)
+        }
+        fn complete(&self, id: TaskId, result: Box<RawValue>) -> StoreFuture<'_, ()> {
+            self.0.complete(id, result)
+        }
+        fn fail(&self, id: TaskId, error: Box<RawValue>) -> StoreFuture<'_, ()> {
+            self.0.fail(id, error)
+        }
+        fn cancel<'a>(
+            &'a self,
+            id: TaskId,
+            owner: Option<&'a str>,
+        ) -> StoreFuture<'a, Option<CancelOutcome>> {
+            self.0.cancel(id, owner)
+        }
+        fn require_input(&self, id: TaskId, round: InputRound) -> StoreFuture<'_, ()> {
+            self.0.require_input(id, round)
+        }
+        fn answer_input<'a>(
+            &'a self,
+            id: TaskId,
+            owner: Option<&'a str>,
+            answers: Vec<(String, Box<RawValue>)>,
+        ) -> StoreFuture<'a, Option<InputProgress>> {
+            self.0.answer_input(id, owner, answers)
+        }
+        fn list<'a>(
+            &'a self,
+            owner: Option<&'a str>,
+            cursor: Option<&'a str>,
+            limit: usize,
+        ) -> StoreFuture<'a, TaskList> {
+            self.0.list(owner, cursor, limit)
+        }
+        fn status_events<'a>(
+            &'a self,
+            owner: Option<&'a str>,
+            after: Option<&'a str>,
+            limit: usize,
+        ) -> StoreFuture<'a, crate::store::EventPage> {
+            self.0.status_events(owner, after, limit)
+        }
+        fn claim_hook<'a>(
+            &'a self,
+            _id: &'a str,
+            _lease: std::time::Duration,
+        ) -> StoreFuture<'a, bool> {
+            Box::pin(async { Ok(false) })
+        }
+    }
+
+    /// The events methods reach the store behind: a default answer here
+    /// would let two instances deliver one subscription's events.
+    #[tokio::test]
+    async fn the_events_methods_reach_the_store_behind() {
+        let measured = Measured(Arc::new(Refusing(MemoryTaskStore::new())));
+        let lease = std::time::Duration::from_secs(1);
+        assert!(!measured.claim_hook("sub_x", lease).await.unwrap());
+        assert!(measured.status_events(None, None, 10).await.is_ok());
+    }
 }
