@@ -9,6 +9,8 @@
 //! |------|----------|
 //! | a task runs to its end; the receiver answers 500 twice to each event | `working` then `completed`, each taken at its third try, every try signed |
 
+#[path = "support/events.rs"]
+mod events;
 #[path = "support/gateway.rs"]
 mod gateway;
 #[path = "../../tests/support/mod.rs"]
@@ -23,12 +25,13 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use events::{Receiving, gateway_with, receiving};
 use serde_json::{Value, json};
 use support::client::McpClient;
-use support::fixture::{FixtureMode, Served, serve_fixture};
+use support::fixture::{FixtureMode, serve_fixture};
 use support::process::Process;
 use support::wait::wait_until;
-use tokens::{ISSUER, RESOURCE, SECRET, TempFile, hs256};
+use tokens::{SECRET, TempFile, hs256};
 use tokio::process::Command;
 
 /// How long a delivery may take to arrive: the gateway retries after 1,
@@ -38,22 +41,6 @@ const DELIVERED: Duration = Duration::from_secs(60);
 /// The subscription's signing secret.
 fn secret() -> String {
     format!("whsec_{}", STANDARD.encode([7u8; 32]))
-}
-
-/// The receiver's files: its CA (for the gateway), its certificate and key.
-struct Receiving {
-    ca: TempFile,
-    cert: TempFile,
-    key: TempFile,
-}
-
-fn receiving() -> Receiving {
-    let pki = tls::ca_and_leaf(&["localhost"]);
-    Receiving {
-        ca: TempFile::new("ca.pem", pki.ca_pem.as_bytes()),
-        cert: TempFile::new("cert.pem", pki.leaf_pem.as_bytes()),
-        key: TempFile::new("key.pem", pki.key_pem.as_bytes()),
-    }
 }
 
 /// Starts the receiver on `port` (0: a free one), failing the first
@@ -114,31 +101,6 @@ fn taken(receiver: &Process, task: &str) -> Vec<(String, u64, usize)> {
         .collect()
 }
 
-/// The gateway with events, OAuth (HS256) and `extra` options.
-async fn gateway_with(
-    upstream: &Served,
-    files: &Receiving,
-    secret: &TempFile,
-    extra: &[&str],
-) -> Process {
-    let mut options = vec![
-        "--events",
-        "webhooks",
-        "--webhook-private",
-        "true",
-        "--webhook-ca-file",
-        files.ca.path(),
-        "--oauth-issuer",
-        ISSUER,
-        "--oauth-audience",
-        RESOURCE,
-        "--oauth-hs256-secret-file",
-        secret.path(),
-    ];
-    options.extend_from_slice(extra);
-    gateway::start(&upstream.url, &options).await
-}
-
 /// Subscribes alice's tasks to the receiver on `port`.
 async fn subscribe(client: &McpClient, port: u16) {
     let params = json!({
@@ -176,7 +138,7 @@ async fn each_change_reaches_an_https_receiver_signed_and_on_the_third_try_when_
     let files = receiving();
     let oauth = TempFile::new("secret", SECRET);
     let hooks = receiver(&files, 2, 0).await;
-    let gateway = gateway_with(&upstream, &files, &oauth, &[]).await;
+    let gateway = gateway_with(&upstream.url, &files, &oauth, &[]).await;
     let alice = McpClient::new(&gateway.url).with_bearer(hs256("alice", "mcp"));
     subscribe(&alice, port_of(&hooks)).await;
     let task = run_task(&alice).await;
