@@ -10,6 +10,16 @@
 //! fixture over loopback; the subscription belongs to the OAuth subject
 //! alice.
 //!
+//! The SDK holds every events message the gateway sends it to its own zod
+//! schemas (`src/tool/mcp-event-types.ts`, `mcp-event-webhook.ts`): the
+//! `events/list` result (`ListEventsResultSchema`, each descriptor
+//! `MCPEventDefinitionSchema`) and the `events/subscribe` result
+//! (`SubscribeEventResultSchema`) are parsed, and a mismatch fails the call
+//! (an `error` line); each webhook body is parsed as a verification
+//! challenge or an occurrence (`MCPEventSchema`, `name` and `eventId`
+//! checked against the subscription and `webhook-id`), and a mismatch is
+//! answered 400, where the test wants 200 and 204.
+//!
 //! | Case | Expected |
 //! |------|----------|
 //! | the client lists, subscribes, alice runs a task, the client is stopped | the descriptor offers `webhook`; the challenge answered once; `working` then `completed` for that task, each POSTed once and answered 204 after the SDK's checks; the client unsubscribes and exits 0 |
