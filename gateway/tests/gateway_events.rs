@@ -12,6 +12,8 @@
 //! | over Redis, the gateway that ran the task is killed before it could deliver | another gateway over the same Redis delivers each event once (after the killed one's claim lapses) |
 //! | an upstream with events of its own (`support::events_upstream`), `--events poll-push` | its type listed beside the gateway's, its poll and stream answered by it, its discover settings kept |
 
+#[path = "support/events.rs"]
+mod events;
 #[path = "support/gateway.rs"]
 mod gateway;
 #[path = "../../tests/support/redis_server.rs"]
@@ -29,13 +31,14 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use events::{Receiving, gateway_with, receiving};
 use redis_server::RedisServer;
 use serde_json::{Value, json};
 use support::client::McpClient;
-use support::fixture::{FixtureMode, Served, serve_fixture};
+use support::fixture::{FixtureMode, serve_fixture};
 use support::process::Process;
 use support::wait::wait_until;
-use tokens::{ISSUER, RESOURCE, SECRET, TempFile, hs256};
+use tokens::{SECRET, TempFile, hs256};
 use tokio::process::Command;
 
 /// How long a delivery may take to arrive: the gateway retries after 1,
@@ -45,22 +48,6 @@ const DELIVERED: Duration = Duration::from_secs(60);
 /// The subscription's signing secret.
 fn secret() -> String {
     format!("whsec_{}", STANDARD.encode([7u8; 32]))
-}
-
-/// The receiver's files: its CA (for the gateway), its certificate and key.
-struct Receiving {
-    ca: TempFile,
-    cert: TempFile,
-    key: TempFile,
-}
-
-fn receiving() -> Receiving {
-    let pki = tls::ca_and_leaf(&["localhost"]);
-    Receiving {
-        ca: TempFile::new("ca.pem", pki.ca_pem.as_bytes()),
-        cert: TempFile::new("cert.pem", pki.leaf_pem.as_bytes()),
-        key: TempFile::new("key.pem", pki.key_pem.as_bytes()),
-    }
 }
 
 /// Starts the receiver on `port` (0: a free one), failing the first
@@ -121,31 +108,6 @@ fn taken(receiver: &Process, task: &str) -> Vec<(String, u64, usize)> {
         .collect()
 }
 
-/// The gateway with events, OAuth (HS256) and `extra` options.
-async fn gateway_with(
-    upstream: &Served,
-    files: &Receiving,
-    secret: &TempFile,
-    extra: &[&str],
-) -> Process {
-    let mut options = vec![
-        "--events",
-        "webhooks",
-        "--webhook-private",
-        "true",
-        "--webhook-ca-file",
-        files.ca.path(),
-        "--oauth-issuer",
-        ISSUER,
-        "--oauth-audience",
-        RESOURCE,
-        "--oauth-hs256-secret-file",
-        secret.path(),
-    ];
-    options.extend_from_slice(extra);
-    gateway::start(&upstream.url, &options).await
-}
-
 /// Subscribes alice's tasks to the receiver on `port`.
 async fn subscribe(client: &McpClient, port: u16) {
     let params = json!({
@@ -183,7 +145,7 @@ async fn each_change_reaches_an_https_receiver_signed_and_on_the_third_try_when_
     let files = receiving();
     let oauth = TempFile::new("secret", SECRET);
     let hooks = receiver(&files, 2, 0).await;
-    let gateway = gateway_with(&upstream, &files, &oauth, &[]).await;
+    let gateway = gateway_with(&upstream.url, &files, &oauth, &[]).await;
     let alice = McpClient::new(&gateway.url).with_bearer(hs256("alice", "mcp"));
     subscribe(&alice, port_of(&hooks)).await;
     let task = run_task(&alice).await;
@@ -266,7 +228,7 @@ async fn a_gateway_killed_before_it_delivered_delivers_after_its_restart_once() 
     std::fs::remove_file(db.path()).expect("an empty path for the store");
     let first = receiver(&files, 0, 0).await;
     let port = port_of(&first);
-    let mut gateway = gateway_with(&upstream, &files, &oauth, &["--sqlite", db.path()]).await;
+    let mut gateway = gateway_with(&upstream.url, &files, &oauth, &["--sqlite", db.path()]).await;
     let alice = McpClient::new(&gateway.url).with_bearer(hs256("alice", "mcp"));
     subscribe(&alice, port).await;
     // The receiver goes away; the task ends while nobody takes its events.
@@ -275,7 +237,7 @@ async fn a_gateway_killed_before_it_delivered_delivers_after_its_restart_once() 
     gateway.kill().await;
 
     let hooks = receiver(&files, 0, port).await;
-    let restarted = gateway_with(&upstream, &files, &oauth, &["--sqlite", db.path()]).await;
+    let restarted = gateway_with(&upstream.url, &files, &oauth, &["--sqlite", db.path()]).await;
     let seen = wait_until("the restarted gateway delivers", DELIVERED, || async {
         let seen = taken(&hooks, &task);
         (seen.iter().any(|(status, _, _)| status == "completed")).then_some(seen)
@@ -301,7 +263,7 @@ async fn over_redis_another_gateway_delivers_what_a_killed_one_could_not() {
     let url = redis.url();
     let first = receiver(&files, 0, 0).await;
     let port = port_of(&first);
-    let mut a = gateway_with(&upstream, &files, &oauth, &["--redis", &url]).await;
+    let mut a = gateway_with(&upstream.url, &files, &oauth, &["--redis", &url]).await;
     let alice = McpClient::new(&a.url).with_bearer(hs256("alice", "mcp"));
     subscribe(&alice, port).await;
     drop(first);
@@ -310,7 +272,7 @@ async fn over_redis_another_gateway_delivers_what_a_killed_one_could_not() {
     // dies before any try succeeded. B starts only now.
     a.kill().await;
     let hooks = receiver(&files, 0, port).await;
-    let b = gateway_with(&upstream, &files, &oauth, &["--redis", &url]).await;
+    let b = gateway_with(&upstream.url, &files, &oauth, &["--redis", &url]).await;
     let seen = wait_until("the other gateway delivers", DELIVERED, || async {
         let seen = taken(&hooks, &task);
         (seen.iter().any(|(status, _, _)| status == "completed")).then_some(seen)
