@@ -66,6 +66,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod admin;
+mod backoff;
 pub mod body;
 mod bound;
 mod carry;
