@@ -80,7 +80,7 @@ impl App {
         // upstream may take as long as a task may run.
         let max_runtime = optional(args.max_runtime, TasksConfig::default().max_runtime());
         let upstream = upstream(&args, max_runtime).await?;
-        let tasks = layer(&args).await?;
+        let tasks = layer(&args).await?.build();
         if fallback_on(&args) {
             crate::listing::log_fallback(upstream.clone(), tasks.config().clone());
         }
