@@ -16,6 +16,8 @@ use http_body_util::combinators::UnsyncBoxBody;
 use pin_project_lite::pin_project;
 use tokio::time::Sleep;
 
+use crate::wire::sse::KEEP_ALIVE;
+
 /// The error type of boxed bodies and of [`ResponseBody`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -149,9 +151,6 @@ struct Beat {
     /// counts as one).
     tail: [u8; 4],
 }
-
-/// The comment a quiet SSE stream gets, wherever the layer sends one.
-pub(crate) const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
 
 impl Beat {
     fn new(every: Duration) -> Self {
@@ -332,7 +331,7 @@ pub(crate) fn passed<B>(
     response: http::Response<B>,
     keep_alive: Duration,
 ) -> http::Response<ResponseBody<B>> {
-    if crate::wire::is_content_type(response.headers(), "text/event-stream") {
+    if crate::wire::sse::is_sse(response.headers()) {
         response.map(|body| ResponseBody::beating(body, keep_alive))
     } else {
         response.map(ResponseBody::inner)

@@ -46,7 +46,7 @@
 //! # async fn main() {
 //! # let mcp_server = tower::service_fn(mcp);
 //! # let auth = tower::layer::util::Identity::new(); // e.g. tower-mcp's OAuthLayer
-//! let tasks = TasksLayer::new(MemoryTaskStore::new());
+//! let tasks = TasksLayer::new(MemoryTaskStore::new()).build();
 //! let drain = tasks.drain(); // on Ctrl-C: drain.shutdown(grace).await
 //! let app = ServiceBuilder::new()
 //!     .layer(RequestBodyTimeoutLayer::new(Duration::from_secs(10))) // the client's requests
@@ -66,6 +66,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod admin;
+mod backoff;
 pub mod body;
 mod bound;
 mod carry;
@@ -88,7 +89,7 @@ pub use admin::Admin;
 pub use body::{RequestBody, ResponseBody};
 pub use config::TasksConfig;
 pub use config::events::EventsConfig;
-pub use layer::{ResponseFuture, TasksLayer, TasksService};
+pub use layer::{ResponseFuture, Tasks, TasksLayer, TasksService};
 pub use owner::{DefaultOwner, Principal, ResolveOwner};
 pub use policy::ToolPolicy;
 pub use runtime::drain::{Drain, DrainReport};

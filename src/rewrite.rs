@@ -146,7 +146,7 @@ where
     E: Fn(&str) -> Option<String> + Send + 'static,
 {
     let kind = content_type(response.headers());
-    let sse = kind.starts_with("text/event-stream");
+    let sse = crate::wire::sse::is_sse(response.headers());
     if !response.status().is_success() || !(sse || kind.starts_with("application/json")) {
         return response.map(ResponseBody::inner);
     }

@@ -174,7 +174,7 @@ where
                 None => bytes,
             };
             let keep_alive = runtime.config.keep_alive;
-            if !crate::wire::accepts_sse(&parts.headers) {
+            if !crate::wire::sse::accepts_sse(&parts.headers) {
                 return State::Inner {
                     future: inner.call(Request::from_parts(parts, RequestBody::buffered(body))),
                     keep_alive,

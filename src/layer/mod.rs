@@ -3,8 +3,9 @@
 //!
 //! | File         | What it holds                                                        |
 //! |--------------|----------------------------------------------------------------------|
-//! | `mod.rs`     | the builder: settings only; the shared state is built on first use   |
-//! | `shared.rs`  | the state the services of one layer share, and the engine over it    |
+//! | `mod.rs`     | the builder: settings only, and the one step that builds              |
+//! | `tasks.rs`   | [`Tasks`]: the layer built, with the `Drain` and `Admin` handles      |
+//! | `shared.rs`  | the one state the services of a built layer share                     |
 //! | `service.rs` | [`TasksService`]: a short `call` that starts reading or passes on    |
 //! | `future.rs`  | [`ResponseFuture`]: reads the body, then runs what dispatch chose    |
 //! | `state.rs`   | the states of that future                                            |
@@ -19,6 +20,7 @@ mod gather;
 mod service;
 mod shared;
 mod state;
+mod tasks;
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -30,15 +32,23 @@ use crate::admin::Admin;
 use crate::config::{TasksConfig, WaiterLimits};
 use crate::owner::{DefaultOwner, ResolveOwner};
 use crate::policy::ToolPolicy;
-use crate::runtime::Runtime;
 use crate::runtime::drain::Drain;
 use crate::store::TaskStore;
 
 pub use future::ResponseFuture;
 pub use service::TasksService;
-use shared::{Core, Shared};
+use shared::Shared;
+pub use tasks::Tasks;
 
-/// Makes any MCP Streamable-HTTP service task-capable.
+/// Makes any MCP Streamable-HTTP service task-capable: the settings, and
+/// [`build`](Self::build), which makes the state the services share.
+///
+/// As a [`Layer`] itself it builds on its first [`layer`](Layer::layer), so
+/// that `ServiceBuilder::new().layer(TasksLayer::new(store))` needs no more;
+/// clones made before that share what it builds, and a [`drain`](Self::drain)
+/// taken before it drains what it builds. A setting changed after it gives a
+/// layer that builds anew. With more than one service, or for the handles,
+/// [`build`](Self::build) once and layer with the [`Tasks`] it gives.
 ///
 /// ```
 /// use std::time::Duration;
@@ -56,9 +66,25 @@ pub struct TasksLayer {
     store: Arc<dyn TaskStore>,
     owner: Arc<dyn ResolveOwner>,
     scope: Option<Arc<str>>,
-    /// The state the services of this layer and its clones share, built
-    /// from `config` by the first `layer()` or `drain()`.
-    core: Arc<OnceLock<Arc<Core>>>,
+    /// What the first `layer()` of this layer and its clones built, and the
+    /// drain handed out before it.
+    built: Arc<Built>,
+}
+
+/// The state a [`TasksLayer`] used as a [`Layer`] builds on first use.
+struct Built {
+    tasks: OnceLock<Tasks>,
+    /// Handed out by [`TasksLayer::drain`]; tied to `tasks` once built.
+    drain: Drain,
+}
+
+impl Built {
+    fn new(store: &Arc<dyn TaskStore>) -> Arc<Self> {
+        Arc::new(Self {
+            tasks: OnceLock::new(),
+            drain: Drain::pending(store.clone()),
+        })
+    }
 }
 
 impl fmt::Debug for TasksLayer {
@@ -66,7 +92,7 @@ impl fmt::Debug for TasksLayer {
         f.debug_struct("TasksLayer")
             .field("config", &self.config)
             .field("scope", &self.scope)
-            .field("built", &self.core.get().is_some())
+            .field("built", &self.built.tasks.get().is_some())
             .finish_non_exhaustive()
     }
 }
@@ -80,27 +106,46 @@ impl TasksLayer {
 
     /// A layer over a store that is already shared.
     pub fn with_store(store: Arc<dyn TaskStore>) -> Self {
+        // Each operation timed, for the store metrics.
+        let store: Arc<dyn TaskStore> = Arc::new(crate::observe::store::Measured(store));
         Self {
             config: TasksConfig::default(),
-            // Each operation timed, for the store metrics.
-            store: Arc::new(crate::observe::store::Measured(store)),
+            built: Built::new(&store),
+            store,
             owner: Arc::new(DefaultOwner),
             scope: None,
-            core: Arc::default(),
         }
     }
 
-    /// The shared state, built now if no service or handle needed it yet.
-    fn core(&self) -> &Arc<Core> {
-        self.core.get_or_init(|| Arc::new(Core::new(&self.config)))
+    /// Builds the state the services share, sized by the settings in force:
+    /// the one step that makes it. Layer with the [`Tasks`] it gives, and
+    /// take the [`Drain`] and [`Admin`] handles from it (see [`Tasks`] for
+    /// an example). A layer already used as a [`Layer`] gives what that use
+    /// built, so that a drain taken before either drains both.
+    pub fn build(self) -> Tasks {
+        self.built().clone()
     }
 
-    /// After a setting that sizes the shared state: a layer whose state is
-    /// built already gets state of its own, sized anew, for the services
-    /// it makes from now on.
-    fn resized(mut self) -> Self {
-        if self.core.get().is_some() {
-            self.core = Arc::default();
+    /// What this layer and its clones build, built now if not yet.
+    fn built(&self) -> &Tasks {
+        self.built.tasks.get_or_init(|| {
+            let shared = Shared::build(
+                self.config.clone(),
+                self.store.clone(),
+                self.owner.clone(),
+                self.scope.clone(),
+            );
+            let tasks = Tasks::new(shared);
+            self.built.drain.bind(&tasks.drain());
+            tasks
+        })
+    }
+
+    /// After a setting: a layer that built already builds anew, with the
+    /// new settings, for the services it makes from now on.
+    fn changed(mut self) -> Self {
+        if self.built.tasks.get().is_some() {
+            self.built = Built::new(&self.store);
         }
         self
     }
@@ -109,7 +154,7 @@ impl TasksLayer {
     /// call from a declaring client at once, before its first answer.
     pub fn threshold(mut self, threshold: Duration) -> Self {
         self.config.threshold = threshold;
-        self
+        self.changed()
     }
 
     /// How long a task lives from its creation (`None`: until the process
@@ -117,31 +162,31 @@ impl TasksLayer {
     /// one millisecond is raised to one.
     pub fn ttl(mut self, ttl: Option<Duration>) -> Self {
         self.config.ttl = ttl.map(|ttl| ttl.max(Duration::from_millis(1)));
-        self
+        self.changed()
     }
 
     /// The polling interval suggested to clients.
     pub fn poll_interval(mut self, interval: Option<Duration>) -> Self {
         self.config.poll_interval = interval;
-        self
+        self.changed()
     }
 
     /// The policy of one tool.
     pub fn tool_policy(mut self, tool: impl Into<String>, policy: ToolPolicy) -> Self {
         self.config.policies.insert(tool.into(), policy);
-        self
+        self.changed()
     }
 
     /// The policy of tools without one of their own.
     pub fn default_policy(mut self, policy: ToolPolicy) -> Self {
         self.config.default_policy = policy;
-        self
+        self.changed()
     }
 
     /// Where the principal of a request comes from.
     pub fn owner_resolver(mut self, resolver: impl ResolveOwner) -> Self {
         self.owner = Arc::new(resolver);
-        self
+        self.changed()
     }
 
     /// Keeps request extensions of type `T` for a call the layer may have
@@ -167,7 +212,7 @@ impl TasksLayer {
     /// ```
     pub fn reissue_extension<T: Clone + Send + Sync + 'static>(mut self) -> Self {
         self.config.carried.add::<T>();
-        self
+        self.changed()
     }
 
     /// Keeps every request extension for a call the layer may have to send
@@ -176,7 +221,7 @@ impl TasksLayer {
     /// most of which answer in time; naming the types needed is cheaper.
     pub fn reissue_all_extensions(mut self) -> Self {
         self.config.carried.all();
-        self
+        self.changed()
     }
 
     /// The largest JSON POST body the layer buffers; larger ones get HTTP
@@ -187,7 +232,7 @@ impl TasksLayer {
     /// another route of a wrapped router) keep their own limits.
     pub fn max_body_bytes(mut self, limit: usize) -> Self {
         self.config.max_body_bytes = limit;
-        self
+        self.changed()
     }
 
     /// Whether `tasks/get`, `tasks/update` and `tasks/cancel` without an
@@ -199,7 +244,7 @@ impl TasksLayer {
     /// `Mcp-Name: <taskId>` on these methods.
     pub fn require_task_name_header(mut self, required: bool) -> Self {
         self.config.require_task_name_header = required;
-        self
+        self.changed()
     }
 
     /// The longest TTL a 2025-11-25 client may ask for with `params.task.ttl`
@@ -208,23 +253,23 @@ impl TasksLayer {
     /// request the [`ttl`](Self::ttl) applies.
     pub fn max_ttl(mut self, max: Option<Duration>) -> Self {
         self.config.max_ttl = Some(max.map(|max| max.max(Duration::from_millis(1))));
-        self
+        self.changed()
     }
 
     /// How many tasks a 2025-11-25 `tasks/list` page holds (1 to 1000).
     pub fn list_page_size(mut self, size: usize) -> Self {
         self.config.list_page_size = size.clamp(1, 1000);
-        self
+        self.changed()
     }
 
     /// How many 2025-11-25 sessions the layer keeps, and how long an idle
     /// one is kept. The least recently used session goes when it is full.
     ///
-    /// Sizes shared state: set it first (see [`max_running`](Self::max_running)).
+    /// Sizes shared state (see [`max_running`](Self::max_running)).
     pub fn legacy_sessions(mut self, max: usize, idle: Duration) -> Self {
         self.config.max_sessions = max.max(1);
         self.config.session_idle = idle;
-        self.resized()
+        self.changed()
     }
 
     /// How often a quiet SSE stream gets a comment, so that proxies that
@@ -235,7 +280,7 @@ impl TasksLayer {
     /// head itself, and the answer comes on that stream.
     pub fn keep_alive(mut self, interval: Duration) -> Self {
         self.config.keep_alive = interval.max(Duration::from_millis(10));
-        self
+        self.changed()
     }
 
     /// The most live tasks (any status, until their TTL) one principal may
@@ -246,7 +291,7 @@ impl TasksLayer {
     /// 2025-11-25 `params.task` over it gets a JSON-RPC error `-32000`.
     pub fn max_tasks_per_principal(mut self, max: Option<u32>) -> Self {
         self.config.quota.per_owner = max;
-        self
+        self.changed()
     }
 
     /// The most live tasks in the store, every owner together (`None`: no
@@ -254,20 +299,21 @@ impl TasksLayer {
     /// [`max_tasks_per_principal`](Self::max_tasks_per_principal).
     pub fn max_tasks(mut self, max: Option<u32>) -> Self {
         self.config.quota.total = max;
-        self
+        self.changed()
     }
 
     /// The most inner calls running in the background at once (at least
     /// one). Default 1 000. A call that would park while all are taken stays
     /// synchronous; a resumed call waits for a place.
     ///
-    /// Like every limit that sizes shared state, set it before the first
-    /// [`layer`](Layer::layer) or [`drain`](Self::drain): set later, it
-    /// gives this layer state of its own, which services made before and
-    /// drain handles taken before do not see.
+    /// Like every limit that sizes shared state, it is read when the state
+    /// is built ([`build`](Self::build), or the first [`layer`](Layer::layer)).
+    /// Set on a layer that built already, it gives a layer that builds
+    /// anew, which services made before and drain handles taken before do
+    /// not see; so does every other setting.
     pub fn max_running(mut self, max: usize) -> Self {
         self.config.max_running = max.max(1);
-        self.resized()
+        self.changed()
     }
 
     /// The largest result a parked call may produce, and the largest SSE
@@ -279,7 +325,7 @@ impl TasksLayer {
     /// races, ends the answer with a JSON-RPC error that names the limit.
     pub fn max_result_bytes(mut self, max: usize) -> Self {
         self.config.max_result_bytes = max.max(1024);
-        self
+        self.changed()
     }
 
     /// The most input rounds (MRTR rounds; relayed requests in a
@@ -287,7 +333,7 @@ impl TasksLayer {
     /// task fails.
     pub fn max_input_rounds(mut self, max: u32) -> Self {
         self.config.max_input_rounds = max;
-        self
+        self.changed()
     }
 
     /// How long a task may run before it is failed and its inner call
@@ -299,40 +345,40 @@ impl TasksLayer {
     /// the next.
     pub fn max_runtime(mut self, max: Option<Duration>) -> Self {
         self.config.max_runtime = max;
-        self
+        self.changed()
     }
 
     /// The most 2025-11-25 `tasks/result` streams waiting on one task, and
     /// on one principal's tasks. Default 4 and 100. A waiter over either
     /// gets a JSON-RPC error `-32000`.
     ///
-    /// Sizes shared state: set it first (see [`max_running`](Self::max_running)).
+    /// Sizes shared state (see [`max_running`](Self::max_running)).
     pub fn max_result_waiters(mut self, per_task: u32, per_principal: u32) -> Self {
         self.config.waiters = WaiterLimits {
             per_task,
             per_owner: per_principal,
         };
-        self.resized()
+        self.changed()
     }
 
     /// The most `subscriptions/listen` streams asking for task status per
     /// principal and in all (defaults 16 and 10 000); a listen over either
     /// gets a JSON-RPC error (`-32000`) instead of a stream.
     ///
-    /// Sizes shared state: set it first (see [`max_running`](Self::max_running)).
+    /// Sizes shared state (see [`max_running`](Self::max_running)).
     pub fn max_subscriptions(mut self, per_principal: u32, total: u32) -> Self {
         self.config.subscriptions.per_owner = per_principal;
         self.config.subscriptions.total = total;
-        self.resized()
+        self.changed()
     }
 
     /// The most task ids one `subscriptions/listen` may ask for (default
     /// 100); a listen asking for more is refused (`-32602`).
     ///
-    /// Sizes shared state: set it first (see [`max_running`](Self::max_running)).
+    /// Sizes shared state (see [`max_running`](Self::max_running)).
     pub fn max_subscription_task_ids(mut self, max: usize) -> Self {
         self.config.subscriptions.task_ids = max;
-        self.resized()
+        self.changed()
     }
 
     /// Lets a parked call of `tool` run again, up to `attempts` runs in all,
@@ -364,7 +410,7 @@ impl TasksLayer {
     /// ```
     pub fn tool_retry(mut self, tool: impl Into<String>, attempts: u32) -> Self {
         self.config.retries.insert(tool.into(), attempts.max(1));
-        self
+        self.changed()
     }
 
     /// Whether a tool the inner server marks `idempotentHint: true` in its
@@ -376,7 +422,7 @@ impl TasksLayer {
     /// after five minutes.
     pub fn retry_hints(mut self, on: bool) -> Self {
         self.config.retry_hints = on;
-        self
+        self.changed()
     }
 
     /// Turns on the fallback for clients that know no tasks, for every tool
@@ -406,7 +452,7 @@ impl TasksLayer {
     /// ```
     pub fn fallback_after(mut self, after: Duration) -> Self {
         self.config.fallback.every = Some(after);
-        self
+        self.changed()
     }
 
     /// The fallback for one tool: its own time, or `None` for never (see
@@ -414,7 +460,7 @@ impl TasksLayer {
     /// fallback on for that tool alone when no global one is set.
     pub fn tool_fallback(mut self, tool: impl Into<String>, after: Option<Duration>) -> Self {
         self.config.fallback.tools.insert(tool.into(), after);
-        self
+        self.changed()
     }
 
     /// The names of the two tools the fallback adds (default
@@ -429,7 +475,7 @@ impl TasksLayer {
             result: result.into(),
             cancel: cancel.into(),
         };
-        self
+        self.changed()
     }
 
     /// Offers task events (the MCP Events extension): every status change
@@ -438,7 +484,7 @@ impl TasksLayer {
     /// status changes ([`TaskStore::status_events`]); off by default.
     pub fn events(mut self, events: crate::EventsConfig) -> Self {
         self.config.events = Some(events);
-        self.resized()
+        self.changed()
     }
 
     /// The name of the inner server this layer wraps. Tasks made under one
@@ -451,22 +497,16 @@ impl TasksLayer {
     /// bare principal.
     pub fn scope(mut self, name: impl Into<Arc<str>>) -> Self {
         self.scope = Some(name.into());
-        self
+        self.changed()
     }
 
     /// A handle that drains the services this layer and its clones make: it
     /// stops starting tasks, waits for running ones and fails the rest (or
-    /// hands them over: [`tool_retry`](Self::tool_retry)). Set the limits
-    /// first (see [`max_running`](Self::max_running)).
+    /// hands them over: [`tool_retry`](Self::tool_retry)). Taken before the
+    /// first [`layer`](Layer::layer) or [`build`](Self::build), it drains
+    /// what that builds; [`Tasks::drain`] is the same without the wait.
     pub fn drain(&self) -> Drain {
-        let core = self.core();
-        let poll = self.config.poll_interval();
-        Drain::new(
-            core.background.clone(),
-            self.store.clone(),
-            core.waiting.clone(),
-            poll,
-        )
+        self.built.drain.clone()
     }
 
     /// The operator's view of this layer's store: every owner's tasks,
@@ -485,19 +525,7 @@ impl<S> Layer<S> for TasksLayer {
     type Service = TasksService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        let core = self.core();
-        let runtime = Runtime {
-            config: self.config.clone(),
-            store: self.store.clone(),
-            resolver: self.owner.clone(),
-            scope: self.scope.clone(),
-            background: core.background.clone(),
-            waiting: core.waiting.clone(),
-            hints: core.hints.clone(),
-        };
-        let shared = Arc::new(Shared::new(runtime, core));
-        shared.deliver_once();
-        TasksService::new(inner, shared)
+        self.built().layer(inner)
     }
 }
 
@@ -515,25 +543,44 @@ mod tests {
     }
 
     #[test]
-    fn clones_share_one_state_until_a_limit_changes_after_it_was_built() {
+    fn clones_share_one_build_and_a_setting_after_it_builds_anew() {
         let layer = TasksLayer::new(MemoryTaskStore::new()).max_running(2);
         let first = layer.layer(());
-        // A clone, and a setting that sizes nothing: the same state.
-        let clone = layer.clone().threshold(Duration::from_millis(5)).layer(());
-        assert!(shares(&first, &clone));
-        assert_eq!(clone.config().threshold(), Duration::from_millis(5));
-        // A limit set after the state was built: state of its own, sized anew.
-        let resized = layer.clone().max_running(3);
-        let other = resized.layer(());
+        assert!(shares(&first, &layer.clone().layer(())));
+        assert!(shares(&first, &layer.clone().build().layer(())));
+        // Any setting after the build: a layer that builds anew, with it.
+        let changed = layer.clone().threshold(Duration::from_millis(5));
+        let other = changed.layer(());
         assert!(!shares(&first, &other));
-        assert_eq!(other.config().max_running(), 3);
-        assert!(shares(&other, &resized.layer(())));
-        // Limits set before the first use all go into the one state.
-        let fresh = TasksLayer::new(MemoryTaskStore::new())
-            .max_running(2)
-            .max_subscriptions(1, 1);
-        let drain = fresh.drain();
+        assert_eq!(other.config().threshold(), Duration::from_millis(5));
+        assert!(shares(&other, &changed.layer(())));
+        // An explicit build: every service of it shares it.
+        let tasks = TasksLayer::new(MemoryTaskStore::new()).build();
+        assert!(shares(&tasks.layer(()), &tasks.clone().layer(())));
+    }
+
+    #[test]
+    fn a_drain_taken_before_the_build_drains_what_it_builds() {
+        let layer = TasksLayer::new(MemoryTaskStore::new());
+        let drain = layer.drain();
         assert_eq!(drain.running(), 0);
-        assert!(shares(&fresh.layer(()), &fresh.clone().layer(())));
+        // Settings before the build keep the drain's tie.
+        let tasks = layer
+            .threshold(Duration::from_millis(5))
+            .max_running(3)
+            .build();
+        assert!(!tasks.drain().is_closed());
+        drain.close();
+        assert!(tasks.drain().is_closed());
+        assert_eq!(tasks.config().max_running(), 3);
+    }
+
+    #[test]
+    fn a_drain_closed_before_the_build_makes_it_start_closed() {
+        let layer = TasksLayer::new(MemoryTaskStore::new());
+        let drain = layer.drain();
+        drain.close();
+        assert!(drain.is_closed());
+        assert!(layer.build().drain().is_closed());
     }
 }

@@ -1,6 +1,19 @@
-//! What the services of one layer share: the state sized by its limits
-//! ([`Core`], built once), and per `layer()` the engine over it
-//! ([`Shared`]).
+//! The state one built layer ([`Tasks`](crate::Tasks)) and every service
+//! it makes share: built once, by [`TasksLayer::build`](crate::TasksLayer::build),
+//! from the settings in force then.
+//!
+//! | Part        | Holds                                                   | Sized by                       |
+//! |-------------|---------------------------------------------------------|--------------------------------|
+//! | `runtime`   | the engine: settings, store, owner resolver, scope, the background work, the tasks waiting for input, the tools' hints | `max_running` |
+//! | `sessions`  | the 2025-11-25 sessions                                  | `legacy_sessions`              |
+//! | `waiters`   | the 2025-11-25 `tasks/result` waiters                    | `max_result_waiters`           |
+//! | `hub`       | the task status subscriptions and the changes they watch | `max_subscriptions`            |
+//! | `own`       | whether the inner server has tasks of its own            |                                |
+//! | `recovering`| whether the store's tasks to run again were asked for   |                                |
+//! | `events`    | task events: the streams' caps, the webhook deliverer's wake | `events`                  |
+//!
+//! The engine knows no protocol generation; the state of each generation
+//! sits beside it and is handed to that generation's handlers.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,61 +23,13 @@ use crate::legacy::sessions::{SessionLimits, Sessions};
 use crate::legacy::waiters::Waiters;
 use crate::modern::events::{Events, deliver};
 use crate::modern::own_tasks::OwnTasks;
-use crate::observe::Waiting;
+use crate::owner::ResolveOwner;
+use crate::runtime::Runtime;
 use crate::runtime::background::Background;
 use crate::runtime::feed::Hub;
-use crate::runtime::{Hints, Runtime};
+use crate::store::TaskStore;
 
-/// The state every service of a layer and its clones shares, built from
-/// the layer's limits the first time one of them is needed.
-pub(crate) struct Core {
-    /// The background work, capped by `max_running`.
-    pub background: Arc<Background>,
-    /// The traces of tasks waiting for input, for their resume.
-    pub waiting: Arc<Waiting>,
-    /// The tools the inner server marks idempotent, as last read.
-    pub hints: Arc<Hints>,
-    /// The 2025-11-25 sessions.
-    pub sessions: Arc<Sessions>,
-    /// The 2025-11-25 `tasks/result` waiters.
-    pub waiters: Arc<Waiters>,
-    /// The task status subscriptions and the changes they watch.
-    pub hub: Arc<Hub>,
-    /// Whether the inner server has tasks of its own.
-    pub own: Arc<OwnTasks>,
-    /// Task events, when on.
-    pub events: Option<Arc<Events>>,
-    /// Set once the webhook deliverer was started.
-    pub delivering: Arc<AtomicBool>,
-}
-
-impl Core {
-    /// The state `config`'s limits size.
-    pub(crate) fn new(config: &TasksConfig) -> Self {
-        let background = Arc::new(Background::new(config.max_running));
-        Self {
-            waiting: Arc::default(),
-            hints: Arc::default(),
-            sessions: Arc::new(Sessions::new(SessionLimits {
-                max: config.max_sessions,
-                idle: config.session_idle,
-            })),
-            waiters: Arc::new(Waiters::new(config.waiters)),
-            hub: Arc::new(Hub::new(config.subscriptions, background.clone())),
-            own: Arc::default(),
-            events: config
-                .events
-                .clone()
-                .map(|events| Arc::new(Events::new(events))),
-            delivering: Arc::default(),
-            background,
-        }
-    }
-}
-
-/// What one `layer()` call's service (and its clones) works with: the
-/// engine, and the state of each protocol generation, which the engine
-/// knows nothing of and which is handed to that generation's handlers.
+/// What the services of one built layer share.
 pub(crate) struct Shared {
     pub runtime: Arc<Runtime>,
     /// The 2025-11-25 sessions the layer serves tasks in.
@@ -80,24 +45,49 @@ pub(crate) struct Shared {
     pub recovering: AtomicBool,
     /// Task events, when on.
     pub events: Option<Arc<Events>>,
-    delivering: Arc<AtomicBool>,
+    /// Set once the webhook deliverer was started.
+    delivering: AtomicBool,
 }
 
 impl Shared {
-    /// The engine over `core` for `runtime`'s settings.
-    pub(crate) fn new(runtime: Runtime, core: &Core) -> Self {
+    /// The state `config` sizes, over `store`, with owners from `resolver`
+    /// under `scope`.
+    pub(crate) fn build(
+        config: TasksConfig,
+        store: Arc<dyn TaskStore>,
+        resolver: Arc<dyn ResolveOwner>,
+        scope: Option<Arc<str>>,
+    ) -> Self {
+        let background = Arc::new(Background::new(config.max_running));
+        let sessions = Sessions::new(SessionLimits {
+            max: config.max_sessions,
+            idle: config.session_idle,
+        });
         Self {
-            runtime: Arc::new(runtime),
-            sessions: core.sessions.clone(),
-            waiters: core.waiters.clone(),
-            hub: core.hub.clone(),
-            own: core.own.clone(),
+            sessions: Arc::new(sessions),
+            waiters: Arc::new(Waiters::new(config.waiters)),
+            hub: Arc::new(Hub::new(config.subscriptions, background.clone())),
+            own: Arc::default(),
             recovering: AtomicBool::new(false),
-            events: core.events.clone(),
-            delivering: core.delivering.clone(),
+            events: config
+                .events
+                .clone()
+                .map(|events| Arc::new(Events::new(events))),
+            delivering: AtomicBool::new(false),
+            runtime: Arc::new(Runtime {
+                config,
+                store,
+                resolver,
+                scope,
+                background,
+                waiting: Arc::default(),
+                hints: Arc::default(),
+            }),
         }
     }
+}
 
+impl Shared {
     /// Starts the webhook deliverer of the layer, once, when a tokio
     /// runtime runs this thread (at `layer()`, else at the first request).
     pub(crate) fn deliver_once(&self) {

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::input::{Pending, answer_for_inner};
 use super::route::LEGACY_VERSION;
+use crate::backoff::Backoff;
 use crate::runtime::flight::caller::CallInner;
 use crate::runtime::mrtr::Template;
 use crate::runtime::{Runtime, store_failed};
@@ -175,14 +176,13 @@ async fn send(caller: &mut dyn CallInner, template: &Template, body: &str) -> Re
 async fn fail(store: &dyn TaskStore, task: TaskId, stop: &CancellationToken, message: &str) {
     tracing::warn!(%task, message, "a relayed answer was lost");
     let error = ErrorObject::new(INTERNAL_ERROR, message).to_raw();
-    let mut delay = Duration::from_millis(100);
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::MAX);
     for _ in 0..FAIL_TRIES {
         match store.fail(task, error.clone()).await {
             Ok(()) | Err(StoreError::NotFound | StoreError::InvalidTransition { .. }) => break,
             Err(error) => {
                 tracing::warn!(%task, %error, "could not fail the task, retrying");
-                tokio::time::sleep(delay).await;
-                delay *= 2;
+                backoff.sleep().await;
             }
         }
     }

@@ -26,7 +26,7 @@ use serde_json::value::RawValue;
 
 use super::follow;
 use super::route::{LEGACY_VERSION, relay_id};
-use crate::runtime::{Dialect, Followed, Step, Work};
+use crate::runtime::{Dialect, Followed, STORE_UNAVAILABLE, Step, Work};
 use crate::store::{InputRound, StoreError};
 use crate::task::TaskId;
 use crate::wire::raw::{Members, edit_object};
@@ -217,7 +217,7 @@ async fn relay(work: &mut Work, message: Box<RawValue>) -> Result<(), String> {
         Err(StoreError::InvalidTransition { .. } | StoreError::NotFound) => {}
         Err(error) => {
             tracing::warn!(task = %work.id, %error, "could not record a relayed request");
-            refuse(work, &inner_id, "The task store failed").await;
+            refuse(work, &inner_id, STORE_UNAVAILABLE).await;
         }
     }
     Ok(())

@@ -23,9 +23,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::Response;
-use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
-use http_body::Frame;
-use http_body_util::{BodyExt, StreamBody};
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -33,8 +30,9 @@ use tokio::time::Instant;
 use super::input::with_related_task;
 use super::route::{LegacyTask, error};
 use super::waiters::{Waiters, Waiting};
+use crate::body::ResponseBody;
 use crate::body::reply_response as json;
-use crate::body::{BoxError, ResponseBody};
+use crate::runtime::feed::stream::events_from;
 use crate::runtime::{Runtime, store_failed};
 use crate::task::{TaskId, TaskSnapshot, TaskState};
 use crate::wire::jsonrpc::{ErrorObject, INVALID_PARAMS, LIMIT_REACHED, Reply};
@@ -145,20 +143,10 @@ pub(crate) async fn answer<B>(
         tracing::info!(%task, message, "a tasks/result waiter was refused");
         return json(error(&call.id, LIMIT_REACHED, message));
     };
-    let (tx, mut rx) = mpsc::channel::<Bytes>(4);
+    let (tx, rx) = mpsc::channel::<Bytes>(4);
     let background = runtime.background.clone();
     background.spawn_detached(wait(runtime, owner, task, call.id, tx, waiting, shown));
-    let frames = futures_util::stream::poll_fn(move |cx| {
-        rx.poll_recv(cx)
-            .map(|next| next.map(|bytes| Ok::<_, BoxError>(Frame::data(bytes))))
-    });
-    let mut response = Response::new(ResponseBody::boxed(BodyExt::boxed_unsync(StreamBody::new(
-        frames,
-    ))));
-    let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
+    events_from(rx)
 }
 
 /// Feeds the stream of one waiting `tasks/result` until the outcome.
@@ -230,7 +218,7 @@ async fn wait(
         }
         if last_sent.elapsed() >= keep_alive {
             if tx
-                .send(Bytes::from_static(crate::body::KEEP_ALIVE))
+                .send(Bytes::from_static(crate::wire::sse::KEEP_ALIVE))
                 .await
                 .is_err()
             {

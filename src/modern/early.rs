@@ -22,17 +22,16 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use http::header::{CACHE_CONTROL, CONTENT_TYPE};
-use http::{HeaderValue, Response};
+use http::Response;
 use http_body::{Body, Frame};
 use http_body_util::{BodyExt, Limited, StreamBody};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::body::{BoxBody, BoxError, KEEP_ALIVE, ResponseBody, passed};
-use crate::runtime::flight::live::sse_event;
+use crate::body::{BoxBody, BoxError, ResponseBody, passed};
 use crate::wire::is_content_type;
 use crate::wire::jsonrpc::Reply;
+use crate::wire::sse::{self, KEEP_ALIVE};
 
 /// The inner server's answer to `request` (the call as forwarded), or,
 /// once `keep_alive` passed without its head, a stream of the layer's that
@@ -57,9 +56,7 @@ where
             let future = async move { future.await.map_err(Into::into) };
             let body = stream(Box::pin(future), keep_alive, request, max);
             let mut response = Response::new(ResponseBody::boxed(body));
-            let headers = response.headers_mut();
-            headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-            headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+            sse::head(response.headers_mut());
             Ok(response)
         }
     }
@@ -103,7 +100,7 @@ where
                             return Some((failed(&request, &why), Step::Done));
                         }
                     };
-                    if is_content_type(response.headers(), "text/event-stream") {
+                    if sse::is_sse(response.headers()) {
                         let body = ResponseBody::beating(response.into_body(), every);
                         return Some((Bytes::new(), Step::Relaying(Box::pin(body))));
                     }
@@ -151,9 +148,9 @@ where
         // An event's data is one line here: a pretty-printed answer is
         // written again on one.
         Ok(message) if json && message.get().starts_with('{') => match body.contains(&b'\n') {
-            false => sse_event(&body),
+            false => sse::event(&body),
             true => serde_json::from_slice::<serde_json::Value>(&body)
-                .map(|value| sse_event(value.to_string().as_bytes()))
+                .map(|value| sse::event(value.to_string().as_bytes()))
                 .unwrap_or_else(|_| failed(request, "The server's answer was unreadable")),
         },
         _ => failed(
@@ -172,7 +169,7 @@ fn failed(request: &[u8], why: &str) -> Bytes {
     let id = serde_json::from_slice::<Id>(request)
         .ok()
         .and_then(|id| id.id);
-    sse_event(&Reply::internal(id.as_deref(), why).body)
+    sse::event(&Reply::internal(id.as_deref(), why).body)
 }
 
 #[cfg(test)]

@@ -55,13 +55,13 @@ use crate::runtime::Plain;
 use crate::runtime::flight::caller::{CallInner, Caller};
 use crate::runtime::flight::direct::{Direct, failing};
 use crate::runtime::flight::event::starts_with_the_response;
-use crate::runtime::flight::live::{Live, sse_event};
+use crate::runtime::flight::live::Live;
 use crate::runtime::flight::{Answer, Event, Flight, InnerFuture};
 use crate::runtime::mrtr::Template;
 use crate::runtime::{First, NotStarted, Runtime, Start};
-use crate::wire::is_content_type;
 use crate::wire::jsonrpc::Reply;
 use crate::wire::progress::Token;
+use crate::wire::sse;
 use crate::wire::view::{TaskView, render};
 
 /// Forwards, races and parks a declaring client's `tools/call`.
@@ -280,7 +280,7 @@ fn inner_failed<RB>(error: BoxError, parking: &Parking) -> Response<ResponseBody
 
 /// A successful `text/event-stream` response: relayed live.
 fn is_sse<RB>(response: &Response<RB>) -> bool {
-    response.status().is_success() && is_content_type(response.headers(), "text/event-stream")
+    response.status().is_success() && sse::is_sse(response.headers())
 }
 
 /// The inner response future with its types erased, for a flight.
@@ -394,7 +394,7 @@ where
             // Boxed, as parking is rare: the racing future stays small.
             Err(_) => match Box::pin(parking.start(caller, flight, progress)).await {
                 Parked::Task(reply) | Parked::Lost(reply) => {
-                    ResponseBody::full(sse_event(&reply.body))
+                    ResponseBody::full(sse::event(&reply.body))
                 }
                 Parked::Refused(flight) => Box::pin(flight.into_response::<RB>()).await.into_body(),
             },

@@ -42,7 +42,8 @@
 //! # }
 //! ```
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::observe::{Waiting, events};
@@ -59,9 +60,28 @@ const DEFAULT_LINGER: Duration = Duration::from_secs(2);
 
 /// A handle that drains one layer's background work; cheap to clone.
 ///
-/// Made by [`TasksLayer::drain`](crate::TasksLayer::drain).
+/// Made by [`Tasks::drain`](crate::Tasks::drain), or by
+/// [`TasksLayer::drain`](crate::TasksLayer::drain) before the layer made its
+/// first service: such a handle drains the state that service is built
+/// with, and until then has nothing to wait for (a [`close`](Self::close)
+/// or [`shutdown`](Self::shutdown) meanwhile makes that state start
+/// closed).
 #[derive(Clone)]
 pub struct Drain {
+    slot: Arc<Slot>,
+}
+
+/// What a drain works on, once the state it drains is built.
+struct Slot {
+    target: OnceLock<Target>,
+    /// Closed before the state was built: it starts closed.
+    closed: AtomicBool,
+    /// The store, released by a shutdown even before the state was built.
+    store: Arc<dyn TaskStore>,
+}
+
+#[derive(Clone)]
+struct Target {
     background: Arc<Background>,
     store: Arc<dyn TaskStore>,
     /// The tasks waiting for input on this instance.
@@ -104,34 +124,86 @@ impl Drain {
         let linger = poll.map_or(DEFAULT_LINGER, |poll| {
             poll.saturating_mul(2).min(MAX_LINGER)
         });
-        Self {
+        let drain = Self::pending(store.clone());
+        let target = Target {
             background,
             store,
             waiting,
             linger,
+        };
+        let _ = drain.slot.target.set(target);
+        drain
+    }
+
+    /// A drain of state not built yet over `store`; [`bind`](Self::bind)
+    /// ties it.
+    pub(crate) fn pending(store: Arc<dyn TaskStore>) -> Self {
+        Self {
+            slot: Arc::new(Slot {
+                target: OnceLock::new(),
+                closed: AtomicBool::new(false),
+                store,
+            }),
+        }
+    }
+
+    /// Ties this pending drain to what `built` drains (once; later calls
+    /// change nothing). Closed already: that state is closed now.
+    pub(crate) fn bind(&self, built: &Drain) {
+        let Some(target) = built.slot.target.get() else {
+            return;
+        };
+        let _ = self.slot.target.set(target.clone());
+        if self.slot.closed.load(Ordering::SeqCst) {
+            self.close();
         }
     }
 
     /// Stops starting tasks. Idempotent.
     pub fn close(&self) {
-        self.background.close();
+        self.slot.closed.store(true, Ordering::SeqCst);
+        if let Some(target) = self.slot.target.get() {
+            target.background.close();
+        }
     }
 
     /// Whether [`close`](Self::close) was called.
     pub fn is_closed(&self) -> bool {
-        self.background.is_closing()
+        self.slot.target.get().map_or_else(
+            || self.slot.closed.load(Ordering::SeqCst),
+            |target| target.background.is_closing(),
+        )
     }
 
     /// How many background jobs are running now.
     pub fn running(&self) -> usize {
-        self.background.tracked()
+        self.slot
+            .target
+            .get()
+            .map_or(0, |target| target.background.tracked())
     }
 
     /// Closes, waits up to `grace` for the running tasks, fails the rest,
     /// releases the store's hold of this instance, and lingers when there
     /// were tasks (see the module docs). Keep serving HTTP until it returns.
+    /// Before the state it drains was built, nothing ran: it closes and
+    /// releases the store.
     pub async fn shutdown(&self, grace: Duration) -> DrainReport {
         self.close();
+        let Some(target) = self.slot.target.get() else {
+            release(&*self.slot.store).await;
+            return DrainReport {
+                finished: true,
+                aborted: 0,
+                settled: true,
+            };
+        };
+        target.shutdown(grace).await
+    }
+}
+
+impl Target {
+    async fn shutdown(&self, grace: Duration) -> DrainReport {
         let busy = self.background.tracked() > 0 || !self.waiting.ids().is_empty();
         let finished = tokio::time::timeout(grace, self.background.idle())
             .await
@@ -159,9 +231,7 @@ impl Drain {
             .unwrap_or((0, false));
         report.aborted += failed;
         report.settled &= written;
-        if let Err(error) = self.store.release().await {
-            tracing::warn!(%error, "the task store could not release this instance");
-        }
+        release(&*self.store).await;
         if busy {
             tracing::info!(linger = ?self.linger, "drained: answering polls a little longer");
             tokio::time::sleep(self.linger).await;
@@ -198,5 +268,12 @@ impl Drain {
             }
         }
         (failed, written)
+    }
+}
+
+/// Lets the store go of this instance; a failure is logged.
+async fn release(store: &dyn TaskStore) {
+    if let Err(error) = store.release().await {
+        tracing::warn!(%error, "the task store could not release this instance");
     }
 }

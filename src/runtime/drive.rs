@@ -32,6 +32,7 @@ use super::dialect::Dialect;
 use super::follow::{self, Followed};
 use super::settle::{Write, internal, settle, write_until, written};
 use super::work::{Slot, Work};
+use crate::backoff::Backoff;
 use crate::observe::events::{self, End};
 use crate::observe::{self, TaskTrace};
 use crate::runtime::deadline::Deadline;
@@ -359,8 +360,7 @@ async fn ask(work: &mut Work, dialect: &mut dyn Dialect, result: Box<RawValue>) 
         }
         Ok(Next::Retry(state)) if work.shed < SHED_RETRIES => {
             work.shed += 1;
-            let backoff = Duration::from_millis(10 << work.shed.min(6));
-            tokio::time::sleep(backoff).await;
+            tokio::time::sleep(SHED_BACKOFF.nth(work.shed)).await;
             match reissue(work, None, state) {
                 Ok(flight) => Handled::Next(flight),
                 Err(message) => {
@@ -381,19 +381,20 @@ async fn ask(work: &mut Work, dialect: &mut dyn Dialect, result: Box<RawValue>) 
     }
 }
 
-/// The first wait before a call that did not reach the inner server is
-/// sent again, and the longest.
-const UNREACHED_BACKOFF: (Duration, Duration) =
-    (Duration::from_millis(250), Duration::from_secs(10));
+/// The waits before a call that did not reach the inner server is sent
+/// again: from 250 ms, doubling up to 10 s.
+const UNREACHED_BACKOFF: Backoff =
+    Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
+
+/// The waits before a call whose inner server shed load is sent again:
+/// from 20 ms (after the first shed), doubling up to 640 ms.
+const SHED_BACKOFF: Backoff = Backoff::new(Duration::from_millis(10), Duration::from_millis(640));
 
 /// Sends again, after a backoff, a call that did not reach the inner
 /// server; the task's status message says that it waits. The driver's
 /// deadline, stop signal and drain end the wait as they end a call.
 async fn unreached(work: &mut Work) -> Handled {
-    let (first, longest) = UNREACHED_BACKOFF;
-    let wait = first
-        .saturating_mul(1 << work.unreached.min(6))
-        .min(longest);
+    let wait = UNREACHED_BACKOFF.nth(work.unreached);
     work.unreached = work.unreached.saturating_add(1);
     let message = format!(
         "Waiting for the inner server, which could not be reached; trying again in {wait:?}"

@@ -110,11 +110,15 @@ impl Runtime {
     }
 }
 
+/// What a peer is told when the task store failed: the one text, which
+/// reveals nothing of the backend (the details go to the log).
+pub(crate) const STORE_UNAVAILABLE: &str = "The task store is unavailable; try again later";
+
 /// The one error boundary for store failures: details go to the log, the
 /// client gets a fixed `-32603` that reveals nothing of the backend.
 pub(crate) fn store_failed(id: Option<&RawValue>, error: &StoreError) -> Reply {
     tracing::warn!(%error, "task store failed");
-    Reply::internal(id, "The task store is unavailable; try again later")
+    Reply::internal(id, STORE_UNAVAILABLE)
 }
 
 #[cfg(test)]

@@ -26,8 +26,8 @@ use serde_json::value::RawValue;
 use crate::runtime::deadline::Deadline;
 use crate::store::InputRound;
 use crate::task::{TaskId, Timestamp};
-use crate::wire::MODERN_VERSION;
 use crate::wire::raw::{Members, edit_object, write_object};
+use crate::wire::{MODERN_VERSION, sse};
 
 /// What the layer keeps to re-issue a call: never shown to the client.
 #[derive(Serialize, Deserialize)]
@@ -209,10 +209,7 @@ impl Template {
             headers.append(name.clone(), value.clone());
         }
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        headers.insert(
-            ACCEPT,
-            HeaderValue::from_static("application/json, text/event-stream"),
-        );
+        headers.insert(ACCEPT, HeaderValue::from_static(sse::ACCEPT_BOTH));
         headers.insert("mcp-protocol-version", HeaderValue::from_static(version));
         Ok(request)
     }

@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde_json::value::RawValue;
 
 use super::work::Work;
+use crate::backoff::Backoff;
 use crate::observe::events::{self, End};
 use crate::store::{InputRound, StoreError, TaskStore};
 use crate::task::{TaskId, Timestamp};
@@ -77,7 +78,7 @@ pub(crate) async fn write_until(
     expires: Option<Timestamp>,
 ) -> bool {
     let give_up = expires.unwrap_or_else(|| Timestamp::now().saturating_add(RETRY_WITHOUT_TTL));
-    let mut delay = Duration::from_millis(50);
+    let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(5));
     loop {
         let result = match write {
             Write::Complete(result) => store.complete(id, result.clone()).await,
@@ -93,8 +94,7 @@ pub(crate) async fn write_until(
             }
             Err(error) => {
                 tracing::warn!(task = %id, %error, "task store unreachable, retrying the write");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(5));
+                backoff.sleep().await;
             }
         }
     }

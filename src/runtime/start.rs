@@ -75,7 +75,7 @@ impl Why {
                 "The server holds {} live tasks, its limit; try again later",
                 config.quota.total.unwrap_or_default()
             ),
-            Self::Store => "The task store is unavailable; try again later".to_owned(),
+            Self::Store => super::STORE_UNAVAILABLE.to_owned(),
         }
     }
 

@@ -6,7 +6,8 @@
 //! of the layer needs to speak the same wire (the `mcp-tasks-gateway` crate's
 //! stdio bridge uses it): the JSON-RPC errors ([`jsonrpc`]), the task views
 //! ([`view`]), byte-exact edits of a message ([`raw`], [`splice`]), and
-//! whether a client takes an SSE answer ([`accepts_sse`]).
+//! the SSE facts ([`sse`]: whether a client takes an SSE answer, whether a
+//! response is one).
 
 pub(crate) mod envelope;
 
@@ -18,7 +19,10 @@ pub mod raw;
 pub(crate) mod read;
 mod scan;
 pub mod splice;
+pub mod sse;
 pub mod view;
+
+pub use sse::accepts_sse;
 
 use std::borrow::Cow;
 
@@ -37,15 +41,6 @@ pub const MODERN_VERSION: &str = "2026-07-28";
 /// `_meta` key of the per-request client capabilities.
 #[cfg(test)]
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-
-/// Whether a client that sent `headers` takes an SSE answer.
-pub fn accepts_sse(headers: &http::HeaderMap) -> bool {
-    headers
-        .get_all(http::header::ACCEPT)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .any(|value| value.contains("text/event-stream"))
-}
 
 /// Whether the `Content-Type` of `headers` starts with `prefix` (lower
 /// case; leading blanks and letter case ignored), without allocating.

@@ -146,11 +146,7 @@ pub(crate) fn is_error(message: &[u8], code: i64) -> bool {
 
 /// One SSE event carrying `message`.
 pub(crate) fn event(message: &[u8]) -> Bytes {
-    let mut out = Vec::with_capacity(message.len() + 24);
-    out.extend_from_slice(b"event: message\ndata: ");
-    out.extend_from_slice(message);
-    out.extend_from_slice(b"\n\n");
-    Bytes::from(out)
+    mcp_tasks::wire::sse::named_event(Some("message"), message)
 }
 
 /// A JSON-RPC result response to `id` (its JSON text), as one line.

@@ -259,7 +259,7 @@ impl Proxy {
             has_query: path_and_query.query().is_some(),
             path_and_query,
             connect_timeout: Some(Duration::from_secs(5)),
-            header_timeout: Some(Duration::from_secs(30 * 60)),
+            header_timeout: mcp_tasks::TasksConfig::default().max_runtime(),
             request_timeout: Some(Duration::from_secs(60)),
             forward_authorization: true,
             pool_idle_timeout: Duration::from_secs(4),
@@ -318,8 +318,7 @@ where
                     sent.answered(response.status());
                     let (mut parts, body) = response.into_parts();
                     headers::strip_hop_by_hop(&mut parts.headers);
-                    let sse = post
-                        && mcp_tasks::wire::is_content_type(&parts.headers, "text/event-stream");
+                    let sse = post && mcp_tasks::wire::sse::is_sse(&parts.headers);
                     let body = match header_timeout {
                         Some(limit) if sse => UpstreamBody::until(body, started + limit, limit),
                         _ => UpstreamBody::open(body),

@@ -278,7 +278,7 @@ impl StdioUpstream {
                 max_in_flight: 64,
                 place_timeout: Duration::from_secs(30),
                 start_timeout: Duration::from_secs(30),
-                call_timeout: Some(Duration::from_secs(30 * 60)),
+                call_timeout: mcp_tasks::TasksConfig::default().max_runtime(),
                 request_timeout: Some(Duration::from_secs(60)),
             },
             instances: 1,

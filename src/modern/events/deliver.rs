@@ -31,6 +31,7 @@ use serde_json::json;
 use super::Events;
 use super::args::Filter;
 use super::occurrence::{Occurrence, wanted};
+use crate::backoff::Backoff;
 use crate::config::events::EventsConfig;
 use crate::observe::metrics as names;
 use crate::runtime::Runtime;
@@ -233,7 +234,7 @@ async fn send(
         serde_json::to_vec(&Occurrence::delivered(&config.name, event)).unwrap_or_default(),
     );
     let closing = runtime.background.closing_signal();
-    let mut wait = config.first_retry;
+    let mut backoff = Backoff::new(config.first_retry, config.max_retry);
     for attempt in 1..=config.attempts {
         // The claim is renewed before each try: a receiver that takes
         // minutes of retries keeps this instance its only deliverer.
@@ -262,9 +263,8 @@ async fn send(
                 metrics::counter!(names::EVENT_DELIVERIES, "outcome" => "retried").increment(1);
                 tokio::select! {
                     _ = closing.cancelled() => return false,
-                    _ = tokio::time::sleep(wait) => {}
+                    _ = backoff.sleep() => {}
                 }
-                wait = (wait * 2).min(config.max_retry);
             }
         }
     }

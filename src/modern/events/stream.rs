@@ -33,8 +33,8 @@ use super::{Events, StreamSlot, log_failed, refuse};
 use crate::body::{ResponseBody, reply_response};
 use crate::runtime::Runtime;
 use crate::runtime::feed::stream::{BUFFER, RESYNC, RETRY, event_stream};
-use crate::runtime::flight::live::sse_event;
 use crate::store::{EventPage, TaskChange};
+use crate::wire::sse;
 
 pub(super) async fn stream<B>(
     runtime: Arc<Runtime>,
@@ -107,7 +107,7 @@ impl Feeder {
     }
 
     fn push(&self, json: &[u8]) -> Result<(), End> {
-        match self.tx.try_send(sse_event(json)) {
+        match self.tx.try_send(sse::event(json)) {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(_) | TrySendError::Closed(_)) => Err(End::Gone),
         }

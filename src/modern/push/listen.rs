@@ -17,10 +17,10 @@ use tokio_util::sync::CancellationToken;
 use crate::body::{ResponseBody, reply_response};
 use crate::runtime::feed::hub::{Hub, Refused, Watch};
 use crate::runtime::feed::stream::{BUFFER, RESYNC, RETRY, event_stream, expiry, sleep_until};
-use crate::runtime::flight::live::sse_event;
 use crate::runtime::{Runtime, store_failed};
 use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus};
 use crate::wire::jsonrpc::{ErrorObject, LIMIT_REACHED, Reply};
+use crate::wire::sse;
 use crate::wire::view::{TaskView, render};
 
 /// The `_meta` key naming the subscription on every message of the stream.
@@ -78,7 +78,7 @@ pub(crate) async fn listen<B>(
     // the usual buffer, so that only a client that stops reading is slow.
     let (tx, rx) = mpsc::channel::<Bytes>(BUFFER + agreed.tasks.len() + 1);
     // The buffer is empty: the ack always fits.
-    let _ = tx.try_send(sse_event(ack.to_string().as_bytes()));
+    let _ = tx.try_send(sse::event(ack.to_string().as_bytes()));
     let first = agreed.tasks.into_iter().map(|(_, task)| task).collect();
     Feeder::new(runtime, owner, call.id, agreed.watch, tx, None).start(first);
     event_stream(rx)
@@ -244,7 +244,7 @@ impl Feeder {
                 })
             }
         };
-        let end = sse_event(end.to_string().as_bytes());
+        let end = sse::event(end.to_string().as_bytes());
         match &merged {
             // The relay sends it after what it already forwarded, and stops.
             Some(link) => {
@@ -285,7 +285,7 @@ impl Feeder {
                 _ = self.watch.mailbox.wake.notified() => {}
                 _ = tick(&mut resync) => all = true,
                 _ = beat.tick() => {
-                    self.send(Bytes::from_static(crate::body::KEEP_ALIVE))?;
+                    self.send(Bytes::from_static(sse::KEEP_ALIVE))?;
                     continue;
                 }
                 _ = sleep_until(due) => {}
@@ -351,7 +351,7 @@ impl Feeder {
             serde_json::to_value(render(&task, TaskView::Pushed)).unwrap_or_else(|_| json!({}));
         params["_meta"] = json!({SUBSCRIPTION_ID: &self.id});
         let message = json!({"jsonrpc": "2.0", "method": "notifications/tasks", "params": params});
-        self.send(sse_event(message.to_string().as_bytes()))?;
+        self.send(sse::event(message.to_string().as_bytes()))?;
         self.deferred.remove(&task.id);
         if seen.0.is_terminal() {
             // A terminal task never changes again.

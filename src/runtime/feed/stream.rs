@@ -3,7 +3,7 @@
 //! | Piece | What it is |
 //! |-------|------------|
 //! | [`BUFFER`], [`RESYNC`], [`RETRY`] | a stream's bound on unread events, the re-read period without a change feed, the wait after a failed store read |
-//! | [`event_stream`] | the SSE response the layer writes from a channel |
+//! | [`event_stream`], [`events_from`] | the SSE response the layer writes from a channel (unbuffered for status streams) |
 //! | [`expiry`], [`sleep_until`] | when a watched task's TTL runs out, and the wait for it |
 //! | [`inner_events`] | the inner server's answer read as SSE events, when the layer adds its own between them |
 
@@ -12,8 +12,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::Stream;
-use http::header::{CACHE_CONTROL, CONTENT_TYPE};
-use http::{HeaderValue, Response};
+use http::Response;
 use http_body::{Body, Frame};
 use http_body_util::{BodyExt, StreamBody};
 use sse_stream::{Sse, SseStream};
@@ -22,7 +21,7 @@ use tokio::time::Instant;
 
 use crate::body::{BodyError, BoxError, ResponseBody};
 use crate::task::{TaskSnapshot, Timestamp};
-use crate::wire::content_type;
+use crate::wire::sse;
 
 /// Events a stream may hold unread before its client counts as too slow.
 pub(crate) const BUFFER: usize = 64;
@@ -34,18 +33,23 @@ pub(crate) const RESYNC: Duration = Duration::from_secs(5);
 /// How long after a failed store read a task is read again.
 pub(crate) const RETRY: Duration = Duration::from_secs(1);
 
+/// A task-status SSE response whose events come from `rx`, which a proxy
+/// in front must pass on unbuffered.
+pub(crate) fn event_stream<B>(rx: mpsc::Receiver<Bytes>) -> Response<ResponseBody<B>> {
+    let mut response = events_from(rx);
+    sse::unbuffered(response.headers_mut());
+    response
+}
+
 /// An SSE response whose events come from `rx`.
-pub(crate) fn event_stream<B>(mut rx: mpsc::Receiver<Bytes>) -> Response<ResponseBody<B>> {
+pub(crate) fn events_from<B>(mut rx: mpsc::Receiver<Bytes>) -> Response<ResponseBody<B>> {
     let frames = futures_util::stream::poll_fn(move |cx| {
         rx.poll_recv(cx)
             .map(|next| next.map(|bytes| Ok::<_, BoxError>(Frame::data(bytes))))
     });
     let body = BodyExt::boxed_unsync(StreamBody::new(frames));
     let mut response = Response::new(ResponseBody::boxed(body));
-    let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    sse::head(response.headers_mut());
     response
 }
 
@@ -85,8 +89,7 @@ where
     RB: Body<Data = Bytes> + Send + 'static,
     RB::Error: Into<BoxError>,
 {
-    let streams = response.status().is_success()
-        && content_type(response.headers()).starts_with("text/event-stream");
+    let streams = response.status().is_success() && sse::is_sse(response.headers());
     if !streams {
         return Inner::Answer(response.map(ResponseBody::inner));
     }

@@ -53,15 +53,6 @@ impl<B> Live<B> {
     }
 }
 
-/// One SSE event carrying the JSON-RPC message `json` (one line).
-pub(crate) fn sse_event(json: &[u8]) -> Bytes {
-    let mut event = Vec::with_capacity(json.len() + 8);
-    event.extend_from_slice(b"data: ");
-    event.extend_from_slice(json);
-    event.extend_from_slice(b"\n\n");
-    Bytes::from(event)
-}
-
 impl<B> Body for Live<B>
 where
     B: Body<Data = Bytes>,

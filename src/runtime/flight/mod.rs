@@ -54,7 +54,7 @@ use crate::body::{BodyError, BoxBody, BoxError, ResponseBody};
 use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR, Reply};
 use crate::wire::progress::Token;
 use crate::wire::{
-    InnerMessage, Outcome, content_type, plainly_a_response, read_inner_message, read_outcome,
+    InnerMessage, Outcome, content_type, plainly_a_response, read_inner_message, read_outcome, sse,
 };
 use collect::{Collected, collect};
 use tap::Tap;
@@ -366,7 +366,7 @@ impl Flight {
         let cut = response.status() == StatusCode::BAD_GATEWAY;
         let reason = if !response.status().is_success() {
             format!("the inner server answered HTTP {}", response.status())
-        } else if kind.starts_with("text/event-stream") {
+        } else if sse::is_sse(response.headers()) {
             let (head, body) = response.into_parts();
             let progress = self.progress.clone();
             let tap = Box::new(Tap::new(
@@ -462,7 +462,7 @@ impl Flight {
                     Some(&self.id),
                     ErrorObject::new(INTERNAL_ERROR, message),
                 );
-                let body = tap.whole_then(live::sse_event(&reply.body));
+                let body = tap.whole_then(sse::event(&reply.body));
                 done(Answer::Unusable {
                     response: Response::from_parts(*head, body),
                     reason,

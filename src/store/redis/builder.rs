@@ -19,6 +19,7 @@ use super::sharded;
 use super::shards::{MAX_SHARDS, Shards};
 use super::stops::{self, Stops, Subscriber};
 use super::{Inner, RedisTaskStore, backend};
+use crate::backoff::Backoff;
 use crate::store::StoreError;
 
 /// The key prefix unless [`RedisTaskStoreBuilder::prefix`] says otherwise.
@@ -37,14 +38,13 @@ where
     Fut: std::future::Future<Output = Result<T, StoreError>>,
 {
     let deadline = tokio::time::Instant::now() + CLUSTER_WAIT;
-    let mut pause = Duration::from_millis(100);
+    let mut pause = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
     loop {
         match step().await {
             Ok(done) => return Ok(done),
-            Err(error) if cluster && tokio::time::Instant::now() + pause < deadline => {
+            Err(error) if cluster && tokio::time::Instant::now() + pause.peek() < deadline => {
                 tracing::warn!(%error, "task store: {what} failed on the Redis Cluster; trying again");
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_secs(2));
+                pause.sleep().await;
             }
             Err(error) => return Err(error),
         }

@@ -25,6 +25,7 @@ use super::interest::LINGER;
 use super::stops::{
     MAX_BACKOFF, Subscriber, bounded, caught_up, channel_pair, heard, reconcile, shard_of_channel,
 };
+use crate::backoff::Backoff;
 use crate::store::TaskChange;
 
 /// Subscribes to every shard's channels and passes what it hears on, until
@@ -126,7 +127,7 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<RedisResul
 /// missed meanwhile. `false` when the store shut down meanwhile.
 async fn resubscribe(sub: &Subscriber, conn: &mut ClusterConnection) -> bool {
     tracing::warn!("task store: a sharded subscription was lost, resubscribing");
-    let mut backoff = Duration::from_millis(100);
+    let mut backoff = Backoff::new(Duration::from_millis(100), MAX_BACKOFF);
     loop {
         let again = tokio::select! {
             _ = sub.shutdown.cancelled() => return false,
@@ -138,9 +139,8 @@ async fn resubscribe(sub: &Subscriber, conn: &mut ClusterConnection) -> bool {
                 tracing::warn!(%error, "task store: resubscribing failed");
                 tokio::select! {
                     _ = sub.shutdown.cancelled() => return false,
-                    _ = tokio::time::sleep(backoff) => {}
+                    _ = backoff.sleep() => {}
                 }
-                backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         }
     }

@@ -23,6 +23,7 @@ use super::conn::Conn;
 use super::doubts::{Doubts, Write};
 use super::interest::{Interest, LINGER};
 use super::shards::Shards;
+use crate::backoff::Backoff;
 use crate::store::TaskChange;
 use crate::task::{TaskId, Timestamp};
 
@@ -336,7 +337,7 @@ pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// that is gone or terminal has its token fired then.
 pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::RedisResult<()>>) {
     let mut ready = Some(ready);
-    let mut backoff = Duration::from_millis(100);
+    let mut backoff = Backoff::new(Duration::from_millis(100), MAX_BACKOFF);
     let channel = sub.shards.home().ended_name();
     let interest = sub.stops.interest.clone();
     let mut node = 0;
@@ -378,13 +379,12 @@ pub(super) async fn subscribe(sub: Subscriber, ready: oneshot::Sender<redis::Red
                 tracing::warn!(%error, "task store: resubscribing to {channel} failed");
                 tokio::select! {
                     _ = sub.shutdown.cancelled() => return,
-                    _ = tokio::time::sleep(backoff) => {}
+                    _ = backoff.sleep() => {}
                 }
-                backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
             }
         };
-        backoff = Duration::from_millis(100);
+        backoff.reset();
         let mut keepalive =
             tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
         let mut linger = tokio::time::interval(LINGER / 6);

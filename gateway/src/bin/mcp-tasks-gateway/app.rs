@@ -78,9 +78,9 @@ impl App {
         let path = args.path.clone().unwrap_or_else(|| "/mcp".to_owned());
         // A JSON answer's head comes when the tool ends: by default the
         // upstream may take as long as a task may run.
-        let max_runtime = optional(args.max_runtime, Some(Duration::from_secs(30 * 60)));
+        let max_runtime = optional(args.max_runtime, TasksConfig::default().max_runtime());
         let upstream = upstream(&args, max_runtime).await?;
-        let tasks = layer(&args).await?;
+        let tasks = layer(&args).await?.build();
         if fallback_on(&args) {
             crate::listing::log_fallback(upstream.clone(), tasks.config().clone());
         }

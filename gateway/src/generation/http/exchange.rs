@@ -16,7 +16,7 @@ use mcp_tasks::MODERN_VERSION;
 
 /// Whether `response` is an SSE stream.
 pub(crate) fn is_sse<B>(response: &Response<B>) -> bool {
-    mcp_tasks::wire::is_content_type(response.headers(), "text/event-stream")
+    mcp_tasks::wire::sse::is_sse(response.headers())
 }
 
 /// The first JSON-RPC response in `response` (JSON, or the first response
