@@ -5,8 +5,6 @@
 
 use crate::support;
 
-use std::time::{Duration, Instant};
-
 use mcp_tasks::ToolPolicy;
 use serde_json::{Value, json};
 use support::client::McpClient;
@@ -16,39 +14,28 @@ use support::wait::{BOUND, wait_until};
 
 const TERMINAL: [&str; 3] = ["completed", "failed", "cancelled"];
 
-/// `tools/call` as `user` (`None`: anonymous); the response and how long
-/// it took.
-async fn call_as(
-    client: &McpClient,
-    user: Option<&str>,
-    name: &str,
-    arguments: Value,
-) -> (Value, Duration) {
+/// `tools/call` as `user` (`None`: anonymous); the response.
+async fn call_as(client: &McpClient, user: Option<&str>, name: &str, arguments: Value) -> Value {
     let extra: Vec<(&str, &str)> = user.map(|user| (USER_HEADER, user)).into_iter().collect();
     let params = json!({"name": name, "arguments": arguments});
-    let started = Instant::now();
     let exchange = send(client, client.next_id(), "tools/call", params, true, &extra).await;
-    (exchange.into_response(), started.elapsed())
+    exchange.into_response()
 }
 
 /// A 30 s `slow_compute` as `user`, which must park; its task id.
 async fn park(client: &McpClient, user: Option<&str>) -> String {
-    let (created, _) = call_as(client, user, "slow_compute", json!({"seconds": 30})).await;
+    let created = call_as(client, user, "slow_compute", json!({"seconds": 30})).await;
     task_id(&created)
 }
 
 /// Asserts that a `slow_compute` of `seconds` as `user` stayed synchronous:
-/// no task, the tool's own answer, after the tool's run time.
+/// no task, the tool's own answer once its whole run is done.
 async fn assert_synchronous(client: &McpClient, user: Option<&str>, seconds: f64) {
-    let (answer, took) = call_as(client, user, "slow_compute", json!({"seconds": seconds})).await;
+    let answer = call_as(client, user, "slow_compute", json!({"seconds": seconds})).await;
     assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
     assert_eq!(
         text(&answer["result"]),
         format!("slow_compute done after {seconds}s")
-    );
-    assert!(
-        took >= Duration::from_secs_f64(seconds),
-        "answered after {took:?}"
     );
 }
 
@@ -111,9 +98,9 @@ async fn a_finished_task_counts_against_the_cap_until_its_ttl() {
     let client = layered.client();
     let greet = || call_as(&client, None, "greet", json!({"name": "q"}));
 
-    let task = task_id(&greet().await.0);
+    let task = task_id(&greet().await);
     assert_eq!(terminal(&client, &task).await["status"], "completed");
-    let (refused, _) = greet().await;
+    let refused = greet().await;
     // Still there after the refusal, so there during it.
     let first = client.tasks_get(&task).await;
     assert_eq!(
@@ -128,7 +115,7 @@ async fn a_finished_task_counts_against_the_cap_until_its_ttl() {
         "a call parks once the first task expired",
         BOUND,
         || async {
-            let (answer, _) = greet().await;
+            let answer = greet().await;
             (answer["result"]["resultType"] == "task").then_some(answer)
         },
     )
@@ -188,14 +175,14 @@ async fn a_parked_result_larger_than_max_result_bytes_fails_the_task_saying_so()
     let json = Layered::start_json(configure_small_results).await;
     for layered in [&sse, &json] {
         let client = layered.client();
-        let (small, _) = call_as(
+        let small = call_as(
             &client,
             None,
             "big_result",
             json!({"bytes": 500, "seconds": 0.5}),
         )
         .await;
-        let (big, _) = call_as(
+        let big = call_as(
             &client,
             None,
             "big_result",
@@ -305,7 +292,6 @@ async fn a_task_still_running_at_max_runtime_fails_with_the_reason_and_its_call_
         Layered::start(|layer| layer.threshold(ms(100)).max_runtime(Some(ms(1000)))).await;
     let client = layered.client();
 
-    let started = Instant::now();
     let task = task_id(
         &client
             .call_tool("slow_compute", json!({"seconds": 30}), true)
@@ -317,7 +303,6 @@ async fn a_task_still_running_at_max_runtime_fails_with_the_reason_and_its_call_
         "the inner call outlived its runtime: {:?}",
         layered.probe.stats("slow_compute")
     );
-    assert!(started.elapsed() >= ms(1000), "{:?}", started.elapsed());
     let failed = terminal(&client, &task).await;
     assert_failed(&failed, "The task ran longer than its runtime limit of 1s");
 }

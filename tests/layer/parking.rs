@@ -3,7 +3,7 @@
 
 use crate::support;
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 use support::layered::{Layered, error_of, ms, task_id, text, timestamp};
@@ -62,14 +62,12 @@ async fn a_slow_call_from_a_declaring_client_parks_as_a_flat_create_task_result_
     let client = layered.client();
 
     let before = SystemTime::now();
-    let started = Instant::now();
     let exchange = client
         .call_tool_with("slow_compute", json!({"seconds": 1.5}), json!({}), true)
         .await;
-    // Held to the threshold; that it did not wait for the outcome shows in
-    // the task below (working, its inner call still running).
-    let waited = started.elapsed();
-    assert!(waited >= ms(300), "answered after {waited:?}");
+    // Held while the inner call ran (the handle's status message below is
+    // its progress), not to its outcome (the task below: working, its
+    // inner call still running).
     assert_eq!(exchange.status, 200);
     // The inner server streams the progress the layer asked for (never
     // relayed), so the handle ends an SSE stream that carries nothing else,
@@ -127,11 +125,10 @@ async fn a_slow_call_from_a_non_declaring_client_stays_synchronous() {
     let layered = Layered::start(|layer| layer.threshold(ms(200))).await;
     let client = layered.client();
 
-    let started = Instant::now();
+    // Held to the outcome: the tool's own answer, after its whole run.
     let response = client
         .call_tool("slow_compute", json!({"seconds": 0.6}), false)
         .await;
-    assert!(started.elapsed() >= ms(600));
     assert_eq!(response["result"]["resultType"], "complete", "{response}");
     assert_eq!(text(&response["result"]), "slow_compute done after 0.6s");
     assert!(response["result"].get("taskId").is_none(), "{response}");

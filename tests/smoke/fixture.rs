@@ -213,7 +213,6 @@ async fn other_mrtr_tools_follow_their_script() {
     let ask = client
         .call_tool("test_tool_with_task", json!({}), true)
         .await;
-    let started = std::time::Instant::now();
     let done = client
         .call_tool_with(
             "test_tool_with_task",
@@ -226,7 +225,6 @@ async fn other_mrtr_tools_follow_their_script() {
         )
         .await
         .into_response();
-    assert!(started.elapsed() >= Duration::from_millis(1400));
     assert!(text(&done).contains("Alice"), "{done}");
 }
 
