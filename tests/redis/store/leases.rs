@@ -65,6 +65,41 @@ async fn a_lease_runs_out(
 }
 
 /// How long the lease of instance `iid` has left, read from Redis.
+/// Polls `store` until `task` leaves `working`, checking at every read that
+/// it is still `working` while the lease of instance `iid` lives. The lease
+/// is read after the status: if it lived then, it lived at the status read.
+async fn wait_for_sweep_after_lease(
+    store: &RedisTaskStore,
+    task: &NewTask,
+    conn: &redis::aio::MultiplexedConnection,
+    prefix: &str,
+    iid: &str,
+) -> TaskSnapshot {
+    wait_until(
+        "the task leaves working once the lease is gone",
+        BOUND,
+        || {
+            let mut conn = conn.clone();
+            async move {
+                let read = store.get(task.id, task.owner.as_deref()).await.unwrap();
+                let read = read.expect("the task exists");
+                let still = lease_left(&mut conn, prefix, iid).await;
+                assert!(
+                    read.status() == TaskStatus::Working || still == Duration::ZERO,
+                    "swept while its lease lived: {:?}, {still:?} left",
+                    read.status()
+                );
+                if read.status() != TaskStatus::Working {
+                    Ok(read)
+                } else {
+                    Err(still)
+                }
+            }
+        },
+    )
+    .await
+}
+
 async fn lease_left(
     conn: &mut redis::aio::MultiplexedConnection,
     prefix: &str,
@@ -77,9 +112,6 @@ async fn lease_left(
         .unwrap();
     Duration::from_millis(left.max(0) as u64)
 }
-
-/// Slack for the round trips between reading a lease and watching a task.
-const SLACK: Duration = Duration::from_millis(30);
 
 const LOST: &str = "The server instance running this task was lost";
 
@@ -134,15 +166,9 @@ async fn an_instance_that_dies_has_its_running_tasks_failed_by_another_within_th
 
     // A dies: no more renewals. Its lease was renewed at most lease / 3 ago.
     drop(a);
-    let died = tokio::time::Instant::now();
     let left = lease_left(&mut raw_conn, &prefix, &lost_id).await;
     assert!(left > Duration::ZERO, "A's lease outlives A");
-    let read = wait_for_end(&b, &running).await;
-    let took = died.elapsed();
-    assert!(
-        took + SLACK >= left,
-        "swept after {took:?}, before the lease ran out ({left:?} left)"
-    );
+    let read = wait_for_sweep_after_lease(&b, &running, &raw_conn, &prefix, &lost_id).await;
     match &read.state {
         TaskState::Failed { error } => {
             let error: serde_json::Value = serde_json::from_str(error.get()).unwrap();
@@ -250,25 +276,13 @@ async fn an_instance_that_stops_renewing_keeps_its_tasks_until_its_lease_runs_ou
     let client = redis::Client::open(server.url()).unwrap();
     let mut raw_conn = client.get_multiplexed_async_connection().await.unwrap();
     drop(silent);
-    let stopped = tokio::time::Instant::now();
     // Renewed at most lease / 3 before it stopped: alive for 2/3 of a lease,
-    // while the sweeper looks every 100 ms.
+    // while the sweeper looks every 100 ms; every read until the sweep
+    // checks that the task is kept while the lease lives.
     let left = lease_left(&mut raw_conn, &prefix, &silent_id).await;
-    tokio::time::sleep(left.saturating_sub(Duration::from_millis(300))).await;
-    let status = status_of(&sweeper, &task).await;
-    // Read after the status: if the lease lived then, it lived before.
-    let still = lease_left(&mut raw_conn, &prefix, &silent_id).await;
-    assert!(
-        status == TaskStatus::Working || still == Duration::ZERO,
-        "swept while its lease lived: {status:?}, {still:?} left"
-    );
-    let read = wait_for_end(&sweeper, &task).await;
+    assert!(left > Duration::ZERO, "the lease outlives its instance");
+    let read = wait_for_sweep_after_lease(&sweeper, &task, &raw_conn, &prefix, &silent_id).await;
     assert_eq!(read.status(), TaskStatus::Failed);
-    let took = stopped.elapsed();
-    assert!(
-        took + SLACK >= left,
-        "swept after {took:?}, before the lease ran out ({left:?} left)"
-    );
 }
 
 #[tokio::test]
