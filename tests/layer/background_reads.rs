@@ -91,6 +91,7 @@ fn stream(frames: Arc<Frames>, id: Value, early_frame: bool, pause: Duration) ->
                 return Some((Ok::<_, Infallible>(frame(&frames, &progress(0))), 1));
             }
             if n == usize::from(early_frame) {
+                // Slow on purpose: the rest of the stream comes after the threshold.
                 tokio::time::sleep(pause).await;
             }
             match n {
@@ -129,6 +130,7 @@ async fn inner(
     Ok(match params["name"].as_str().unwrap_or_default() {
         // The head comes after the threshold: parked before any byte is read.
         "late_head" => {
+            // Slow on purpose: the head comes after the threshold.
             tokio::time::sleep(LATE).await;
             sse(stream(frames, id, false, Duration::ZERO))
         }

@@ -96,18 +96,22 @@ async fn scripted(request: Request<RequestBody<Body>>) -> Result<Response<Body>,
             ),
             "fast_http_error" => response(503, "text/plain", "busy"),
             "late_panic" => {
+                // Slow on purpose: this script answers after the threshold.
                 tokio::time::sleep(LATE).await;
                 panic!("scripted panic in the inner service");
             }
             "late_http_error" => {
+                // Slow on purpose: this script answers after the threshold.
                 tokio::time::sleep(LATE).await;
                 response(502, "text/plain", "upstream down")
             }
             "late_html" => {
+                // Slow on purpose: this script answers after the threshold.
                 tokio::time::sleep(LATE).await;
                 response(200, "text/html", "<h1>not MCP</h1>")
             }
             "late_wrong_id" => {
+                // Slow on purpose: this script answers after the threshold.
                 tokio::time::sleep(LATE).await;
                 let other =
                     json!({"jsonrpc": "2.0", "id": "someone-else", "result": {"content": []}});
@@ -115,6 +119,7 @@ async fn scripted(request: Request<RequestBody<Body>>) -> Result<Response<Body>,
             }
             "late_sse_without_answer" => {
                 let events = futures_util::stream::once(async move {
+                    // Slow on purpose: this script answers after the threshold.
                     tokio::time::sleep(LATE).await;
                     Ok::<_, Infallible>(Bytes::from(format!("data: {progress}\n\n")))
                 });

@@ -30,6 +30,7 @@ fn after(
 > + Clone {
     tower::service_fn(
         move |_request: Request<RequestBody<Full<Bytes>>>| async move {
+            // Slow on purpose: the scripted answer comes after `delay`.
             tokio::time::sleep(delay).await;
             answer()
         },

@@ -204,6 +204,7 @@ async fn a_json_answer_whose_head_comes_in_time_is_relayed_however_long_its_body
     let mut call = script.open().await;
     let inner = script.inner().await;
 
+    // The scenario: the inner server stays silent past the threshold before its body.
     tokio::time::sleep(ms(400)).await;
     let answer = result(&call.id).to_string();
     inner.send(answer.clone()).await;

@@ -40,6 +40,7 @@ async fn inner(request: Request<RequestBody<Body>>) -> Result<Response<Body>, In
     let message = read_message(request.into_body()).await;
     let params = &message["params"];
     let result = if params.get("inputResponses").is_none() {
+        // Slow on purpose: the first round asks after the threshold, so the call is parked.
         tokio::time::sleep(ms(300)).await;
         json!({
             "resultType": "input_required",

@@ -54,6 +54,7 @@ async fn inner(request: Request<RequestBody<Body>>) -> Result<Response<Body>, In
     let message = read_message(request.into_body()).await;
     let result = match message["params"]["requestState"].as_str() {
         None => {
+            // Slow on purpose: the first call sheds after the threshold, so it is parked.
             tokio::time::sleep(ms(300)).await;
             json!({"resultType": "input_required", "requestState": now.to_string()})
         }

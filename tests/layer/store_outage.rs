@@ -59,6 +59,7 @@ impl TaskStore for Flaky {
         Box::pin(async move {
             self.check()?;
             let created = self.inner.create(task).await;
+            // Slow on purpose: a store that takes a while to acknowledge (paused time).
             tokio::time::sleep(self.create_delay).await;
             created
         })
@@ -115,6 +116,7 @@ async fn slow(
     if let Some(answer) = discover_answer(&message) {
         return Ok(answer);
     }
+    // Slow on purpose: the tool answers after the threshold (paused time).
     tokio::time::sleep(Duration::from_millis(400)).await;
     let result =
         json!({"resultType": "complete", "content": [{"type": "text", "text": "survived"}]});
@@ -162,6 +164,7 @@ async fn an_outcome_reached_while_the_store_is_down_is_written_when_it_is_back()
 
     // The call finishes during the outage (the tool answers after 400 ms);
     // the store comes back a while later.
+    // Paused time: the outage outlasts the tool, whose outcome meets a store that is down.
     tokio::time::sleep(Duration::from_millis(1200)).await;
     store.down.store(false, Ordering::SeqCst);
 

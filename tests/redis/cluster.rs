@@ -279,6 +279,7 @@ async fn a_failover_keeps_every_task_the_store_acknowledged() {
                 let task = new_task(Some("alice"), Some(Duration::from_secs(600)));
                 if a.create(task.clone()).await.is_err() {
                     refused += 1;
+                    // The scenario: a writer's pause before it tries again during the failover.
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
@@ -397,6 +398,7 @@ async fn a_live_instance_keeps_its_running_tasks_through_a_failover_of_their_sha
                 watched.elapsed()
             );
         }
+        // The watch is the point: nothing may take the task over two leases.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // A still drives it, and its outcome lands.
@@ -461,6 +463,7 @@ async fn an_instance_cut_off_from_a_shard_stops_its_calls_there_before_another_t
     while watched.elapsed() < lease * 4 {
         let read = b.get(again.id, Some("alice")).await.unwrap().unwrap();
         assert_eq!(read.status(), TaskStatus::Working, "{read:?}");
+        // The watch is the point: nothing may sweep the new task over four leases.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     a.complete(again.id, pair::raw("{}")).await.unwrap();

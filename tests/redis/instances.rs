@@ -319,6 +319,7 @@ async fn while_redis_is_down_task_methods_fail_internally_and_an_outcome_reached
         a.probe.stats("slow_compute")
     );
     assert_eq!(a.probe.cancelled("slow_compute"), 0);
+    // The scenario: the outage goes on after the call ended, so its outcome meets Redis down.
     tokio::time::sleep(ms(200)).await;
 
     // Redis comes back with its data; the outcome is written by the retries.

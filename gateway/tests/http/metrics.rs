@@ -205,6 +205,7 @@ async fn timings_are_histograms_every_metric_has_help_and_upstream_answers_are_c
             if scrape.value("mcp_tasks_upstream_in_flight", &[]) > 0.0 {
                 return scrape;
             }
+            // The poll interval of a bounded wait for the call in flight.
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     };

@@ -31,6 +31,7 @@ async fn follow(client: &McpClient, task: &str) -> (Value, Vec<String>) {
             if got["result"]["status"] != "working" {
                 return got;
             }
+            // The interval of a bounded poll that keeps every status message it sees.
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     };

@@ -72,6 +72,7 @@ async fn a_stdio_server_answers_fast_calls_at_once_and_its_slow_calls_become_tas
             if got["result"]["status"] != "working" {
                 return got;
             }
+            // The interval of a bounded poll that keeps every status message it sees.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     })

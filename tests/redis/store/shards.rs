@@ -244,6 +244,7 @@ async fn a_quiet_instance_subscribes_to_nothing_and_hears_nothing() {
     tokio::time::timeout(BOUND, created.stop.cancelled())
         .await
         .expect("A's stop signal fired");
+    // A window for a wrong announcement to reach B: an absence can only be watched for.
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(heard_by_b.try_recv().is_err(), "B heard an announcement");
     assert_eq!(subscribers().await, expected, "A lingers, B stays out");

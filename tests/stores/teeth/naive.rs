@@ -271,6 +271,7 @@ async fn expire(
     let wait = deadline
         .as_millis()
         .saturating_sub(Timestamp::now().as_millis());
+    // The reference store's expiry: one sleeping task per TTL, as documented above.
     tokio::time::sleep(Duration::from_millis(wait)).await;
     if let Some(tasks) = tasks.upgrade()
         && !keep
