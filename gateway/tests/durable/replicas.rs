@@ -27,6 +27,7 @@ use std::sync::Arc;
 use support::client::McpClient;
 use support::fixture::{FixtureMode, Probe, Served, serve_fixture};
 use support::process::Process;
+use support::wait::BOUND;
 
 /// One replica: a fixture and a gateway in front of it, on the shared Redis.
 struct Replica {
@@ -131,14 +132,10 @@ async fn read_answered_and_cancelled_through_another(a: &Replica, b: &Replica) {
         .wait_task_status(&task, &["cancelled"], Duration::from_secs(5))
         .await;
     assert_eq!(cancelled["result"]["status"], "cancelled");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while a.probe.cancelled("slow_compute") == 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the tool on A kept running"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    assert!(
+        a.probe.wait_cancelled("slow_compute", BOUND).await,
+        "the tool on A kept running"
+    );
 }
 
 #[tokio::test]

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::client::McpClient;
 use support::fixture::{FixtureMode, serve_fixture};
+use support::wait::BOUND;
 
 /// A `tools/list` from `from` (a loopback address); status, `Retry-After`
 /// and body.
@@ -39,7 +40,7 @@ async fn tools_list_from(url: &str, from: Ipv4Addr) -> (u16, Option<String>, Val
 
 #[tokio::test]
 async fn one_address_cannot_take_every_connection() {
-    let (upstream, _) = serve_fixture(FixtureMode::Stateless).await;
+    let (upstream, probe) = serve_fixture(FixtureMode::Stateless).await;
     let options = [
         "--max-connections",
         "8",
@@ -60,7 +61,10 @@ async fn one_address_cannot_take_every_connection() {
             })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let both = probe
+        .wait_until(BOUND, |probe| probe.started("slow_compute") == 2)
+        .await;
+    assert!(both, "both calls reached the upstream");
 
     // A third connection of that address is refused at once, clearly.
     let asked = Instant::now();

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::client::McpClient;
 use support::fixture::{FixtureMode, serve_fixture};
+use support::wait::BOUND;
 
 /// One `tasks/get` of `task`, or `None` when the gateway no longer answers.
 async fn poll(client: &McpClient, task: &str) -> Option<Value> {
@@ -37,6 +38,7 @@ async fn poll_until_gone(client: &McpClient, task: &str) -> Value {
             Some(answer) => last = answer,
             None => return last,
         }
+        // The scenario: a client that polls at the interval it was given.
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
     panic!("the gateway still answers after a minute: {last}");
@@ -93,7 +95,7 @@ async fn a_client_polling_through_the_drain_reads_its_task_failed_before_the_gat
 
 #[tokio::test]
 async fn a_synchronous_call_in_flight_gets_its_answer_and_an_idle_gateway_exits_at_once() {
-    let (upstream, _) = serve_fixture(FixtureMode::Stateless).await;
+    let (upstream, probe) = serve_fixture(FixtureMode::Stateless).await;
     let mut gateway = gateway::start(&upstream.url, &["--shutdown-grace", "10s"]).await;
     let client = McpClient::new(&gateway.url);
     // A client without tasks: its 3 s call stays synchronous.
@@ -105,7 +107,10 @@ async fn a_synchronous_call_in_flight_gets_its_answer_and_an_idle_gateway_exits_
                 .await
         }
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        probe.wait_started("slow_compute", BOUND).await,
+        "the call reached the upstream"
+    );
     let signalled = Instant::now();
     gateway.terminate();
     let answer = call.await.expect("the call");

@@ -17,6 +17,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::client::{ElicitReply, LegacyClient, McpClient};
 use support::process::Process;
+use support::wait::wait_until;
 
 /// The upstream behind `script`, and the gateway in front of it.
 async fn start(script: &str) -> (Process, Process, McpClient) {
@@ -52,18 +53,15 @@ async fn wait_for(
     timeout: Duration,
     done: impl Fn(&Value) -> bool,
 ) -> Value {
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
+    wait_until(&format!("task {task} gets there"), timeout, || async {
         let got = client.tasks_get(task).await;
         if done(&got["result"]) {
-            return got["result"].clone();
+            Ok(got["result"].clone())
+        } else {
+            Err(got)
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "task {task} not there after {timeout:?}: {got}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await
 }
 
 async fn progress_becomes_the_status_message(script: &str) {

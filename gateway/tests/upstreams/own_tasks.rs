@@ -59,6 +59,7 @@ async fn watch(client: &McpClient, task: &str) -> (Value, Vec<String>) {
             tokio::time::Instant::now() < deadline,
             "{task} did not end: {got}"
         );
+        // The interval of a poll that keeps every status message it sees.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -183,16 +184,14 @@ async fn a_call_parked_before_the_server_made_its_task_follows_that_task() {
         .count();
     let cancelled = client.tasks_cancel(task).await;
     assert_eq!(cancelled["result"]["resultType"], "complete", "{cancelled}");
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while gateway
-        .log()
-        .matches("tasks/cancel sent for the inner task")
-        .count()
-        == sent_before
-    {
-        assert!(tokio::time::Instant::now() < deadline, "{}", gateway.log());
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let sent = gateway
+        .wait_log_count(
+            "tasks/cancel sent for the inner task",
+            sent_before + 1,
+            WAIT,
+        )
+        .await;
+    assert!(sent, "{}", gateway.log());
 }
 
 #[tokio::test]
