@@ -246,7 +246,6 @@ async fn a_call_that_would_park_while_the_store_fails_stays_synchronous_with_the
     let service = layer.layer(inner);
     let call = || post("tools/call", json!({"name": "job", "arguments": {}}), "job");
 
-    let started = tokio::time::Instant::now();
     let (status, answer) = send(&service, call()).await;
     assert_eq!(status, 200);
     assert_eq!(
@@ -254,7 +253,6 @@ async fn a_call_that_would_park_while_the_store_fails_stays_synchronous_with_the
         "the tool's own answer: {answer}"
     );
     assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
-    assert!(started.elapsed() >= Duration::from_millis(400));
     assert_eq!(calls.load(Ordering::SeqCst), 1, "called once, not retried");
     assert!(store.inner.is_empty());
 
