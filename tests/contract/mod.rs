@@ -24,7 +24,7 @@ use serde_json::value::RawValue;
 use wait::wait_until;
 
 /// How long an expired task may still read as live: far more than a store
-/// takes, yet a store that never expires fails in seconds (contract_teeth).
+/// takes, yet a store that never expires fails in seconds (`tests/stores/teeth.rs`).
 const EXPIRY: Duration = Duration::from_secs(5);
 
 fn raw(text: &str) -> Box<RawValue> {

@@ -1,5 +1,5 @@
 //! The fixture behind `TasksLayer`, served over loopback HTTP, for the
-//! end-to-end layer tests (`tests/layer_*.rs`).
+//! end-to-end layer tests (`tests/layer/`).
 //!
 //! Unlike `fixture` and `client`, this module needs the crate under test, so it
 //! is for integration tests only.

@@ -99,6 +99,7 @@ impl Process {
             if tokio::time::Instant::now() >= deadline {
                 return false;
             }
+            // The poll interval of a bounded wait for a log line.
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }

@@ -1,5 +1,5 @@
 //! Metrics recorded by `metrics-util`'s debugging recorder, for the tests
-//! that check what the layer counts (`tests/observe_*.rs`).
+//! that check what the layer counts (`tests/observe/`).
 #![allow(dead_code)]
 
 use std::collections::HashMap;

@@ -192,6 +192,7 @@ impl RedisCluster {
             if Instant::now() >= deadline {
                 panic!("no failover of node {old_primary} within {timeout:?}: {waiting_for}");
             }
+            // The poll interval of a bounded wait.
             std::thread::sleep(POLL);
         }
     }
@@ -260,6 +261,7 @@ impl RedisCluster {
                     read_log(&log_path)
                 );
             }
+            // The poll interval of a bounded wait.
             std::thread::sleep(POLL);
         };
         assert!(
@@ -278,6 +280,7 @@ impl RedisCluster {
             if Instant::now() >= deadline {
                 panic!("the cluster was not healthy within {within:?}: {problem}");
             }
+            // The poll interval of a bounded wait.
             std::thread::sleep(POLL);
         }
     }
@@ -305,6 +308,7 @@ impl RedisCluster {
                     unpaired.port
                 );
             }
+            // The poll interval of a bounded wait.
             std::thread::sleep(POLL);
         }
     }

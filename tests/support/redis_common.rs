@@ -73,6 +73,7 @@ pub fn wait_until_up(child: &mut Child, port: u16, within: Duration) -> Result<(
         if started.elapsed() > within {
             return Err(format!("no PONG on port {port} within {within:?}"));
         }
+        // The poll interval of a bounded wait for PONG.
         std::thread::sleep(Duration::from_millis(20));
     }
 }

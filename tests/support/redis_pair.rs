@@ -1,6 +1,6 @@
 //! What two instances sharing one Redis (a server or a cluster) must show:
-//! each function is the body of a test, run by `redis_store.rs` on one
-//! `redis-server` and by `redis_cluster.rs` on a 3+3 cluster.
+//! each function is the body of a test, run by `tests/redis/store.rs` on one
+//! `redis-server` and by `tests/redis/cluster.rs` on a 3+3 cluster.
 
 #![allow(dead_code)]
 

@@ -66,6 +66,7 @@ where
         if tokio::time::Instant::now() >= deadline {
             panic!("{what}: did not happen within {bound:?}; last seen: {seen}");
         }
+        // The poll interval of a bounded wait.
         tokio::time::sleep(POLL).await;
     }
 }
@@ -91,5 +92,6 @@ pub async fn next_millisecond() {
 /// has run as far as it can, since paused time only moves when nothing else
 /// can run. A settling point, not a wait for wall time.
 pub async fn settle() {
+    // Paused time: a settling point, not a wait (see above).
     tokio::time::sleep(Duration::from_millis(1)).await;
 }

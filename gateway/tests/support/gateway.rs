@@ -76,6 +76,7 @@ pub async fn answered_again(
             if answer.get("result").is_some() {
                 return answer;
             }
+            // The poll interval of a bounded wait for the restarted server.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     };

@@ -308,6 +308,7 @@ impl McpClient {
             if tokio::time::Instant::now() >= deadline {
                 panic!("task {task_id} not in {statuses:?} after {timeout:?}: {response}");
             }
+            // The poll interval of a bounded wait for a status.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }

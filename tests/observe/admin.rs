@@ -1,0 +1,110 @@
+//! The operator's view over a served layer: two principals' parked calls
+//! counted and listed across owners, one cancelled and one deleted without
+//! its owner's credentials, what each owner then reads, and what the
+//! metrics recorded (terminal counts by status, the live gauge).
+//!
+//! The recorder is local to this thread; the test builds a current-thread
+//! runtime inside it, so the layer's background tasks record here too.
+
+use crate::support;
+
+use mcp_tasks::observe::metrics as m;
+use mcp_tasks::{Admin, CancelOutcome, MemoryTaskStore, TaskId, TaskStatus};
+use serde_json::{Value, json};
+use support::layered::{Layered, USER_HEADER, error_of, get_as, ms, send, task_id};
+use support::recorded::{counter, gauge, record};
+use support::wait::{BOUND, wait_until};
+
+/// A 30 s `slow_compute` parked as `user`; its task id.
+async fn park_as(layered: &Layered, id: u64, user: &str) -> String {
+    let call = json!({"name": "slow_compute", "arguments": {"seconds": 30}});
+    let created = send(
+        &layered.client(),
+        id,
+        "tools/call",
+        call,
+        true,
+        &[(USER_HEADER, user)],
+    )
+    .await;
+    task_id(&created.into_response())
+}
+
+async fn status_as(layered: &Layered, id: u64, task: &str, user: &str) -> Value {
+    get_as(&layered.client(), id, task, Some(user))
+        .await
+        .into_response()
+}
+
+/// Runs the scenario; returns nothing, asserts on the way.
+async fn scenario() {
+    let mut admin: Option<Admin> = None;
+    let mut drain = None;
+    let layered = Layered::start_over(MemoryTaskStore::new(), |layer| {
+        admin = Some(layer.admin());
+        drain = Some(layer.drain());
+        layer.threshold(ms(100))
+    })
+    .await;
+    let admin = admin.expect("the layer was configured");
+    let drain = drain.expect("the layer was configured");
+
+    let alice = park_as(&layered, 1, "alice").await;
+    let bob = park_as(&layered, 2, "bob").await;
+
+    let counts = admin.counts().await.unwrap();
+    assert_eq!(counts.owner(Some("alice")).working, 1, "{counts:?}");
+    assert_eq!(counts.owner(Some("bob")).working, 1, "{counts:?}");
+    assert_eq!(counts.total(), 2);
+    let page = admin.list(None, 10).await.unwrap();
+    let listed: Vec<(String, Option<String>)> = page
+        .tasks
+        .iter()
+        .map(|t| (t.snapshot.id.to_string(), t.owner.clone()))
+        .collect();
+    assert_eq!(
+        listed,
+        vec![
+            (alice.clone(), Some("alice".to_owned())),
+            (bob.clone(), Some("bob".to_owned()))
+        ],
+        "every owner's tasks, oldest first"
+    );
+
+    // Bob's task, cancelled by the operator: bob reads `cancelled`.
+    let bob_id = TaskId::parse(&bob).unwrap();
+    let cancelled = admin.cancel(bob_id).await.unwrap();
+    assert!(
+        matches!(cancelled, Some(CancelOutcome::Cancelled(_))),
+        "{cancelled:?}"
+    );
+    let read = status_as(&layered, 3, &bob, "bob").await;
+    assert_eq!(read["result"]["status"], "cancelled", "{read}");
+
+    // Alice's task, deleted: alice no longer finds it.
+    let alice_id = TaskId::parse(&alice).unwrap();
+    let removed = admin.delete(alice_id).await.unwrap().expect("found");
+    assert_eq!(removed.snapshot.status(), TaskStatus::Working);
+    let read = status_as(&layered, 4, &alice, "alice").await;
+    error_of(&read, -32602);
+    assert!(admin.delete(alice_id).await.unwrap().is_none());
+
+    let live = admin.record_live().await.unwrap();
+    assert_eq!(live.total(), 1, "only bob's cancelled task is left");
+    // Both drivers drop their calls (and leave the running gauge) as they end.
+    wait_until("both drivers end", BOUND, || async { drain.running() == 0 }).await;
+}
+
+#[test]
+fn the_operator_counts_lists_cancels_and_deletes_across_owners() {
+    let readings = record(scenario());
+    assert_eq!(counter(&readings, m::TERMINAL, "status=cancelled"), 1);
+    assert_eq!(counter(&readings, m::TERMINAL, "status=deleted"), 1);
+    assert_eq!(gauge(&readings, m::LIVE, "status=cancelled"), Some(1.0));
+    assert_eq!(gauge(&readings, m::LIVE, "status=working"), Some(0.0));
+    assert_eq!(
+        gauge(&readings, m::RUNNING, ""),
+        Some(0.0),
+        "the stopped calls are no longer running"
+    );
+}
