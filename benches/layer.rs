@@ -59,6 +59,13 @@ fn passthrough_and_fast_calls(c: &mut Criterion) {
         answers: Answers::AtOnce,
     };
     let layered = TasksLayer::new(MemoryTaskStore::new()).layer(bare);
+    // Task events on: what the fast path pays for them (nothing is
+    // subscribed; a call answered in time makes no status change).
+    let with_events = rt.block_on(async {
+        TasksLayer::new(MemoryTaskStore::new())
+            .events(mcp_tasks::EventsConfig::new())
+            .layer(bare)
+    });
 
     let mut group = c.benchmark_group("pass_through_tools_list");
     group.bench_function("without_layer", |b| {
@@ -73,6 +80,10 @@ fn passthrough_and_fast_calls(c: &mut Criterion) {
             b.to_async(&rt)
                 .iter(|| roundtrip(layered.clone(), tools_list()))
         })
+    });
+    group.bench_function("with_layer_events", |b| {
+        b.to_async(&rt)
+            .iter(|| roundtrip(with_events.clone(), tools_list()))
     });
     group.finish();
 
@@ -99,6 +110,10 @@ fn passthrough_and_fast_calls(c: &mut Criterion) {
             b.to_async(&rt)
                 .iter(|| roundtrip(layered.clone(), fast_call()))
         })
+    });
+    group.bench_function("with_layer_events", |b| {
+        b.to_async(&rt)
+            .iter(|| roundtrip(with_events.clone(), fast_call()))
     });
     group.finish();
 }
