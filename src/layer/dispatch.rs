@@ -27,7 +27,7 @@ use crate::modern::events;
 use crate::modern::fallback;
 use crate::modern::methods;
 use crate::modern::own_tasks::OwnTasks;
-use crate::modern::route::{TaskCall, TaskMethod};
+use crate::modern::route::{Route as Modern, TaskCall, TaskMethod};
 use crate::modern::tool_call;
 use crate::observe;
 use crate::rewrite;
@@ -107,7 +107,8 @@ fn live_get_stream<B>(sessions: &Sessions, request: &Request<B>) -> Option<Strin
 fn starts_a_call(route: &Route) -> bool {
     matches!(
         route,
-        Route::ForwardCall(_) | Route::ToolCall(_) | Route::Legacy(LegacyRoute::Call(_))
+        Route::Modern(Modern::ForwardCall(_) | Modern::ToolCall(_))
+            | Route::Legacy(LegacyRoute::Call(_))
     )
 }
 
@@ -164,7 +165,7 @@ where
             future: inner.call(Request::from_parts(parts, RequestBody::buffered(bytes))),
             keep_alive: runtime.config.keep_alive,
         },
-        Route::ForwardCall(related) => {
+        Route::Modern(Modern::ForwardCall(related)) => {
             let mut parts = parts;
             let body = match related {
                 Some(related) => {
@@ -188,7 +189,7 @@ where
             owned(Box::pin(early::answer(future, keep_alive, body, max)))
         }
         Route::Reply(reply) => State::reply(reply),
-        Route::Added(call) => {
+        Route::Modern(Modern::Added(call)) => {
             let span = observe::request_span("tools/call");
             if !span.is_disabled() {
                 let names = &runtime.config.fallback.names;
@@ -206,7 +207,7 @@ where
                 Ok(reply_response(reply))
             }))
         }
-        Route::ToolsList { first_page } => {
+        Route::Modern(Modern::ToolsList { first_page }) => {
             let span = observe::request_span("tools/list");
             let future = inner.call(Request::from_parts(parts, RequestBody::buffered(bytes)));
             let edit = fallback::tools::listing(runtime.config.clone(), first_page);
@@ -214,7 +215,7 @@ where
                 Ok(rewrite::edit_response(future.await?, edit).await)
             }))
         }
-        Route::Discover => {
+        Route::Modern(Modern::Discover) => {
             let span = observe::request_span("server/discover");
             let future = inner.call(Request::from_parts(parts, RequestBody::buffered(bytes)));
             let own = shared.own.clone();
@@ -232,7 +233,7 @@ where
                 Ok(rewrite::edit_response(future.await?, edit).await)
             }))
         }
-        Route::ToolCall(mut call) => {
+        Route::Modern(Modern::ToolCall(mut call)) => {
             let span = observe::request_span("tools/call");
             observe::record_tool(&span, call.name.clone().and_then(|name| bytes.get(name)));
             let declaring = matches!(call.handle, fallback::Handle::Task);
@@ -269,7 +270,7 @@ where
             });
             owned(traced(span, call))
         }
-        Route::Task(call)
+        Route::Modern(Modern::Task(call))
             if shared.own.known() == Some(true)
                 || (call.task.is_none() && shared.own.known().is_none()) =>
         {
@@ -302,7 +303,7 @@ where
                 Ok(reply_response(reply))
             }))
         }
-        Route::Task(call) => {
+        Route::Modern(Modern::Task(call)) => {
             let span = task_method_span(&call);
             let owner = in_span(&span, || runtime.owner(&parts));
             let runtime = runtime.clone();
@@ -311,7 +312,7 @@ where
                 Ok(reply_response(reply))
             }))
         }
-        Route::Listen(mut call) => {
+        Route::Modern(Modern::Listen(mut call)) => {
             let span = observe::request_span("subscriptions/listen");
             let owner = in_span(&span, || runtime.owner(&parts).key);
             let (runtime, hub) = (runtime.clone(), shared.hub.clone());
@@ -331,7 +332,7 @@ where
                 }
             }
         }
-        Route::EventsList { first_page, id } => {
+        Route::Modern(Modern::EventsList { first_page, id }) => {
             let span = observe::request_span("events/list");
             let future = inner.call(Request::from_parts(parts, RequestBody::buffered(bytes)));
             let config = runtime.config.events.clone();
@@ -341,7 +342,7 @@ where
                 Ok(events::catalog::list_response(response, config, first_page, id, limit).await)
             }))
         }
-        Route::Events(call) => {
+        Route::Modern(Modern::Events(call)) => {
             let span = observe::request_span(call.method.name());
             let owner = in_span(&span, || runtime.owner(&parts));
             let Some(events) = shared.events.clone() else {
