@@ -338,13 +338,12 @@ where
         }
         Route::Modern(Modern::Events(call)) => {
             let span = observe::request_span(call.method.name());
-            let owner = in_span(&span, || runtime.owner(&parts));
+            let cx = RequestContext::new(runtime.clone(), parts, bytes, &span);
             let Some(events) = shared.events.clone() else {
                 return State::reply(Reply::method_not_found(Some(&call.id), call.method.name()));
             };
-            let runtime = runtime.clone();
             owned(traced(span, async move {
-                Ok(events::answer(runtime, events, owner, call).await)
+                Ok(events::answer(cx, events, call).await)
             }))
         }
         Route::Legacy(route) => {
