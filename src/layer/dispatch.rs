@@ -27,12 +27,12 @@ use crate::modern::events;
 use crate::modern::fallback;
 use crate::modern::methods;
 use crate::modern::own_tasks::OwnTasks;
-use crate::modern::route::{TaskCall, TaskMethod};
+use crate::modern::route::{Route as Modern, TaskCall, TaskMethod};
 use crate::modern::tool_call;
 use crate::observe;
 use crate::rewrite;
 use crate::runtime::flight::caller::{CallInner, Caller};
-use crate::runtime::{Owner, Runtime};
+use crate::runtime::{RequestContext, Runtime};
 use crate::wire::envelope::header;
 use crate::wire::jsonrpc::{ErrorObject, LIMIT_REACHED, Reply};
 
@@ -107,7 +107,8 @@ fn live_get_stream<B>(sessions: &Sessions, request: &Request<B>) -> Option<Strin
 fn starts_a_call(route: &Route) -> bool {
     matches!(
         route,
-        Route::ForwardCall(_) | Route::ToolCall(_) | Route::Legacy(LegacyRoute::Call(_))
+        Route::Modern(Modern::ForwardCall(_) | Modern::ToolCall(_))
+            | Route::Legacy(LegacyRoute::Call(_))
     )
 }
 
@@ -164,7 +165,7 @@ where
             future: inner.call(Request::from_parts(parts, RequestBody::buffered(bytes))),
             keep_alive: runtime.config.keep_alive,
         },
-        Route::ForwardCall(related) => {
+        Route::Modern(Modern::ForwardCall(related)) => {
             let mut parts = parts;
             let body = match related {
                 Some(related) => {
@@ -188,7 +189,7 @@ where
             owned(Box::pin(early::answer(future, keep_alive, body, max)))
         }
         Route::Reply(reply) => State::reply(reply),
-        Route::Added(call) => {
+        Route::Modern(Modern::Added(call)) => {
             let span = observe::request_span("tools/call");
             if !span.is_disabled() {
                 let names = &runtime.config.fallback.names;
@@ -198,15 +199,12 @@ where
                 };
                 span.record("gen_ai.tool.name", name.as_str());
             }
-            let owner = in_span(&span, || runtime.owner(&parts).key);
-            let runtime = runtime.clone();
+            let cx = RequestContext::new(runtime.clone(), parts, bytes, &span);
             owned(traced(span, async move {
-                let reply =
-                    fallback::answer::answer(&runtime, owner.as_deref(), &bytes, call).await;
-                Ok(reply_response(reply))
+                Ok(reply_response(fallback::answer::answer(&cx, call).await))
             }))
         }
-        Route::ToolsList { first_page } => {
+        Route::Modern(Modern::ToolsList { first_page }) => {
             let span = observe::request_span("tools/list");
             let future = inner.call(Request::from_parts(parts, RequestBody::buffered(bytes)));
             let edit = fallback::tools::listing(runtime.config.clone(), first_page);
@@ -214,7 +212,7 @@ where
                 Ok(rewrite::edit_response(future.await?, edit).await)
             }))
         }
-        Route::Discover => {
+        Route::Modern(Modern::Discover) => {
             let span = observe::request_span("server/discover");
             let future = inner.call(Request::from_parts(parts, RequestBody::buffered(bytes)));
             let own = shared.own.clone();
@@ -232,7 +230,7 @@ where
                 Ok(rewrite::edit_response(future.await?, edit).await)
             }))
         }
-        Route::ToolCall(mut call) => {
+        Route::Modern(Modern::ToolCall(mut call)) => {
             let span = observe::request_span("tools/call");
             observe::record_tool(&span, call.name.clone().and_then(|name| bytes.get(name)));
             let declaring = matches!(call.handle, fallback::Handle::Task);
@@ -242,6 +240,7 @@ where
                     // Whether the inner server has tasks of its own, asked
                     // once, before the first such call goes out.
                     let (own, runtime) = (shared.own.clone(), runtime.clone());
+                    let current = span.clone();
                     return owned(traced(span, async move {
                         if own_tasks(
                             &own,
@@ -253,8 +252,8 @@ where
                         {
                             call.strip.keep_extension();
                         }
-                        let owner = runtime.owner(&parts).key;
-                        tool_call::tool_call(runtime, inner, parts, bytes, call, owner).await
+                        let cx = RequestContext::new(runtime, parts, bytes, &current);
+                        tool_call::tool_call(cx, inner, call).await
                     }));
                 }
                 _ => {}
@@ -263,13 +262,11 @@ where
             // request's span, as the owned future would: the inner
             // service's own spans and the resolver's events belong to this
             // request.
-            let call = in_span(&span, || {
-                let owner = runtime.owner(&parts).key;
-                tool_call::tool_call(runtime.clone(), inner, parts, bytes, call, owner)
-            });
+            let cx = RequestContext::new(runtime.clone(), parts, bytes, &span);
+            let call = in_span(&span, || tool_call::tool_call(cx, inner, call));
             owned(traced(span, call))
         }
-        Route::Task(call)
+        Route::Modern(Modern::Task(call))
             if shared.own.known() == Some(true)
                 || (call.task.is_none() && shared.own.known().is_none()) =>
         {
@@ -278,6 +275,7 @@ where
             // hold goes to it.
             let span = task_method_span(&call);
             let (own, runtime) = (shared.own.clone(), runtime.clone());
+            let current = span.clone();
             owned(traced(span, async move {
                 let has = own_tasks(
                     &own,
@@ -286,32 +284,29 @@ where
                     &runtime,
                 )
                 .await;
-                let owner = runtime.owner(&parts);
+                let cx = RequestContext::new(runtime, parts, bytes, &current);
                 let ours = match (has, call.task) {
                     (false, _) => true,
                     (true, None) => false,
                     (true, Some(id)) => {
-                        !matches!(runtime.store.get(id, owner.key()).await, Ok(None))
+                        !matches!(cx.runtime.store.get(id, cx.owner.key()).await, Ok(None))
                     }
                 };
                 if !ours {
-                    let request = Request::from_parts(parts, RequestBody::buffered(bytes));
+                    let request = Request::from_parts(cx.parts, RequestBody::buffered(cx.body));
                     return Ok(inner.call(request).await?.map(ResponseBody::inner));
                 }
-                let reply = task_answer(runtime, inner, parts, owner, call).await;
-                Ok(reply_response(reply))
+                Ok(reply_response(task_answer(cx, inner, call).await))
             }))
         }
-        Route::Task(call) => {
+        Route::Modern(Modern::Task(call)) => {
             let span = task_method_span(&call);
-            let owner = in_span(&span, || runtime.owner(&parts));
-            let runtime = runtime.clone();
+            let cx = RequestContext::new(runtime.clone(), parts, bytes, &span);
             owned(traced(span, async move {
-                let reply = task_answer(runtime, inner, parts, owner, call).await;
-                Ok(reply_response(reply))
+                Ok(reply_response(task_answer(cx, inner, call).await))
             }))
         }
-        Route::Listen(mut call) => {
+        Route::Modern(Modern::Listen(mut call)) => {
             let span = observe::request_span("subscriptions/listen");
             let owner = in_span(&span, || runtime.owner(&parts).key);
             let (runtime, hub) = (runtime.clone(), shared.hub.clone());
@@ -331,7 +326,7 @@ where
                 }
             }
         }
-        Route::EventsList { first_page, id } => {
+        Route::Modern(Modern::EventsList { first_page, id }) => {
             let span = observe::request_span("events/list");
             let future = inner.call(Request::from_parts(parts, RequestBody::buffered(bytes)));
             let config = runtime.config.events.clone();
@@ -341,15 +336,14 @@ where
                 Ok(events::catalog::list_response(response, config, first_page, id, limit).await)
             }))
         }
-        Route::Events(call) => {
+        Route::Modern(Modern::Events(call)) => {
             let span = observe::request_span(call.method.name());
-            let owner = in_span(&span, || runtime.owner(&parts));
+            let cx = RequestContext::new(runtime.clone(), parts, bytes, &span);
             let Some(events) = shared.events.clone() else {
                 return State::reply(Reply::method_not_found(Some(&call.id), call.method.name()));
             };
-            let runtime = runtime.clone();
             owned(traced(span, async move {
-                Ok(events::answer(runtime, events, owner, call).await)
+                Ok(events::answer(cx, events, call).await)
             }))
         }
         Route::Legacy(route) => {
@@ -357,10 +351,12 @@ where
             if let LegacyRoute::Call(call) = &route {
                 observe::record_tool(&span, call.name.clone().and_then(|name| bytes.get(name)));
             }
-            owned(traced(
-                span,
-                legacy_route(shared.clone(), inner, parts, bytes, route),
-            ))
+            let current = span.clone();
+            let shared = shared.clone();
+            owned(traced(span, async move {
+                let cx = RequestContext::new(shared.runtime.clone(), parts, bytes, &current);
+                legacy_route(shared, inner, cx, route).await
+            }))
         }
     }
 }
@@ -398,27 +394,21 @@ fn own_tasks<F: FnOnce() -> Box<dyn CallInner>>(
 /// The layer's answer to a task method. A `tasks/update` is answered
 /// detached: once an answer completes a round, the re-issue must happen
 /// even if this client hangs up.
-async fn task_answer<S, B, RB>(
-    runtime: Arc<Runtime>,
-    inner: S,
-    parts: Parts,
-    owner: Owner,
-    call: TaskCall,
-) -> Reply
+async fn task_answer<S, B, RB>(cx: RequestContext, inner: S, call: TaskCall) -> Reply
 where
     S: Inner<B, RB>,
     B: Payload,
     RB: Payload,
 {
     if call.method != TaskMethod::Update {
-        return methods::answer(&runtime, owner.key(), call).await.reply;
+        return methods::answer(&cx, call).await.reply;
     }
     let caller = Caller::<S, B>::boxed(inner);
-    let background = runtime.background.clone();
+    let background = cx.runtime.background.clone();
     let detached = background.spawn_in(tracing::Span::current(), async move {
-        let answered = methods::answer(&runtime, owner.key(), call).await;
+        let answered = methods::answer(&cx, call).await;
         if let Some((task, round)) = answered.resume {
-            runtime.resume(caller, &parts, task, round);
+            cx.runtime.resume(caller, &cx.parts, task, round);
         }
         answered.reply
     });
@@ -488,8 +478,7 @@ fn accepted<B>() -> Response<ResponseBody<B>> {
 async fn legacy_route<S, B, RB>(
     shared: Arc<Shared>,
     mut inner: S,
-    parts: Parts,
-    bytes: Bytes,
+    cx: RequestContext,
     route: LegacyRoute,
 ) -> Result<Response<ResponseBody<RB>>, S::Error>
 where
@@ -497,12 +486,10 @@ where
     B: Payload,
     RB: Payload,
 {
-    let runtime = &shared.runtime;
-    let owner = runtime.owner(&parts);
     match route {
         LegacyRoute::Initialize => {
-            let list = owner.principal.is_some();
-            let request = Request::from_parts(parts, RequestBody::buffered(bytes));
+            let list = cx.owner.principal.is_some();
+            let request = Request::from_parts(cx.parts, RequestBody::buffered(cx.body));
             let response = inner.call(request).await?;
             let session = header(response.headers(), "mcp-session-id").map(Into::into);
             let edit = advertise::initialize(session, shared.sessions.clone(), list);
@@ -512,12 +499,12 @@ where
             session,
             first_page,
         } => {
-            let request = Request::from_parts(parts, RequestBody::buffered(bytes));
+            let request = Request::from_parts(cx.parts, RequestBody::buffered(cx.body));
             let response = inner.call(request).await?;
             if response.status() == http::StatusCode::NOT_FOUND {
                 shared.sessions.end(&session);
             }
-            let config = &runtime.config;
+            let config = &cx.runtime.config;
             let edit = advertise::tools_list(config.clone());
             if config.fallback.on() {
                 let listing = fallback::tools::listing(config.clone(), first_page);
@@ -528,35 +515,21 @@ where
         }
         LegacyRoute::Call(call) => {
             let caller = Caller::<S, B>::boxed(inner);
-            let runtime = runtime.clone();
-            let reply = legacy::call::call(
-                runtime,
-                &shared.sessions,
-                caller,
-                parts,
-                owner.key,
-                bytes,
-                call,
-            )
-            .await;
+            let reply = legacy::call::call(cx, &shared.sessions, caller, call).await;
             Ok(reply_response(reply))
         }
         LegacyRoute::Task(call) if call.method == LegacyMethod::Result => {
-            Ok(legacy::result::answer(runtime.clone(), &shared.waiters, owner.key, call).await)
+            Ok(legacy::result::answer(cx, &shared.waiters, call).await)
         }
-        LegacyRoute::Task(call) => Ok(reply_response(
-            legacy::methods::answer(runtime, &owner, &call).await,
-        )),
-        LegacyRoute::Answer { task, key } => {
-            match legacy::answer::take(runtime, owner.key(), &bytes, task, key).await {
-                Ok(delivery) => {
-                    let caller = Caller::<S, B>::boxed(inner);
-                    legacy::answer::deliver(runtime, caller, &parts, delivery);
-                    Ok(accepted())
-                }
-                Err(reply) => Ok(reply_response(reply)),
+        LegacyRoute::Task(call) => Ok(reply_response(legacy::methods::answer(&cx, &call).await)),
+        LegacyRoute::Answer { task, key } => match legacy::answer::take(&cx, task, key).await {
+            Ok(delivery) => {
+                let caller = Caller::<S, B>::boxed(inner);
+                legacy::answer::deliver(&cx, caller, delivery);
+                Ok(accepted())
             }
-        }
+            Err(reply) => Ok(reply_response(reply)),
+        },
         LegacyRoute::Swallow => Ok(accepted()),
     }
 }

@@ -13,7 +13,6 @@
 
 use std::time::Duration;
 
-use http::request::Parts;
 use http::{HeaderName, HeaderValue, StatusCode};
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
@@ -21,9 +20,10 @@ use tokio_util::sync::CancellationToken;
 use super::input::{Pending, answer_for_inner};
 use super::route::LEGACY_VERSION;
 use crate::backoff::Backoff;
+use crate::runtime::RequestContext;
 use crate::runtime::flight::caller::CallInner;
 use crate::runtime::mrtr::Template;
-use crate::runtime::{Runtime, store_failed};
+use crate::runtime::store_failed;
 use crate::store::{InputProgress, StoreError, TaskStore};
 use crate::task::TaskId;
 use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, Reply};
@@ -62,12 +62,11 @@ fn is_response(text: &str) -> bool {
 
 /// Steps 1 and 2: checks the answer and records it as the caller.
 pub(crate) async fn take(
-    runtime: &Runtime,
-    owner: Option<&str>,
-    body: &[u8],
+    cx: &RequestContext,
     task: TaskId,
     key: String,
 ) -> Result<Delivery, Reply> {
+    let (runtime, owner, body) = (&*cx.runtime, cx.owner.key(), &cx.body[..]);
     let text = std::str::from_utf8(body).map_err(|_| refused("The answer is not UTF-8"))?;
     if !is_response(text) {
         return Err(refused(
@@ -114,12 +113,8 @@ pub(crate) async fn take(
 }
 
 /// Step 4, detached: delivers the answer or fails the task.
-pub(crate) fn deliver(
-    runtime: &Runtime,
-    mut caller: Box<dyn CallInner>,
-    parts: &Parts,
-    delivery: Delivery,
-) {
+pub(crate) fn deliver(cx: &RequestContext, mut caller: Box<dyn CallInner>, delivery: Delivery) {
+    let (runtime, parts) = (&*cx.runtime, &cx.parts);
     let mut template = Template::from_parts(parts);
     if let Some(session) = delivery
         .session

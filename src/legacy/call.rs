@@ -10,11 +10,9 @@
 //! The requested `ttl` is honoured up to the configured maximum; without one
 //! the configured TTL applies. The TTL actually given is the one reported.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::request::Parts;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
@@ -22,6 +20,7 @@ use super::input::Relay;
 use super::route::{LEGACY_VERSION, LegacyCall, error};
 use super::sessions::Sessions;
 use crate::config::TasksConfig;
+use crate::runtime::RequestContext;
 use crate::runtime::flight::caller::CallInner;
 use crate::runtime::mrtr::Template;
 use crate::runtime::{First, NotStarted, Runtime, Start};
@@ -102,14 +101,19 @@ async fn runs_as_task(
 
 /// Creates the task, answers it, and starts the call in the background.
 pub(crate) async fn call(
-    runtime: Arc<Runtime>,
+    cx: RequestContext,
     sessions: &Sessions,
     caller: Box<dyn CallInner>,
-    parts: Parts,
-    owner: Option<String>,
-    bytes: Bytes,
     call: LegacyCall,
 ) -> Reply {
+    let RequestContext {
+        runtime,
+        parts,
+        body: bytes,
+        owner,
+        ..
+    } = cx;
+    let owner = owner.key;
     let id = match TaskId::generate() {
         Ok(id) => id,
         Err(error) => {

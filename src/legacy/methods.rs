@@ -15,6 +15,7 @@
 use serde::Serialize;
 
 use super::route::{LegacyMethod, LegacyTask, error};
+use crate::runtime::RequestContext;
 use crate::runtime::{Owner, Runtime, store_failed};
 use crate::store::{CancelOutcome, StoreError};
 use crate::task::TaskId;
@@ -30,7 +31,8 @@ struct Listed<'a> {
 }
 
 /// Answers `tasks/get`, `tasks/list` or `tasks/cancel`.
-pub(crate) async fn answer(runtime: &Runtime, owner: &Owner, call: &LegacyTask) -> Reply {
+pub(crate) async fn answer(cx: &RequestContext, call: &LegacyTask) -> Reply {
+    let (runtime, owner) = (&*cx.runtime, &cx.owner);
     if call.method == LegacyMethod::List {
         return list(runtime, owner, call).await;
     }

@@ -32,6 +32,7 @@ use super::route::{LegacyTask, error};
 use super::waiters::{Waiters, Waiting};
 use crate::body::ResponseBody;
 use crate::body::reply_response as json;
+use crate::runtime::RequestContext;
 use crate::runtime::feed::stream::events_from;
 use crate::runtime::{Runtime, store_failed};
 use crate::task::{TaskId, TaskSnapshot, TaskState};
@@ -113,11 +114,11 @@ fn event(data: &[u8]) -> Bytes {
 
 /// Answers `tasks/result`.
 pub(crate) async fn answer<B>(
-    runtime: Arc<Runtime>,
+    cx: RequestContext,
     waiters: &Waiters,
-    owner: Option<String>,
     call: LegacyTask,
 ) -> Response<ResponseBody<B>> {
+    let (runtime, owner) = (cx.runtime, cx.owner.key);
     let Some(task) = TaskId::parse(&call.task_id) else {
         return json(Reply::task_not_found(&call.id));
     };

@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 
 use super::route::{TaskCall, TaskMethod};
 use crate::observe::{self, events, events::End};
-use crate::runtime::{Runtime, store_failed};
+use crate::runtime::{RequestContext, store_failed};
 use crate::store::{CancelOutcome, InputProgress, StoreError};
 use crate::task::TaskId;
 use crate::wire::jsonrpc::Reply;
@@ -51,8 +51,9 @@ impl From<Reply> for Answered {
 }
 
 /// Answers one task method call.
-/// `owner` is the store's owner key of the request.
-pub(crate) async fn answer(runtime: &Runtime, owner: Option<&str>, call: TaskCall) -> Answered {
+/// The task method `call` of the request `cx`.
+pub(crate) async fn answer(cx: &RequestContext, call: TaskCall) -> Answered {
+    let (runtime, owner) = (&*cx.runtime, cx.owner.key());
     let Some(task) = call.task else {
         return Reply::task_not_found(&call.id).into();
     };

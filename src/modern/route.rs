@@ -1,19 +1,59 @@
-//! What the 2026-07-28 wing takes from a classified request: its parsed
-//! calls, and the one table of its task methods.
+//! What the 2026-07-28 wing takes from a classified request: its [`Route`],
+//! its parsed calls, and the one table of its task methods.
 //!
-//! | Call | Made by `layer::classify` for | Answered by |
-//! |------|-------------------------------|-------------|
-//! | [`ToolCall`] | a `tools/call` the layer races and may park: a declaring client's, or one that falls back | `tool_call.rs` |
-//! | [`TaskCall`] | `tasks/get`, `tasks/update`, `tasks/cancel` past the request-level checks ([`TaskMethod`]) | `methods.rs` |
+//! | Route | Made by `layer::classify` for | Answered by |
+//! |-------|-------------------------------|-------------|
+//! | `ForwardCall` | a `tools/call` of a client without tasks, for the inner server | `early.rs` (a long one) |
+//! | `Discover` | `server/discover`, whose answer gains the tasks extension | `rewrite.rs`, `own_tasks.rs` |
+//! | `ToolCall` ([`ToolCall`]) | a `tools/call` the layer races and may park: a declaring client's, or one that falls back | `tool_call.rs` |
+//! | `Added` | a `tools/call` of a tool the fallback adds | `fallback/answer.rs` |
+//! | `ToolsList` | `tools/list` with the fallback on | `fallback/tools.rs` |
+//! | `Task` ([`TaskCall`]) | `tasks/get`, `tasks/update`, `tasks/cancel` past the request-level checks ([`TaskMethod`]) | `methods.rs` |
+//! | `Listen` | a declaring client's `subscriptions/listen` for task status | `push/` |
+//! | `EventsList`, `Events` | `events/list`, and an events method about the layer's event type, with task events on | `events/` |
 
 use std::ops::Range;
 
 use serde_json::value::RawValue;
 
+use super::events::EventsCall;
 use super::fallback::Handle;
+use super::fallback::answer::AddedCall;
+use super::push::ListenCall;
 use crate::policy::ToolPolicy;
 use crate::rewrite::Strip;
 use crate::task::TaskId;
+
+/// Who in the 2026-07-28 wing answers a request, with what it parsed; the
+/// fallback for clients without tasks, whatever their generation, is here
+/// too.
+#[derive(Debug)]
+pub(crate) enum Route {
+    /// A `tools/call` the layer does not take (a client without tasks), for
+    /// the inner server, without the related task ids at the range if any;
+    /// a long one may get an SSE head of the layer's (`early`).
+    ForwardCall(Option<Range<usize>>),
+    /// The inner server; the layer adds the tasks extension to its answer.
+    Discover,
+    /// A `tools/call` the layer races and may park: a declaring client's,
+    /// or one that falls back (`fallback`).
+    ToolCall(ToolCall),
+    /// A `tools/call` of a tool the fallback adds: the layer answers it.
+    Added(AddedCall),
+    /// A `tools/list` with the fallback on: the inner server's answer
+    /// gains the fallback's tools (on the first page) and a wider
+    /// `outputSchema` on each tool that may fall back.
+    ToolsList { first_page: bool },
+    /// `tasks/get`, `tasks/update` or `tasks/cancel`.
+    Task(TaskCall),
+    /// A declaring client's `subscriptions/listen` for task status only.
+    Listen(ListenCall),
+    /// `events/list` with task events on: the inner server's list with the
+    /// layer's event type (`first_page`), or the layer's alone.
+    EventsList { first_page: bool, id: Box<RawValue> },
+    /// An events method about the layer's event type.
+    Events(EventsCall),
+}
 
 /// A `tools/call` the layer races and may park.
 #[derive(Debug)]

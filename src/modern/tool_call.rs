@@ -35,7 +35,6 @@ use bytes::Bytes;
 use futures_util::FutureExt;
 use futures_util::future::{Either, poll_immediate};
 use http::header::CONTENT_LENGTH;
-use http::request::Parts;
 use http::{Request, Response};
 use http_body::Body;
 use http_body_util::BodyExt;
@@ -58,7 +57,7 @@ use crate::runtime::flight::event::starts_with_the_response;
 use crate::runtime::flight::live::Live;
 use crate::runtime::flight::{Answer, Event, Flight, InnerFuture};
 use crate::runtime::mrtr::Template;
-use crate::runtime::{First, NotStarted, Runtime, Start};
+use crate::runtime::{First, NotStarted, RequestContext, Runtime, Start};
 use crate::wire::jsonrpc::Reply;
 use crate::wire::progress::Token;
 use crate::wire::sse;
@@ -73,23 +72,28 @@ use crate::wire::view::{TaskView, render};
 /// What the request alone holds (the owner, the credentials for
 /// re-issuing) is taken, and the call sent, before this returns; the
 /// future then only races, so it stays small (every wrapper moves it).
-/// Call it inside the request's span: the call is sent, and the owner
-/// resolved, from here.
+/// Call it inside the request's span (`cx`'s, its owner resolved there):
+/// the call is sent from here.
 /// The flight, the params kept for re-issuing and the boxed caller that
 /// re-issues are built only at parking.
 pub(crate) fn tool_call<S, B, RB>(
-    runtime: Arc<Runtime>,
+    cx: RequestContext,
     mut inner: S,
-    mut parts: Parts,
-    bytes: Bytes,
     call: ToolCall,
-    owner: Option<String>,
 ) -> impl Future<Output = Result<Response<ResponseBody<RB>>, S::Error>> + Send + 'static
 where
     S: Inner<B, RB>,
     B: Send + 'static,
     RB: Payload,
 {
+    let RequestContext {
+        runtime,
+        mut parts,
+        body: bytes,
+        owner,
+        ..
+    } = cx;
+    let owner = owner.key;
     // The forwarded body loses the tasks extension, byte-exact otherwise. A
     // parked call cuts its params for re-issuing from the body as sent,
     // along the same spans: the forwarded body goes to the inner server

@@ -19,10 +19,12 @@
 //! | `start.rs`, `drive.rs`, `settle.rs`, `resume.rs`, `rerun.rs`, `hints.rs`, `follow.rs`, `work.rs`, `dialect.rs` | a task's life, from its start to its settled outcome, its re-issue and its re-run |
 //! | `flight/` | an inner `tools/call` in flight: read, raced, relayed, driven once parked |
 //! | `mrtr.rs`, `deadline.rs` | input rounds and the re-issued call; a task's deadline |
+//! | `context.rs` | [`RequestContext`]: one request as a wing's handler gets it, its owner resolved once |
 //! | `background.rs`, `drain.rs` | every tokio task the layer starts, and the [`Drain`](crate::Drain) that stops them |
 //! | `feed/` | the hub over the store's change feed, and what every task-status stream is made of |
 
 pub(crate) mod background;
+mod context;
 pub(crate) mod deadline;
 mod dialect;
 pub(crate) mod drain;
@@ -49,6 +51,7 @@ use crate::runtime::background::Background;
 use crate::store::{StoreError, TaskStore};
 use crate::wire::jsonrpc::Reply;
 
+pub(crate) use context::RequestContext;
 pub(crate) use dialect::{Dialect, Plain, Step};
 pub(crate) use follow::Followed;
 pub(crate) use hints::Hints;

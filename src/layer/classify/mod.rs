@@ -36,7 +36,7 @@ use crate::modern::events::{EventsCall, EventsMethod};
 use crate::modern::fallback::answer::AddedCall;
 use crate::modern::fallback::{FallbackCall, Handle};
 use crate::modern::push::TaskFilter;
-use crate::modern::route::{TaskCall, TaskMethod, ToolCall};
+use crate::modern::route::{Route as Modern, TaskCall, TaskMethod, ToolCall};
 use crate::policy::ToolPolicy;
 use crate::rewrite::Strip;
 use crate::task::TaskId;
@@ -52,42 +52,18 @@ mod headers;
 
 use headers::{Said, Sent, check_headers};
 
-/// Who answers a request, and what they need to know.
+/// Who answers a request: the inner server untouched, the layer at once,
+/// or one of the two wings, with the call it parsed.
 #[derive(Debug)]
 pub(crate) enum Route {
     /// The inner server, untouched.
     Forward,
-    /// A `tools/call` the layer does not take (a client without tasks), for
-    /// the inner server, without the related task ids at the range if any;
-    /// a long one may get an SSE head of the layer's (`early`).
-    ForwardCall(Option<Range<usize>>),
-    /// The inner server; the layer adds the tasks extension to its answer.
-    Discover,
-    /// A `tools/call` the layer races and may park: a declaring client's,
-    /// or one that falls back (`fallback`).
-    ToolCall(ToolCall),
-    /// A `tools/call` of a tool the fallback adds: the layer answers it.
-    Added(AddedCall),
-    /// A `tools/list` with the fallback on: the inner server's answer
-    /// gains the fallback's tools (on the first page) and a wider
-    /// `outputSchema` on each tool that may fall back.
-    ToolsList { first_page: bool },
-    /// `tasks/get`, `tasks/update` or `tasks/cancel`.
-    Task(TaskCall),
     /// The layer answers at once, usually with an error.
     Reply(Reply),
+    /// The 2026-07-28 wing (and the fallback for clients without tasks).
+    Modern(Modern),
     /// A message of a 2025-11-25 session the layer takes part in.
     Legacy(crate::legacy::route::LegacyRoute),
-    /// A declaring client's `subscriptions/listen` for task status only.
-    Listen(crate::modern::push::ListenCall),
-    /// `events/list` with task events on: the inner server's list with the
-    /// layer's event type (`first_page`), or the layer's alone.
-    EventsList {
-        first_page: bool,
-        id: Box<serde_json::value::RawValue>,
-    },
-    /// An events method about the layer's event type.
-    Events(EventsCall),
 }
 
 /// Whether the layer must read the body of a POST with these headers.
@@ -222,11 +198,11 @@ pub(crate) fn classify(
             && let Some(id) = envelope.id
             && let Some(tool) = as_str(params.name).and_then(|name| config.fallback.added(&name))
         {
-            return Route::Added(AddedCall {
+            return Route::Modern(Modern::Added(AddedCall {
                 id: id.raw().to_owned(),
                 tool,
                 modern: false,
-            });
+            }));
         }
         let decision = legacy::route::classify(
             headers,
@@ -250,7 +226,7 @@ pub(crate) fn classify(
                             .unwrap_or(HeaderValue::from_static("2025-03-26"));
                         fallback_call(id, &spanned, body, after, Some(older), None)
                     }
-                    _ => Route::ForwardCall(None),
+                    _ => Route::Modern(Modern::ForwardCall(None)),
                 }
             }
             Decision::Forward
@@ -258,9 +234,9 @@ pub(crate) fn classify(
                     && envelope.id.is_some()
                     && config.fallback.on() =>
             {
-                Route::ToolsList {
+                Route::Modern(Modern::ToolsList {
                     first_page: params.cursor.is_none(),
-                }
+                })
             }
             Decision::Forward => Route::Forward,
             Decision::Reply(reply) => Route::Reply(reply),
@@ -327,26 +303,26 @@ pub(crate) fn classify(
         );
     }
     match method {
-        "server/discover" => Route::Discover,
+        "server/discover" => Route::Modern(Modern::Discover),
         "subscriptions/listen" => match TaskFilter::read(params.notifications) {
             None => Route::Forward,
             Some(_) if !declared() => Route::Reply(Reply::missing_tasks_capability(Some(id.raw()))),
             Some(filter) => match filter.call(id.raw(), body, extensions) {
-                Ok(call) => Route::Listen(call),
+                Ok(call) => Route::Modern(Modern::Listen(call)),
                 Err(reply) => Route::Reply(reply),
             },
         },
-        "tools/list" if config.fallback.on() => Route::ToolsList {
+        "tools/list" if config.fallback.on() => Route::Modern(Modern::ToolsList {
             first_page: params.cursor.is_none(),
-        },
+        }),
         "tools/call" => {
             let tool = named.as_deref().unwrap_or_default();
             if let Some(added) = config.fallback.added(tool) {
-                return Route::Added(AddedCall {
+                return Route::Modern(Modern::Added(AddedCall {
                     id: id.raw().to_owned(),
                     tool: added,
                     modern: version == MODERN_VERSION,
-                });
+                }));
             }
             let policy = config.policy_for(tool);
             let tasks = tasks_of();
@@ -357,14 +333,14 @@ pub(crate) fn classify(
                 (false, ToolPolicy::Threshold | ToolPolicy::Always | ToolPolicy::Never) => {
                     match config.fallback_after(tool) {
                         Some(after) => fallback_call(id, &spanned, body, after, None, related),
-                        None => Route::ForwardCall(related),
+                        None => Route::Modern(Modern::ForwardCall(related)),
                     }
                 }
                 (true, policy) => match (
                     span(body, id.get()),
                     extensions.and_then(|raw| span(body, raw.get())),
                 ) {
-                    (Some(id), Some(extensions)) => Route::ToolCall(ToolCall {
+                    (Some(id), Some(extensions)) => Route::Modern(Modern::ToolCall(ToolCall {
                         handle: Handle::Task,
                         id,
                         policy,
@@ -376,7 +352,7 @@ pub(crate) fn classify(
                         },
                         params: spanned.span(body),
                         name: spanned.name_span(body),
-                    }),
+                    })),
                     _ => Route::Reply(Reply::internal(
                         Some(id.raw()),
                         "request parse lost its place",
@@ -390,10 +366,10 @@ pub(crate) fn classify(
         "tasks/list" | "tasks/result" => {
             Route::Reply(Reply::method_not_found(Some(id.raw()), method))
         }
-        "events/list" if config.events.is_some() => Route::EventsList {
+        "events/list" if config.events.is_some() => Route::Modern(Modern::EventsList {
             first_page: params.cursor.is_none(),
             id: id.raw().to_owned(),
-        },
+        }),
         _ if method.starts_with("events/") => events_route(id, method, &spanned, body, config),
         _ => Route::Forward,
     }
@@ -420,11 +396,11 @@ fn events_route(
         .and_then(|slice| std::str::from_utf8(slice).ok())
         .and_then(|text| serde_json::value::RawValue::from_string(text.to_owned()).ok());
     match params {
-        Some(params) => Route::Events(EventsCall {
+        Some(params) => Route::Modern(Modern::Events(EventsCall {
             id: id.raw().to_owned(),
             method: events_method,
             params,
-        }),
+        })),
         None => Route::Reply(Reply::bad_params(
             Some(id.raw()),
             "params must be an object",
@@ -450,7 +426,7 @@ fn fallback_call(
         ));
     };
     let name = spanned.name_span(body);
-    Route::ToolCall(ToolCall {
+    Route::Modern(Modern::ToolCall(ToolCall {
         handle: Handle::Fallback(Box::new(FallbackCall { after, older })),
         id: at,
         policy: ToolPolicy::Threshold,
@@ -462,7 +438,7 @@ fn fallback_call(
         },
         name,
         params: spanned.span(body),
-    })
+    }))
 }
 
 fn is_owned(method: &str) -> bool {
@@ -519,10 +495,10 @@ fn task_route(
         TaskMethod::Update => params.input_responses.map(ToOwned::to_owned),
         _ => None,
     };
-    Route::Task(TaskCall {
+    Route::Modern(Modern::Task(TaskCall {
         id: id.to_owned(),
         method,
         task: TaskId::parse(task_id),
         input_responses,
-    })
+    }))
 }

@@ -41,7 +41,7 @@ use tokio::sync::Notify;
 use self::args::{Asked, Filter};
 use crate::body::{ResponseBody, reply_response};
 use crate::config::events::EventsConfig;
-use crate::runtime::{Owner, Runtime, store_failed};
+use crate::runtime::{RequestContext, Runtime, store_failed};
 use crate::store::StoreError;
 use crate::wire::jsonrpc::Reply;
 
@@ -163,16 +163,17 @@ impl Events {
     }
 }
 
-/// Answers `call`: a reply, or (`events/stream`) an SSE stream.
+/// Answers `call` of the request `cx`: a reply, or (`events/stream`) an
+/// SSE stream.
 pub(crate) async fn answer<B>(
-    runtime: Arc<Runtime>,
+    cx: RequestContext,
     events: Arc<Events>,
-    owner: Owner,
     call: EventsCall,
 ) -> Response<ResponseBody<B>>
 where
     B: Send + 'static,
 {
+    let (runtime, owner) = (cx.runtime, cx.owner);
     let asked = match Asked::read(call.params.get()) {
         Ok(asked) => asked,
         Err(message) => return reply_response(Reply::bad_params(Some(&call.id), message)),

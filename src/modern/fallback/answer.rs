@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use super::{Added, Names};
 use crate::observe::{events, events::End};
-use crate::runtime::{Runtime, store_failed};
+use crate::runtime::{RequestContext, store_failed};
 use crate::store::CancelOutcome;
 use crate::task::{TaskId, TaskSnapshot, TaskState};
 use crate::wire::jsonrpc::Reply;
@@ -107,14 +107,9 @@ fn task_id(body: &[u8]) -> Option<String> {
     }
 }
 
-/// Answers a call of an added tool; `owner` is the store's owner key of
-/// the request, `body` the request as sent.
-pub(crate) async fn answer(
-    runtime: &Runtime,
-    owner: Option<&str>,
-    body: &[u8],
-    call: AddedCall,
-) -> Reply {
+/// Answers a call of an added tool for the request `cx`.
+pub(crate) async fn answer(cx: &RequestContext, call: AddedCall) -> Reply {
+    let (runtime, owner, body) = (&*cx.runtime, cx.owner.key(), &cx.body[..]);
     let modern = call.modern;
     let Some(asked) = task_id(body) else {
         let text = "The argument taskId (a string) is required.".to_owned();
