@@ -190,7 +190,7 @@ where
         }
         Route::Reply(reply) => State::reply(reply),
         Route::Modern(Modern::Added(call)) => {
-            let span = observe::request_span("tools/call");
+            let span = runtime.span("tools/call", &parts);
             if !span.is_disabled() {
                 let names = &runtime.config.fallback.names;
                 let name = match call.tool {
@@ -205,7 +205,7 @@ where
             }))
         }
         Route::Modern(Modern::ToolsList { first_page }) => {
-            let span = observe::request_span("tools/list");
+            let span = runtime.span("tools/list", &parts);
             let future = inner.call(Request::from_parts(parts, RequestBody::buffered(bytes)));
             let edit = fallback::tools::listing(runtime.config.clone(), first_page);
             owned(traced(span, async move {
@@ -213,7 +213,7 @@ where
             }))
         }
         Route::Modern(Modern::Discover) => {
-            let span = observe::request_span("server/discover");
+            let span = runtime.span("server/discover", &parts);
             let future = inner.call(Request::from_parts(parts, RequestBody::buffered(bytes)));
             let own = shared.own.clone();
             let events = shared.events.is_some();
@@ -231,7 +231,7 @@ where
             }))
         }
         Route::Modern(Modern::ToolCall(mut call)) => {
-            let span = observe::request_span("tools/call");
+            let span = runtime.span("tools/call", &parts);
             observe::record_tool(&span, call.name.clone().and_then(|name| bytes.get(name)));
             let declaring = matches!(call.handle, fallback::Handle::Task);
             match shared.own.known() {
@@ -273,7 +273,7 @@ where
             // The inner server may have tasks of its own (`own_tasks`), whose
             // ids may even look like the layer's: a task the layer does not
             // hold goes to it.
-            let span = task_method_span(&call);
+            let span = task_method_span(runtime, &parts, &call);
             let (own, runtime) = (shared.own.clone(), runtime.clone());
             let current = span.clone();
             owned(traced(span, async move {
@@ -300,14 +300,14 @@ where
             }))
         }
         Route::Modern(Modern::Task(call)) => {
-            let span = task_method_span(&call);
+            let span = task_method_span(runtime, &parts, &call);
             let cx = RequestContext::new(runtime.clone(), parts, bytes, &span);
             owned(traced(span, async move {
                 Ok(reply_response(task_answer(cx, inner, call).await))
             }))
         }
         Route::Modern(Modern::Listen(mut call)) => {
-            let span = observe::request_span("subscriptions/listen");
+            let span = runtime.span("subscriptions/listen", &parts);
             let owner = in_span(&span, || runtime.owner(&parts).key);
             let (runtime, hub) = (runtime.clone(), shared.hub.clone());
             match call.forward.take() {
@@ -327,7 +327,7 @@ where
             }
         }
         Route::Modern(Modern::EventsList { first_page, id }) => {
-            let span = observe::request_span("events/list");
+            let span = runtime.span("events/list", &parts);
             let future = inner.call(Request::from_parts(parts, RequestBody::buffered(bytes)));
             let config = runtime.config.events.clone();
             let limit = runtime.config.max_result_bytes;
@@ -337,7 +337,7 @@ where
             }))
         }
         Route::Modern(Modern::Events(call)) => {
-            let span = observe::request_span(call.method.name());
+            let span = runtime.span(call.method.name(), &parts);
             let cx = RequestContext::new(runtime.clone(), parts, bytes, &span);
             let Some(events) = shared.events.clone() else {
                 return State::reply(Reply::method_not_found(Some(&call.id), call.method.name()));
@@ -347,7 +347,7 @@ where
             }))
         }
         Route::Legacy(route) => {
-            let span = observe::request_span(route.method_name());
+            let span = runtime.span(route.method_name(), &parts);
             if let LegacyRoute::Call(call) = &route {
                 observe::record_tool(&span, call.name.clone().and_then(|name| bytes.get(name)));
             }
@@ -425,8 +425,8 @@ fn in_span<T>(span: &tracing::Span, run: impl FnOnce() -> T) -> T {
 }
 
 /// The span of a task method request.
-fn task_method_span(call: &TaskCall) -> tracing::Span {
-    let span = observe::request_span(call.method.name());
+fn task_method_span(runtime: &Runtime, parts: &Parts, call: &TaskCall) -> tracing::Span {
+    let span = runtime.span(call.method.name(), parts);
     if let Some(task) = call.task {
         span.record("mcp.task.id", tracing::field::display(task));
     }

@@ -65,6 +65,7 @@ pub struct TasksLayer {
     config: TasksConfig,
     store: Arc<dyn TaskStore>,
     owner: Arc<dyn ResolveOwner>,
+    make_span: Arc<dyn crate::observe::MakeSpan>,
     scope: Option<Arc<str>>,
     /// What the first `layer()` of this layer and its clones built, and the
     /// drain handed out before it.
@@ -113,6 +114,7 @@ impl TasksLayer {
             built: Built::new(&store),
             store,
             owner: Arc::new(DefaultOwner),
+            make_span: Arc::new(crate::observe::DefaultMakeSpan),
             scope: None,
         }
     }
@@ -133,6 +135,7 @@ impl TasksLayer {
                 self.config.clone(),
                 self.store.clone(),
                 self.owner.clone(),
+                self.make_span.clone(),
                 self.scope.clone(),
             );
             let tasks = Tasks::new(shared);
@@ -186,6 +189,14 @@ impl TasksLayer {
     /// Where the principal of a request comes from.
     pub fn owner_resolver(mut self, resolver: impl ResolveOwner) -> Self {
         self.owner = Arc::new(resolver);
+        self.changed()
+    }
+
+    /// How the span of each request the layer handles is made
+    /// ([`DefaultMakeSpan`](crate::observe::DefaultMakeSpan) unless set):
+    /// a type of yours, or a closure `Fn(&'static str, &Parts) -> Span`.
+    pub fn make_span(mut self, make_span: impl crate::observe::MakeSpan) -> Self {
+        self.make_span = Arc::new(make_span);
         self.changed()
     }
 

@@ -23,6 +23,7 @@ use crate::legacy::sessions::{SessionLimits, Sessions};
 use crate::legacy::waiters::Waiters;
 use crate::modern::events::{Events, deliver};
 use crate::modern::own_tasks::OwnTasks;
+use crate::observe::MakeSpan;
 use crate::owner::ResolveOwner;
 use crate::runtime::Runtime;
 use crate::runtime::background::Background;
@@ -56,6 +57,7 @@ impl Shared {
         config: TasksConfig,
         store: Arc<dyn TaskStore>,
         resolver: Arc<dyn ResolveOwner>,
+        make_span: Arc<dyn MakeSpan>,
         scope: Option<Arc<str>>,
     ) -> Self {
         let background = Arc::new(Background::new(config.max_running));
@@ -82,6 +84,7 @@ impl Shared {
                 background,
                 waiting: Arc::default(),
                 hints: Arc::default(),
+                make_span,
             }),
         }
     }

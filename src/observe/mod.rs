@@ -24,6 +24,7 @@
 //! nanoseconds.
 
 pub(crate) mod events;
+mod make_span;
 pub mod metrics;
 pub(crate) mod store;
 
@@ -35,6 +36,8 @@ use tracing::Span;
 use tracing::field::Empty;
 
 use crate::task::{TaskId, Timestamp};
+
+pub use make_span::{DefaultMakeSpan, MakeSpan};
 
 /// A response extension: the JSON-RPC error code of an error the layer
 /// answered itself, for the request span's `error.type`.

@@ -73,6 +73,8 @@ pub(crate) struct Runtime {
     pub waiting: Arc<crate::observe::Waiting>,
     /// The tools the inner server marks idempotent, for re-runs.
     pub hints: Arc<Hints>,
+    /// Makes each request's span.
+    pub make_span: Arc<dyn crate::observe::MakeSpan>,
 }
 
 /// Who sent a request, as the layer keys its tasks.
@@ -105,6 +107,11 @@ fn scoped(scope: Option<&str>, principal: Option<&str>) -> Option<String> {
 }
 
 impl Runtime {
+    /// The span of a request of `method` with the head `parts`.
+    pub(crate) fn span(&self, method: &'static str, parts: &Parts) -> tracing::Span {
+        self.make_span.make_span(method, parts)
+    }
+
     /// The owner of a request, resolved once.
     pub(crate) fn owner(&self, parts: &Parts) -> Owner {
         let principal = self.resolver.resolve(parts);

@@ -9,11 +9,13 @@
 //! | `metrics` | the layer's metrics for a known sequence of calls |
 //! | `trace` | one trace for a parked call, resumed and completed |
 //! | `log_volume` | one INFO line for one refusal |
+//! | `make_span` | the span hook asked for each request the layer handles, and only those |
 
 #[path = "../support/mod.rs"]
 mod support;
 
 mod admin;
 mod log_volume;
+mod make_span;
 mod metrics;
 mod trace;
