@@ -5,7 +5,7 @@
 //! | Rule | Why |
 //! |------|-----|
 //! | a create and each status change are logged once, in order, for their owner only | a subscriber sees every change of its own tasks, and none of another principal's |
-//! | a status message alone is not logged | progress reports would flood every webhook |
+//! | a status message alone is not logged (no task logged twice in a row with one status) | progress reports would flood every webhook |
 //! | a logged change carries no payload | the log is not a second copy of results |
 //! | a cursor resumes exactly after the last change read; a full page says more follow | nothing read twice, nothing skipped |
 //! | no cursor reads from now | a new subscriber starts at the present |
@@ -137,6 +137,24 @@ async fn each_change_is_logged_once_in_order_for_its_owner_only<S: TaskStore>(st
     let anonymous = create(store, None, None).await;
 
     let (pages, end) = read_all(store, Some("alice"), &starts[0], 100).await;
+    let read = changes(&pages);
+    let foreign: Vec<_> = read
+        .iter()
+        .filter(|(id, _)| ![one, two, three].contains(id))
+        .collect();
+    assert!(
+        foreign.is_empty(),
+        "rule: an owner reads only its own changes, alice read {foreign:?}"
+    );
+    let repeated: Vec<_> = read
+        .windows(2)
+        .filter(|pair| pair[0] == pair[1])
+        .map(|pair| pair[0])
+        .collect();
+    assert!(
+        repeated.is_empty(),
+        "rule: a status message alone is not logged, {repeated:?} logged twice in a row"
+    );
     let expected = vec![
         (one, Working),
         (one, InputRequired),
@@ -148,8 +166,7 @@ async fn each_change_is_logged_once_in_order_for_its_owner_only<S: TaskStore>(st
         (three, Failed),
     ];
     assert_eq!(
-        changes(&pages),
-        expected,
+        read, expected,
         "rule: a create and each status change are logged once, in order, for their owner \
          (a status message alone is not)"
     );

@@ -16,6 +16,8 @@ mod migrate;
 mod reads;
 /// A store split into shards, each under a hash tag of its own.
 mod shards;
+/// An owner's log past its bound, and a cursor past its end.
+mod trim;
 
 use std::future::Future;
 use std::time::Duration;

@@ -4,6 +4,8 @@
 
 use crate::contract;
 
+mod eventful;
+mod events;
 mod naive;
 
 use mcp_tasks::{
@@ -11,12 +13,13 @@ use mcp_tasks::{
 };
 use naive::{Flaw, NaiveStore};
 use serde_json::value::RawValue;
+use std::fmt::Debug;
+use std::future::Future;
 
-/// Runs the whole contract against a store with `flaw` on its own tokio task;
-/// the panic message of the rule that failed, or `None` if all passed.
-async fn contract_verdict(flaw: Flaw) -> Option<String> {
-    let suite = tokio::spawn(contract::run(move || async move { NaiveStore::new(flaw) }));
-    let error = suite.await.err()?;
+/// Runs `suite` on its own tokio task; the panic message of the rule that
+/// failed, or `None` if all passed.
+async fn verdict(suite: impl Future<Output = ()> + Send + 'static) -> Option<String> {
+    let error = tokio::spawn(suite).await.err()?;
     assert!(
         error.is_panic(),
         "the suite must fail by panicking: {error}"
@@ -29,15 +32,23 @@ async fn contract_verdict(flaw: Flaw) -> Option<String> {
     Some(message.expect("the suite panics with a text message"))
 }
 
-/// Asserts that the suite fails a store with `flaw`, for the rule `rule`.
-async fn assert_caught(flaw: Flaw, rule: &str) {
-    let message = contract_verdict(flaw)
-        .await
-        .unwrap_or_else(|| panic!("the contract passed a store with {flaw:?}"));
+/// Asserts that a suite's `verdict` on a store with `flaw` names `rule`.
+fn assert_rule(verdict: Option<String>, flaw: impl Debug, rule: &str) {
+    let message = verdict.unwrap_or_else(|| panic!("the suite passed a store with {flaw:?}"));
     assert!(
         message.contains(&format!("rule: {rule}")),
         "a store with {flaw:?} must fail for \"rule: {rule}\", it failed with: {message}"
     );
+}
+
+/// Runs the whole contract against a store with `flaw`: see [`verdict`].
+async fn contract_verdict(flaw: Flaw) -> Option<String> {
+    verdict(contract::run(move || async move { NaiveStore::new(flaw) })).await
+}
+
+/// Asserts that the suite fails a store with `flaw`, for the rule `rule`.
+async fn assert_caught(flaw: Flaw, rule: &str) {
+    assert_rule(contract_verdict(flaw).await, flaw, rule);
 }
 
 #[tokio::test]

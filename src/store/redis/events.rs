@@ -18,7 +18,7 @@
 //! | a cursor is a position in the owner's stream | `r<ms>-<seq>`, the stream entry id; an event's id is `e<ms>-<seq>.<task id>`, unique in the store (one task has one owner) |
 //! | no cursor | the id of the stream's last entry (`r0-0` before the first) |
 //! | a cursor behind the last entry trimmed | the entries kept after it, `truncated` |
-//! | a cursor past the stream's last entry | [`StoreError::InvalidCursor`] (a cursor of another owner, or of a store whose stream was lost, may read as a position: entry ids are times) |
+//! | a cursor past the stream's last entry | no change, `truncated`, the cursor of the end: after a failover that lost the newest entries (Redis replicates asynchronously), a reader that had read them resumes at the new end and is told it may have missed changes, rather than failing with [`StoreError::InvalidCursor`] (which the layer would answer `-32602`) forever; a cursor of another owner, or of a store whose stream was lost, reads the same (entry ids are times) |
 //! | hooks: put, remove, list, advance | one script each on the home slot (`lua/hook_*.lua`): the caps, the compare-and-set and the lapse checks are atomic |
 //! | one instance delivers a subscription | `SET … NX PX`, renewed by the instance that holds it (`lua/hook_claim.lua`) |
 
@@ -153,7 +153,15 @@ impl RedisTaskStore {
             });
         };
         if after > last {
-            return Err(StoreError::InvalidCursor);
+            // Past the end: the newest entries were lost (a failover to a
+            // replica that never had them). Nothing to read, and the reader
+            // resumes at the end, told it may have missed changes.
+            return Ok(EventPage {
+                events: Vec::new(),
+                cursor: cursor(last),
+                truncated: true,
+                more: false,
+            });
         }
         let entries = reply::items(items.next().unwrap_or(Value::Array(Vec::new())))?;
         let more = entries.len() > limit;

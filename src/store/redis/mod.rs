@@ -214,6 +214,18 @@
 //! about a minute (`doubts.rs`): a task whose creation was not confirmed is
 //! deleted, one resumed by an unconfirmed answer is failed, so that neither
 //! stays `working` under a live instance with no call behind it.
+//!
+//! # Task events
+//!
+//! Each owner's log keeps its last 10,000 changes (trimmed 100 at a time,
+//! fixed in `lua/prelude.lua`); a reader whose cursor is behind the trimmed
+//! ones reads `truncated`, from the oldest change kept. Redis replicates
+//! asynchronously, so a failover may lose the newest entries of a log: a
+//! reader that had read them holds a cursor past the new end. It reads no
+//! change, `truncated`, and the cursor of the end, and resumes from there
+//! (it is not refused with `InvalidCursor`, which the layer would answer
+//! `-32602` on every poll until the log caught up). Changes the lost entries recorded stay lost: a
+//! `truncated` reader reads its tasks again.
 
 mod admin;
 mod answer;
