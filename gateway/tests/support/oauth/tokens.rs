@@ -28,10 +28,14 @@ pub const ES256_PEM: &[u8] = include_bytes!("test-only-es256.pem");
 pub struct TempFile(PathBuf);
 
 impl TempFile {
-    /// Writes `contents` to a file named after `name` and this process.
+    /// Writes `contents` to a file named after `name`, this process and a
+    /// number of its own: tests of one binary run side by side, and two
+    /// files of one name would overwrite, or remove, each other.
     pub fn new(name: &str, contents: &[u8]) -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = std::env::temp_dir().join(format!(
-            "mcp-tasks-gateway-oauth-{}-{name}",
+            "mcp-tasks-gateway-oauth-{}-{n}-{name}",
             std::process::id()
         ));
         std::fs::write(&path, contents).expect("write temp file");
