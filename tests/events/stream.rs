@@ -111,3 +111,42 @@ async fn streams_past_the_cap_are_refused_with_the_limit() {
         "notifications/events/active"
     );
 }
+
+#[tokio::test]
+async fn a_replay_longer_than_the_streams_buffer_arrives_whole() {
+    let layered = serve(EventsConfig::new()).await;
+    let client = layered.client();
+    let (mut stream, _) = open(&client, Value::Null, "alice").await;
+    let active = next(&mut stream).await;
+    let cursor = active["params"]["cursor"].as_str().unwrap().to_owned();
+    drop(stream);
+    // 50 tasks created and completed while no stream is open: 100 changes,
+    // more than the 64 a stream holds unread.
+    let store = &layered.store;
+    for _ in 0..50 {
+        let task = mcp_tasks::NewTask {
+            id: mcp_tasks::TaskId::generate().unwrap(),
+            owner: Some("alice".to_owned()),
+            created_at: mcp_tasks::Timestamp::now(),
+            ttl: Some(Duration::from_secs(600)),
+            poll_interval: None,
+            status_message: None,
+            quota: mcp_tasks::Quota::default(),
+            rerun: None,
+        };
+        let id = task.id;
+        mcp_tasks::TaskStore::create(store, task).await.unwrap();
+        let result = serde_json::value::RawValue::from_string("{}".to_owned()).unwrap();
+        mcp_tasks::TaskStore::complete(store, id, result)
+            .await
+            .unwrap();
+    }
+    let (mut stream, id) = open(&client, json!(cursor), "alice").await;
+    assert_eq!(next(&mut stream).await["params"]["truncated"], false);
+    let mut statuses = Vec::new();
+    for _ in 0..100 {
+        statuses.push(change(&next_event(&mut stream, id).await).1);
+    }
+    assert_eq!(statuses.iter().filter(|s| *s == "working").count(), 50);
+    assert_eq!(statuses.iter().filter(|s| *s == "completed").count(), 50);
+}

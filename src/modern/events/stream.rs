@@ -8,7 +8,8 @@
 //! | changes dropped from the log while the stream read it | `notifications/events/active` again, `truncated: true` and a fresh cursor |
 //! | nothing for `heartbeat` | `notifications/events/heartbeat` `{cursor}` |
 //! | the layer drains | the final result, then the end of the stream |
-//! | the client stops reading (64 messages unread) or goes away | the end of the stream: it resumes from its last cursor |
+//! | a replay longer than the buffer (64) | sent as the client reads it |
+//! | the client reads nothing for a heartbeat interval while messages wait, or goes away | the end of the stream: it resumes from its last cursor |
 //!
 //! Every notification carries `_meta["io.modelcontextprotocol/subscriptionId"]`:
 //! the request's id. The stream wakes on the store's change feed (any
@@ -22,18 +23,16 @@ use bytes::Bytes;
 use http::Response;
 use serde_json::json;
 use serde_json::value::RawValue;
-use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::sync::mpsc;
-use tokio::sync::mpsc::error::TrySendError;
 
 use super::args::Asked;
 use super::occurrence::{Occurrence, SUBSCRIPTION_ID, wanted};
 use super::poll::{MOST, since};
-use super::{Events, StreamSlot, log_failed, refuse};
+use super::{Events, StreamSlot, log_failed, next_change, refuse};
 use crate::body::{ResponseBody, reply_response};
 use crate::runtime::Runtime;
 use crate::runtime::feed::stream::{BUFFER, RESYNC, RETRY, event_stream};
-use crate::store::{EventPage, TaskChange};
+use crate::store::EventPage;
 use crate::wire::sse;
 
 pub(super) async fn stream<B>(
@@ -100,21 +99,32 @@ enum End {
 
 impl Feeder {
     /// Sends `method` with `params` (the stream's `_meta` added).
-    fn send(&self, method: &str, mut params: serde_json::Value) -> Result<(), End> {
+    async fn send(&self, method: &str, mut params: serde_json::Value) -> Result<(), End> {
         params["_meta"] = json!({ SUBSCRIPTION_ID: &self.id });
         let message = json!({"jsonrpc": "2.0", "method": method, "params": params});
-        self.push(message.to_string().as_bytes())
+        self.push(message.to_string().as_bytes()).await
     }
 
-    fn push(&self, json: &[u8]) -> Result<(), End> {
-        match self.tx.try_send(sse::event(json)) {
-            Ok(()) => Ok(()),
-            Err(TrySendError::Full(_) | TrySendError::Closed(_)) => Err(End::Gone),
+    /// Queues one message, waiting for room: a replay longer than the
+    /// buffer goes out as the client reads it. A client that reads nothing
+    /// for a heartbeat interval counts as gone (it resumes from its cursor).
+    async fn push(&self, json: &[u8]) -> Result<(), End> {
+        let closing = self.runtime.background.closing_signal();
+        let room = tokio::time::timeout(self.events.config.heartbeat, self.tx.reserve());
+        tokio::select! {
+            _ = closing.cancelled() => Err(End::Drain),
+            room = room => match room {
+                Ok(Ok(permit)) => {
+                    permit.send(sse::event(json));
+                    Ok(())
+                }
+                _ => Err(End::Gone),
+            },
         }
     }
 
     /// Sends the wanted changes of `page`; the cursor after them.
-    fn deliver(&self, page: &EventPage, replay: bool) -> Result<(), End> {
+    async fn deliver(&self, page: &EventPage, replay: bool) -> Result<(), End> {
         let name = &*self.events.config.name;
         let since = if replay {
             since(self.asked.max_age)
@@ -129,7 +139,7 @@ impl Feeder {
                 "method": "notifications/events/event",
                 "params": occurrence,
             });
-            self.push(message.to_string().as_bytes())?;
+            self.push(message.to_string().as_bytes()).await?;
         }
         Ok(())
     }
@@ -142,7 +152,8 @@ impl Feeder {
                 "id": &self.id,
                 "result": {"resultType": "complete", "_meta": {SUBSCRIPTION_ID: &self.id}},
             });
-            let _ = self.push(result.to_string().as_bytes());
+            // Room or not, the stream ends now.
+            let _ = self.tx.try_send(sse::event(result.to_string().as_bytes()));
         }
     }
 
@@ -155,8 +166,9 @@ impl Feeder {
         self.send(
             "notifications/events/active",
             json!({"cursor": &first.cursor, "truncated": truncated}),
-        )?;
-        self.deliver(&first, replay)?;
+        )
+        .await?;
+        self.deliver(&first, replay).await?;
         let mut cursor = first.cursor;
         let mut more = first.more;
         let heartbeat = self.events.config.heartbeat;
@@ -180,7 +192,8 @@ impl Feeder {
                     // The feed ended: read the log every few seconds.
                     Some(false) => changes = None,
                     None => {
-                        self.send("notifications/events/heartbeat", json!({"cursor": &cursor}))?;
+                        self.send("notifications/events/heartbeat", json!({"cursor": &cursor}))
+                            .await?;
                         if feed {
                             continue;
                         }
@@ -207,20 +220,12 @@ impl Feeder {
                 self.send(
                     "notifications/events/active",
                     json!({"cursor": &page.cursor, "truncated": true}),
-                )?;
+                )
+                .await?;
             }
-            self.deliver(&page, false)?;
+            self.deliver(&page, false).await?;
             cursor = page.cursor;
             more = page.more;
         }
-    }
-}
-
-/// Waits for the next change of the store's feed; `false` when the feed
-/// ended. A lagging receiver counts as a change (the log is read anyway).
-async fn next_change(changes: &mut Option<broadcast::Receiver<TaskChange>>) -> bool {
-    match changes {
-        Some(rx) => !matches!(rx.recv().await, Err(RecvError::Closed)),
-        None => std::future::pending().await,
     }
 }
