@@ -28,9 +28,9 @@ use bytes::Bytes;
 use http::HeaderValue;
 use serde_json::json;
 
-use super::Events;
 use super::args::Filter;
 use super::occurrence::{Occurrence, wanted};
+use super::{Events, next_change};
 use crate::backoff::Backoff;
 use crate::config::events::EventsConfig;
 use crate::observe::metrics as names;
@@ -131,12 +131,12 @@ async fn run(runtime: Arc<Runtime>, events: Arc<Events>) {
         tokio::select! {
             _ = closing.cancelled() => return,
             _ = events.hooked.notified() => {}
-            _ = async {
-                match changes.as_mut() {
-                    Some(rx) => { let _ = rx.recv().await; }
-                    None => std::future::pending().await,
+            open = next_change(&mut changes) => {
+                if !open {
+                    // The feed ended: the sweep every second remains.
+                    changes = None;
                 }
-            } => {}
+            }
             _ = tokio::time::sleep(SWEEP) => {}
         }
     }

@@ -37,12 +37,13 @@ use std::sync::{Arc, Mutex};
 use http::Response;
 use serde_json::value::RawValue;
 use tokio::sync::Notify;
+use tokio::sync::broadcast::{self, error::RecvError};
 
 use self::args::{Asked, Filter};
 use crate::body::{ResponseBody, reply_response};
 use crate::config::events::EventsConfig;
 use crate::runtime::{RequestContext, Runtime, store_failed};
-use crate::store::StoreError;
+use crate::store::{StoreError, TaskChange};
 use crate::wire::jsonrpc::Reply;
 
 /// A request of an events method about the layer's event type.
@@ -225,5 +226,14 @@ fn log_failed(id: &RawValue, error: &StoreError) -> Reply {
             Reply::bad_params(Some(id), "cursor is not one this server gave out")
         }
         error => store_failed(Some(id), error),
+    }
+}
+
+/// Waits for the next change of the store's feed; `false` when the feed
+/// ended. A lagging receiver counts as a change (the log is read anyway).
+pub(super) async fn next_change(changes: &mut Option<broadcast::Receiver<TaskChange>>) -> bool {
+    match changes {
+        Some(rx) => !matches!(rx.recv().await, Err(RecvError::Closed)),
+        None => std::future::pending().await,
     }
 }
