@@ -2,8 +2,9 @@
 //!
 //! Clients reach only their own tasks, through the wire methods. An
 //! operator (an admin tool, a support script, the gateway's metrics) needs
-//! every owner's: how many tasks there are per owner and status, which ones,
-//! and a way to stop one without its owner's token. No wire method exposes
+//! every owner's: how many tasks there are per owner and status, which ones
+//! (with the tool that made each, [`Admin::get`]), and a way to stop one
+//! without its owner's token. No wire method exposes
 //! this; it is a Rust API over the layer's store, taken from
 //! [`TasksLayer::admin`](crate::TasksLayer::admin).
 //!
@@ -39,8 +40,9 @@ use crate::task::{TaskId, TaskStatus};
 /// Every method works across owners. Cancelling and deleting are logged as
 /// lifecycle events (`by = "operator"`) and counted in
 /// `mcp_tasks_terminal_total`. The store must implement the operator's
-/// methods ([`MemoryTaskStore`](crate::MemoryTaskStore) and
-/// `RedisTaskStore` do); others answer [`StoreError::Unsupported`].
+/// methods ([`MemoryTaskStore`](crate::MemoryTaskStore),
+/// `SqliteTaskStore` and `RedisTaskStore` do); others answer
+/// [`StoreError::Unsupported`].
 #[derive(Clone)]
 pub struct Admin {
     store: Arc<dyn TaskStore>,
@@ -61,6 +63,12 @@ impl Admin {
     /// 1..=1000), after `cursor` (a previous page's `next_cursor`).
     pub async fn list(&self, cursor: Option<&str>, limit: usize) -> Result<AdminPage, StoreError> {
         self.store.admin_list(cursor, limit).await
+    }
+
+    /// One task whoever owns it: its snapshot, owner, tool and attempt.
+    /// `None` for an unknown, expired or deleted task.
+    pub async fn get(&self, id: TaskId) -> Result<Option<AdminTask>, StoreError> {
+        self.store.admin_get(id).await
     }
 
     /// Live tasks per owner and status (O(n) in the store's tasks).

@@ -173,6 +173,7 @@ impl Runtime {
             poll_interval: self.config.poll_interval,
             status_message: start.status_message,
             quota: self.config.quota,
+            tool: None,
             rerun,
         };
         let call = Call {

@@ -178,6 +178,12 @@ pub struct NewTask {
     pub status_message: Option<String>,
     /// The caps this creation must respect (default: none).
     pub quota: Quota,
+    /// The name of the tool whose `tools/call` this task runs, kept for the
+    /// operator ([`AdminTask::tool`]); `None` when unknown. The layer
+    /// keeps at most the name's first 1,024 bytes (cut at a character
+    /// boundary) and then appends `…`, so a client's overlong name costs
+    /// the store little; every store keeps what it is given.
+    pub tool: Option<String>,
     /// What it takes to run the call again if the process running it
     /// stops (`None`: at most once). A store that outlives its process
     /// keeps it ([`TaskStore::orphans`]); others may drop it:
@@ -407,6 +413,14 @@ pub trait TaskStore: Send + Sync + 'static {
     fn admin_cancel(&self, id: TaskId) -> StoreFuture<'_, Option<CancelOutcome>> {
         let _ = id;
         Box::pin(async { Err(StoreError::Unsupported("admin_cancel")) })
+    }
+
+    /// One task whoever owns it, with its owner, tool and attempt
+    /// ([`Admin::get`](crate::Admin::get)); `None` for an unknown, expired
+    /// or deleted task. The default answers [`StoreError::Unsupported`].
+    fn admin_get(&self, id: TaskId) -> StoreFuture<'_, Option<AdminTask>> {
+        let _ = id;
+        Box::pin(async { Err(StoreError::Unsupported("admin_get")) })
     }
 
     /// Removes a task whoever owns it and whatever its status: the task,

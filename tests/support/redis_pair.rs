@@ -26,6 +26,7 @@ pub fn new_task(owner: Option<&str>, ttl: Option<Duration>) -> NewTask {
         poll_interval: None,
         status_message: None,
         quota: Quota::default(),
+        tool: None,
         rerun: None,
     }
 }

@@ -42,7 +42,9 @@
 //! (while it is `working`), `q` the outstanding requests of an input round
 //! as one JSON object (while it is `input_required`, so that `get` reads
 //! the whole task with one `HMGET`), `rv` the ticket of the `answer_input`
-//! call that last resumed it (see `doubts.rs`). Payloads are never parsed on the Redis
+//! call that last resumed it (see `doubts.rs`), `n` the name of the tool
+//! whose call made it (absent when unknown, as for a task written before
+//! it was kept; the operator reads it). Payloads are never parsed on the Redis
 //! side, so a client reads back exactly what the inner server answered.
 //!
 //! An owner index (and `{<prefix>}:all`) expires with its longest-lived task (`PEXPIREAT … GT`;
@@ -450,6 +452,10 @@ impl TaskStore for RedisTaskStore {
 
     fn admin_cancel(&self, id: TaskId) -> StoreFuture<'_, Option<CancelOutcome>> {
         Box::pin(self.admin_cancel_task(id))
+    }
+
+    fn admin_get(&self, id: TaskId) -> StoreFuture<'_, Option<AdminTask>> {
+        Box::pin(self.admin_read(id))
     }
 
     fn admin_delete(&self, id: TaskId) -> StoreFuture<'_, Option<AdminTask>> {
