@@ -1,7 +1,8 @@
 //! The operator's view over a served layer: two principals' parked calls
-//! counted and listed across owners, one cancelled and one deleted without
-//! its owner's credentials, what each owner then reads, and what the
-//! metrics recorded (terminal counts by status, the live gauge).
+//! counted and listed across owners (with the tool each called), one
+//! cancelled and one deleted without its owner's credentials, what each
+//! owner then reads, and what the metrics recorded (terminal counts by
+//! status, the live gauge); an overlong tool name kept cut.
 //!
 //! The recorder is local to this thread; the test builds a current-thread
 //! runtime inside it, so the layer's background tasks record here too.
@@ -57,18 +58,25 @@ async fn scenario() {
     assert_eq!(counts.owner(Some("bob")).working, 1, "{counts:?}");
     assert_eq!(counts.total(), 2);
     let page = admin.list(None, 10).await.unwrap();
-    let listed: Vec<(String, Option<String>)> = page
+    let listed: Vec<(String, Option<String>, Option<&str>)> = page
         .tasks
         .iter()
-        .map(|t| (t.snapshot.id.to_string(), t.owner.clone()))
+        .map(|t| {
+            (
+                t.snapshot.id.to_string(),
+                t.owner.clone(),
+                t.tool.as_deref(),
+            )
+        })
         .collect();
+    let tool = Some("slow_compute");
     assert_eq!(
         listed,
         vec![
-            (alice.clone(), Some("alice".to_owned())),
-            (bob.clone(), Some("bob".to_owned()))
+            (alice.clone(), Some("alice".to_owned()), tool),
+            (bob.clone(), Some("bob".to_owned()), tool)
         ],
-        "every owner's tasks, oldest first"
+        "every owner's tasks, oldest first, with the tool each called"
     );
 
     // Bob's task, cancelled by the operator: bob reads `cancelled`.
@@ -107,4 +115,26 @@ fn the_operator_counts_lists_cancels_and_deletes_across_owners() {
         Some(0.0),
         "the stopped calls are no longer running"
     );
+}
+
+#[tokio::test]
+async fn an_overlong_tool_name_is_kept_cut_to_its_first_1024_bytes() {
+    let mut admin: Option<Admin> = None;
+    let layered = Layered::start_over(MemoryTaskStore::new(), |layer| {
+        admin = Some(layer.admin());
+        layer.threshold(ms(0))
+    })
+    .await;
+    let admin = admin.expect("the layer was configured");
+    // Long, but within what an `Mcp-Name` header may carry.
+    let name = "x".repeat(8 * 1024);
+    let call = json!({"name": name, "arguments": {}});
+    let created = send(&layered.client(), 1, "tools/call", call, true, &[]).await;
+    let id = TaskId::parse(&task_id(&created.into_response())).unwrap();
+    let read = admin
+        .get(id)
+        .await
+        .unwrap()
+        .expect("the parked call's task");
+    assert_eq!(read.tool, Some(format!("{}…", "x".repeat(1024))));
 }
