@@ -54,8 +54,9 @@ pub use cursor::ListCursor;
 pub use events::{EventPage, Hook, StatusEvent};
 pub use memory::MemoryTaskStore;
 
-/// Held while this instance watches an owner's tasks: see
-/// [`TaskStore::listen`]. Dropping it says the watch is over.
+/// Held while this instance watches an owner's tasks, or every task: see
+/// [`TaskStore::listen`] and [`TaskStore::listen_all`]. Dropping it says
+/// the watch is over.
 pub struct Listening(#[allow(dead_code)] Box<dyn Send + Sync>);
 
 impl Listening {
@@ -457,6 +458,15 @@ pub trait TaskStore: Send + Sync + 'static {
     /// `None`, the feed carries everything anyway.
     fn listen(&self, owner: Option<&str>) -> Option<Listening> {
         let _ = owner;
+        None
+    }
+
+    /// Says that someone on this instance watches every task of the store
+    /// (the operator's [`Admin::watch`](crate::Admin::watch)) until the
+    /// returned guard is dropped: [`listen`](Self::listen) for every owner
+    /// at once. [`RedisTaskStore`] holds the interest of every shard. The
+    /// default: `None`, the feed carries everything anyway.
+    fn listen_all(&self) -> Option<Listening> {
         None
     }
 

@@ -2,7 +2,9 @@
 //! counted and listed across owners (with the tool each called), one
 //! cancelled and one deleted without its owner's credentials, what each
 //! owner then reads, and what the metrics recorded (terminal counts by
-//! status, the live gauge); an overlong tool name kept cut.
+//! status, the live gauge). Then the operator's watch: any owner's change
+//! heard and read again, a watch fallen behind told so, a watch ending
+//! with its store.
 //!
 //! The recorder is local to this thread; the test builds a current-thread
 //! runtime inside it, so the layer's background tasks record here too.
@@ -10,7 +12,10 @@
 use crate::support;
 
 use mcp_tasks::observe::metrics as m;
-use mcp_tasks::{Admin, CancelOutcome, MemoryTaskStore, TaskId, TaskStatus};
+use mcp_tasks::{
+    Admin, AdminWatch, CancelOutcome, MemoryTaskStore, NewTask, Quota, TaskChange, TaskId,
+    TaskStatus, TaskStore, TasksLayer, Timestamp,
+};
 use serde_json::{Value, json};
 use support::layered::{Layered, USER_HEADER, error_of, get_as, ms, send, task_id};
 use support::recorded::{counter, gauge, record};
@@ -137,4 +142,91 @@ async fn an_overlong_tool_name_is_kept_cut_to_its_first_1024_bytes() {
         .unwrap()
         .expect("the parked call's task");
     assert_eq!(read.tool, Some(format!("{}…", "x".repeat(1024))));
+}
+
+/// A task of `owner` made by a call of `slow_compute`, living a minute.
+fn task_of(owner: Option<&str>) -> NewTask {
+    NewTask {
+        id: TaskId::generate().unwrap(),
+        owner: owner.map(str::to_owned),
+        created_at: Timestamp::now(),
+        ttl: Some(std::time::Duration::from_secs(60)),
+        poll_interval: None,
+        status_message: None,
+        quota: Quota::default(),
+        tool: Some("slow_compute".into()),
+        rerun: None,
+    }
+}
+
+/// The next change of `watch`, within a second.
+async fn next_change(watch: &mut AdminWatch) -> Option<TaskChange> {
+    tokio::time::timeout(std::time::Duration::from_secs(1), watch.next())
+        .await
+        .expect("the watch answers within a second")
+}
+
+#[tokio::test]
+async fn the_operators_watch_hears_any_owners_task_change_and_get_reads_it() {
+    let store = MemoryTaskStore::new();
+    let admin = TasksLayer::new(store.clone()).admin();
+    let mut watch = admin.watch().expect("the memory store has a feed");
+    let task = task_of(Some("alice"));
+    store.create(task.clone()).await.unwrap();
+    store
+        .set_status_message(task.id, "half way".into())
+        .await
+        .unwrap();
+    assert_eq!(
+        next_change(&mut watch).await,
+        Some(TaskChange::Changed(task.id))
+    );
+    let read = admin
+        .get(task.id)
+        .await
+        .unwrap()
+        .expect("the task is there");
+    assert_eq!(read.owner.as_deref(), Some("alice"));
+    assert_eq!(read.tool.as_deref(), Some("slow_compute"));
+    assert_eq!(read.attempt, 1);
+    assert_eq!(read.snapshot.status_message.as_deref(), Some("half way"));
+    admin.delete(task.id).await.unwrap();
+    assert_eq!(
+        next_change(&mut watch).await,
+        Some(TaskChange::Changed(task.id)),
+        "a deleted task is announced"
+    );
+    assert!(admin.get(task.id).await.unwrap().is_none(), "and is gone");
+}
+
+#[tokio::test]
+async fn a_watch_that_falls_behind_the_feed_hears_that_it_missed_changes() {
+    let store = MemoryTaskStore::new();
+    let admin = TasksLayer::new(store.clone()).admin();
+    let mut watch = admin.watch().unwrap();
+    let task = task_of(None);
+    store.create(task.clone()).await.unwrap();
+    // More changes than the feed keeps for a slow receiver (4,096).
+    for n in 0..5_000 {
+        store
+            .set_status_message(task.id, format!("step {n}"))
+            .await
+            .unwrap();
+    }
+    assert_eq!(next_change(&mut watch).await, Some(TaskChange::Missed));
+    assert_eq!(
+        next_change(&mut watch).await,
+        Some(TaskChange::Changed(task.id)),
+        "the changes kept follow"
+    );
+}
+
+#[tokio::test]
+async fn a_watch_ends_when_its_store_is_gone() {
+    let store = MemoryTaskStore::new();
+    let layer = TasksLayer::new(store.clone());
+    let admin = layer.admin();
+    let mut watch = admin.watch().unwrap();
+    drop((layer, admin, store));
+    assert_eq!(next_change(&mut watch).await, None);
 }

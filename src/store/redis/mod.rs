@@ -96,8 +96,10 @@
 //!   fires it (after `complete` or `fail` the work is over already, and
 //!   firing frees the entry). An instance subscribes only to the shards
 //!   whose tokens it holds or whose owners it [`listen`](TaskStore::listen)s
-//!   to (and for 30 s after), and a `create` waits for its shard's
-//!   subscription before writing: a quiet instance hears nothing;
+//!   to (every shard while the operator watches,
+//!   [`listen_all`](TaskStore::listen_all)), and for 30 s after, and a
+//!   `create` waits for its shard's subscription before writing: a quiet
+//!   instance hears nothing;
 //! - its deadline passes: a local timer, since Redis expiry announces nothing;
 //! - a call on this instance finds the task terminal or gone.
 //!
@@ -493,6 +495,12 @@ impl TaskStore for RedisTaskStore {
     fn listen(&self, owner: Option<&str>) -> Option<super::Listening> {
         let shard = self.inner.shards.index_of(owner);
         let held = interest::Held::new(self.inner.stops.interest.clone(), shard);
+        Some(super::Listening::new(held))
+    }
+
+    /// Keeps every shard subscribed while held (the operator's watch).
+    fn listen_all(&self) -> Option<super::Listening> {
+        let held = interest::Held::all(self.inner.stops.interest.clone());
         Some(super::Listening::new(held))
     }
 
