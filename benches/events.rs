@@ -230,6 +230,7 @@ async fn deliveries(
             poll_interval: None,
             status_message: None,
             quota: Quota::default(),
+            tool: None,
             rerun: None,
         };
         let id = task.id;

@@ -56,6 +56,7 @@ fn build(others: usize) -> (MemoryTaskStore, TaskId) {
             poll_interval: Some(Duration::from_secs(1)),
             status_message: None,
             quota: Quota::default(),
+            tool: None,
             rerun: None,
         };
         store

@@ -103,6 +103,7 @@ async fn store_only() -> Reading {
             poll_interval: Some(Duration::from_secs(1)),
             status_message: None,
             quota: Quota::default(),
+            tool: None,
             rerun: None,
         };
         store.create(task).await.expect("create");

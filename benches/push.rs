@@ -80,6 +80,7 @@ async fn tasks(store: &MemoryTaskStore, n: usize) -> Vec<TaskId> {
                 poll_interval: None,
                 status_message: None,
                 quota: Quota::default(),
+                tool: None,
                 rerun: None,
             })
             .await

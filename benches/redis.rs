@@ -313,6 +313,7 @@ async fn working_task(store: &RedisTaskStore) -> TaskId {
             poll_interval: Some(Duration::from_secs(1)),
             status_message: None,
             quota: Quota::default(),
+            tool: None,
             rerun: None,
         })
         .await

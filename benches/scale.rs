@@ -196,6 +196,7 @@ fn new_task(owner: String) -> NewTask {
         poll_interval: Some(Duration::from_secs(1)),
         status_message: None,
         quota: Quota::default(),
+        tool: None,
         rerun: None,
     }
 }

@@ -301,6 +301,7 @@ async fn working_task<S: TaskStore>(store: &S) -> TaskId {
             poll_interval: Some(Duration::from_secs(1)),
             status_message: None,
             quota: Quota::default(),
+            tool: None,
             rerun: None,
         })
         .await

@@ -85,7 +85,7 @@ mod unreached;
 pub mod webhook;
 pub mod wire;
 
-pub use admin::Admin;
+pub use admin::{Admin, AdminWatch};
 pub use body::{RequestBody, ResponseBody};
 pub use config::TasksConfig;
 pub use config::events::EventsConfig;

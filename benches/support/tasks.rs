@@ -19,6 +19,7 @@ pub async fn fill(store: &MemoryTaskStore, owner: Option<&str>, count: usize) ->
             poll_interval: Some(Duration::from_secs(1)),
             status_message: None,
             quota: Quota::default(),
+            tool: None,
             rerun: None,
         };
         store.create(task).await.expect("create");

@@ -78,16 +78,16 @@ fn forwarded_body(
     splice_present(body, [Some(id), task, progress])
 }
 
-/// Whether the inner server runs the called tool only as a task of its own
-/// (`follow`), as its `tools/list` in the client's session says.
+/// Whether the inner server runs the called tool (`tool`, its name) only
+/// as a task of its own (`follow`), as its `tools/list` in the client's
+/// session says.
 async fn runs_as_task(
     runtime: &Runtime,
     caller: &mut dyn CallInner,
     template: &Template,
-    body: &[u8],
-    call: &LegacyCall,
+    tool: Option<&str>,
 ) -> bool {
-    let Some(tool) = string_at(body, call.name.clone()) else {
+    let Some(tool) = tool else {
         return false;
     };
     let version = http::HeaderValue::from_static(LEGACY_VERSION);
@@ -95,7 +95,7 @@ async fn runs_as_task(
     let asked = (template, &version);
     runtime
         .hints
-        .task_required(caller, asked, limit, &tool)
+        .task_required(caller, asked, limit, tool)
         .await
 }
 
@@ -124,7 +124,8 @@ pub(crate) async fn call(
     let inner_id = serde_json::to_string(&format!("mcp-tasks:{id}")).unwrap_or_default();
     let template = Template::from_parts(&parts);
     let mut caller = caller;
-    let follows = runs_as_task(&runtime, &mut *caller, &template, &bytes, &call).await;
+    let tool = string_at(&bytes, call.name.clone());
+    let follows = runs_as_task(&runtime, &mut *caller, &template, tool.as_deref()).await;
     let Some(body) = forwarded_body(&bytes, &call, &inner_id, follows) else {
         return Reply::internal(Some(&call.id), "request parse lost its place");
     };
@@ -137,6 +138,7 @@ pub(crate) async fn call(
     let start = Start {
         waited: std::time::Duration::ZERO,
         owner,
+        tool,
         ttl: granted_ttl(&runtime.config, call.ttl),
         status_message: None,
         caller,

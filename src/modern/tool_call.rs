@@ -137,6 +137,7 @@ where
         body: bytes,
         strip: call.strip,
         params: call.params,
+        name: call.name,
         template,
         handle: call.handle,
         progress: token,
@@ -425,6 +426,8 @@ struct Parking {
     strip: Strip,
     /// Where `params` is in `body`.
     params: Option<Range<usize>>,
+    /// Where `params.name`, the tool's name, is in `body`.
+    name: Option<Range<usize>>,
     template: Template,
     /// What the call answers when parked.
     handle: Handle,
@@ -493,6 +496,7 @@ impl Parking {
             body,
             strip,
             params: params_at,
+            name,
             template,
             handle,
             progress: token,
@@ -512,6 +516,7 @@ impl Parking {
             .unwrap_or_else(crate::wire::raw::empty_object);
         let start = Start {
             owner,
+            tool: crate::wire::raw::string_at(&body, name),
             ttl: runtime.config.ttl,
             status_message: progress,
             caller,

@@ -102,6 +102,10 @@ impl TaskStore for Measured {
         self.0.admin_cancel(id)
     }
 
+    fn admin_get(&self, id: TaskId) -> StoreFuture<'_, Option<AdminTask>> {
+        self.0.admin_get(id)
+    }
+
     fn admin_delete(&self, id: TaskId) -> StoreFuture<'_, Option<AdminTask>> {
         self.0.admin_delete(id)
     }
@@ -112,6 +116,10 @@ impl TaskStore for Measured {
 
     fn listen(&self, owner: Option<&str>) -> Option<crate::store::Listening> {
         self.0.listen(owner)
+    }
+
+    fn listen_all(&self) -> Option<crate::store::Listening> {
+        self.0.listen_all()
     }
 
     fn release(&self) -> StoreFuture<'_, ()> {
@@ -243,15 +251,27 @@ mod tests {
         ) -> StoreFuture<'a, bool> {
             Box::pin(async { Ok(false) })
         }
+        fn admin_get(&self, id: TaskId) -> StoreFuture<'_, Option<AdminTask>> {
+            self.0.admin_get(id)
+        }
+        fn listen_all(&self) -> Option<crate::store::Listening> {
+            Some(crate::store::Listening::new(()))
+        }
     }
 
     /// The events methods reach the store behind: a default answer here
-    /// would let two instances deliver one subscription's events.
+    /// would let two instances deliver one subscription's events. So do
+    /// the operator's `admin_get` and `listen_all`: a default answer there
+    /// would leave a console without tasks or, over Redis, deaf to most of
+    /// them.
     #[tokio::test]
-    async fn the_events_methods_reach_the_store_behind() {
+    async fn the_events_and_the_operators_methods_reach_the_store_behind() {
         let measured = Measured(Arc::new(Refusing(MemoryTaskStore::new())));
         let lease = std::time::Duration::from_secs(1);
         assert!(!measured.claim_hook("sub_x", lease).await.unwrap());
         assert!(measured.status_events(None, None, 10).await.is_ok());
+        let unknown = TaskId::generate().unwrap();
+        assert!(matches!(measured.admin_get(unknown).await, Ok(None)));
+        assert!(measured.listen_all().is_some());
     }
 }

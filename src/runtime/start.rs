@@ -17,10 +17,17 @@ use crate::runtime::mrtr::Template;
 use crate::store::{NewTask, QuotaScope, StoreError};
 use crate::task::{TaskId, TaskSnapshot, Timestamp};
 
+/// The most bytes of a tool's name a task keeps ([`NewTask::tool`]): a
+/// client may send a name of any length, and the store keeps it as long as
+/// the task.
+const TOOL_NAME_BYTES: usize = 1024;
+
 /// What a new task starts with.
 pub(crate) struct Start {
     /// The store's owner key.
     pub owner: Option<String>,
+    /// The called tool's name, as the client sent it (cut here).
+    pub tool: Option<String>,
     pub ttl: Option<Duration>,
     pub status_message: Option<String>,
     pub caller: Box<dyn CallInner>,
@@ -109,6 +116,23 @@ pub(crate) struct NotStarted {
     pub first: Option<Box<First>>,
 }
 
+/// `name` as a task keeps it: whole up to [`TOOL_NAME_BYTES`], else its
+/// first bytes up to that, cut at a character boundary, and `…`.
+fn kept_tool_name(name: String) -> String {
+    if name.len() <= TOOL_NAME_BYTES {
+        return name;
+    }
+    let mut cut = TOOL_NAME_BYTES;
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    // A new string: the long one's buffer goes.
+    let mut kept = String::with_capacity(cut + '…'.len_utf8());
+    kept.push_str(&name[..cut]);
+    kept.push('…');
+    kept
+}
+
 impl Runtime {
     /// Creates a task (durably: `get` finds it once this resolves) and
     /// drives its call on a tracked tokio task. Both happen there, so a
@@ -173,6 +197,7 @@ impl Runtime {
             poll_interval: self.config.poll_interval,
             status_message: start.status_message,
             quota: self.config.quota,
+            tool: start.tool.map(kept_tool_name),
             rerun,
         };
         let call = Call {
@@ -258,5 +283,34 @@ impl Runtime {
             why.record(self);
         }
         started
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_name_is_kept_whole_up_to_its_bound() {
+        let name = "a".repeat(TOOL_NAME_BYTES);
+        assert_eq!(kept_tool_name(name.clone()), name);
+        assert_eq!(kept_tool_name(String::new()), "");
+    }
+
+    #[test]
+    fn a_longer_tool_name_is_cut_at_a_character_boundary_and_marked() {
+        let kept = kept_tool_name("b".repeat(1 << 20));
+        assert_eq!(kept, format!("{}…", "b".repeat(TOOL_NAME_BYTES)));
+        assert!(
+            kept.capacity() < 2 * TOOL_NAME_BYTES,
+            "the long buffer is let go"
+        );
+        // `é` is two bytes: the bound falls inside the one at 1023..1025.
+        let kept = kept_tool_name(format!(
+            "{}é{}",
+            "c".repeat(TOOL_NAME_BYTES - 1),
+            "d".repeat(9)
+        ));
+        assert_eq!(kept, format!("{}…", "c".repeat(TOOL_NAME_BYTES - 1)));
     }
 }

@@ -6,13 +6,25 @@ use std::collections::BTreeMap;
 
 use crate::task::{TaskSnapshot, TaskStatus};
 
-/// A task as the operator sees it: its snapshot and whose it is.
+/// A task as the operator sees it: its snapshot, whose it is, which tool's
+/// call made it and which run of that call this is.
 #[derive(Clone, Debug)]
 pub struct AdminTask {
     /// The owner key the store holds: the principal, prefixed by the
     /// layer's [`scope`](crate::TasksLayer::scope) when it has one; `None`
     /// for a task created without a principal.
     pub owner: Option<String>,
+    /// The name of the tool whose `tools/call` made the task, as
+    /// [`NewTask::tool`](super::NewTask::tool) gave it (the layer keeps at
+    /// most its first 1,024 bytes, then `…`); `None` when unknown, e.g. a
+    /// task stored by a version that did not keep it.
+    pub tool: Option<String>,
+    /// Which run of the call this is: 1 for the first. A store that runs a
+    /// call again after its process stopped, or after its answer broke off
+    /// ([`TaskStore::orphans`](super::TaskStore::orphans),
+    /// [`TaskStore::count_attempt`](super::TaskStore::count_attempt)),
+    /// counts the runs; one that never does reports 1.
+    pub attempt: u32,
     /// The task as `tasks/get` would show it to its owner.
     pub snapshot: TaskSnapshot,
 }

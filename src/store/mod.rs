@@ -54,8 +54,9 @@ pub use cursor::ListCursor;
 pub use events::{EventPage, Hook, StatusEvent};
 pub use memory::MemoryTaskStore;
 
-/// Held while this instance watches an owner's tasks: see
-/// [`TaskStore::listen`]. Dropping it says the watch is over.
+/// Held while this instance watches an owner's tasks, or every task: see
+/// [`TaskStore::listen`] and [`TaskStore::listen_all`]. Dropping it says
+/// the watch is over.
 pub struct Listening(#[allow(dead_code)] Box<dyn Send + Sync>);
 
 impl Listening {
@@ -178,6 +179,12 @@ pub struct NewTask {
     pub status_message: Option<String>,
     /// The caps this creation must respect (default: none).
     pub quota: Quota,
+    /// The name of the tool whose `tools/call` this task runs, kept for the
+    /// operator ([`AdminTask::tool`]); `None` when unknown. The layer
+    /// keeps at most the name's first 1,024 bytes (cut at a character
+    /// boundary) and then appends `…`, so a client's overlong name costs
+    /// the store little; every store keeps what it is given.
+    pub tool: Option<String>,
     /// What it takes to run the call again if the process running it
     /// stops (`None`: at most once). A store that outlives its process
     /// keeps it ([`TaskStore::orphans`]); others may drop it:
@@ -409,6 +416,14 @@ pub trait TaskStore: Send + Sync + 'static {
         Box::pin(async { Err(StoreError::Unsupported("admin_cancel")) })
     }
 
+    /// One task whoever owns it, with its owner, tool and attempt
+    /// ([`Admin::get`](crate::Admin::get)); `None` for an unknown, expired
+    /// or deleted task. The default answers [`StoreError::Unsupported`].
+    fn admin_get(&self, id: TaskId) -> StoreFuture<'_, Option<AdminTask>> {
+        let _ = id;
+        Box::pin(async { Err(StoreError::Unsupported("admin_get")) })
+    }
+
     /// Removes a task whoever owns it and whatever its status: the task,
     /// its input round, its index entries and its place in the quota
     /// counts, so that its owner's allowance is free again at once. A task
@@ -443,6 +458,15 @@ pub trait TaskStore: Send + Sync + 'static {
     /// `None`, the feed carries everything anyway.
     fn listen(&self, owner: Option<&str>) -> Option<Listening> {
         let _ = owner;
+        None
+    }
+
+    /// Says that someone on this instance watches every task of the store
+    /// (the operator's [`Admin::watch`](crate::Admin::watch)) until the
+    /// returned guard is dropped: [`listen`](Self::listen) for every owner
+    /// at once. [`RedisTaskStore`] holds the interest of every shard. The
+    /// default: `None`, the feed carries everything anyway.
+    fn listen_all(&self) -> Option<Listening> {
         None
     }
 

@@ -1,6 +1,6 @@
 //! The operator's methods (`admin_*`), for stores that offer them: every
-//! owner's tasks listed and counted, and cancel and delete without the
-//! owner. Not part of [`run`](super::run): a store may leave them out.
+//! owner's tasks listed and counted, one read, cancelled or deleted without
+//! the owner. Not part of [`run`](super::run): a store may leave them out.
 
 use std::future::Future;
 use std::time::Duration;
@@ -22,6 +22,9 @@ where
     Fut: Future<Output = S>,
 {
     admin_list_pages_every_owners_tasks_once_oldest_first(&make().await).await;
+    admin_list_rows_carry_the_tool(&make().await).await;
+    admin_get_reads_any_owners_task_with_its_tool_and_attempt(&make().await).await;
+    admin_get_finds_no_deleted_or_expired_task(&make().await).await;
     admin_counts_live_tasks_per_owner_and_status(&make().await).await;
     admin_cancel_reaches_any_owners_task(&make().await).await;
     admin_delete_removes_a_task_and_frees_its_quota(&make().await).await;
@@ -75,6 +78,104 @@ async fn admin_list_pages_every_owners_tasks_once_oldest_first<S: TaskStore>(sto
     assert!(
         matches!(refused, Err(StoreError::InvalidCursor)),
         "rule: the admin listing refuses a foreign cursor, got {refused:?}"
+    );
+}
+
+/// A task of `owner` living 60 s, made by a call of `tool`.
+fn task_of(owner: Option<&str>, tool: Option<&str>) -> NewTask {
+    NewTask {
+        tool: tool.map(str::to_owned),
+        ..new_task(owner, Some(Duration::from_secs(60)))
+    }
+}
+
+async fn admin_list_rows_carry_the_tool<S: TaskStore>(store: &S) {
+    let named = task_of(Some("alice"), Some("slow_compute"));
+    let unnamed = task_of(None, None);
+    for task in [&named, &unnamed] {
+        store.create(task.clone()).await.unwrap();
+    }
+    let page = store.admin_list(None, 10).await.unwrap();
+    let mut rows: Vec<_> = page
+        .tasks
+        .iter()
+        .map(|task| (task.snapshot.id, task.tool.as_deref()))
+        .collect();
+    rows.sort();
+    let mut expected = vec![(named.id, Some("slow_compute")), (unnamed.id, None)];
+    expected.sort();
+    assert_eq!(rows, expected, "rule: admin rows carry the tool");
+}
+
+async fn admin_get_reads_any_owners_task_with_its_tool_and_attempt<S: TaskStore>(store: &S) {
+    let mut task = task_of(Some("bob"), Some("slow_compute"));
+    task.status_message = Some("starting".into());
+    store.create(task.clone()).await.unwrap();
+    let read = store.admin_get(task.id).await.unwrap();
+    let read = read.expect("rule: admin_get finds any owner's task");
+    assert_eq!(read.snapshot.id, task.id);
+    assert_eq!(
+        read.owner.as_deref(),
+        Some("bob"),
+        "rule: admin_get shows the owner"
+    );
+    assert_eq!(
+        read.tool.as_deref(),
+        Some("slow_compute"),
+        "rule: admin_get shows the tool"
+    );
+    assert_eq!(read.attempt, 1, "rule: a first run is attempt 1");
+    assert_eq!(read.snapshot.status(), TaskStatus::Working);
+    assert_eq!(read.snapshot.status_message.as_deref(), Some("starting"));
+
+    store
+        .complete(task.id, raw(r#"{"content":[]}"#))
+        .await
+        .unwrap();
+    let read = store.admin_get(task.id).await.unwrap().unwrap();
+    assert_eq!(
+        read.snapshot.status(),
+        TaskStatus::Completed,
+        "rule: admin_get shows the task as it is now"
+    );
+
+    let unowned = task_of(None, None);
+    store.create(unowned.clone()).await.unwrap();
+    let read = store.admin_get(unowned.id).await.unwrap();
+    let read = read.expect("rule: admin_get finds an unowned task");
+    assert_eq!(
+        (read.owner, read.tool),
+        (None, None),
+        "rule: admin_get shows no owner and no tool where there are none"
+    );
+    let unknown = store.admin_get(TaskId::generate().unwrap()).await.unwrap();
+    assert!(
+        unknown.is_none(),
+        "rule: admin_get of an unknown id is None"
+    );
+}
+
+async fn admin_get_finds_no_deleted_or_expired_task<S: TaskStore>(store: &S) {
+    let task = task_of(Some("alice"), Some("slow_compute"));
+    store.create(task.clone()).await.unwrap();
+    let removed = store.admin_delete(task.id).await.unwrap();
+    assert_eq!(
+        removed.and_then(|removed| removed.tool).as_deref(),
+        Some("slow_compute"),
+        "rule: admin delete returns the task with its tool"
+    );
+    assert!(
+        store.admin_get(task.id).await.unwrap().is_none(),
+        "rule: admin_get of a deleted task is None"
+    );
+    let short = super::create(store, Some("bob"), Some(Duration::from_millis(50))).await;
+    wait_until("the short-lived task expires", EXPIRY, || async {
+        store.get(short, Some("bob")).await.unwrap().is_none()
+    })
+    .await;
+    assert!(
+        store.admin_get(short).await.unwrap().is_none(),
+        "rule: admin_get of an expired task is None"
     );
 }
 

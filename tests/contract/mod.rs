@@ -40,6 +40,7 @@ fn new_task(owner: Option<&str>, ttl: Option<Duration>) -> NewTask {
         poll_interval: Some(Duration::from_millis(250)),
         status_message: None,
         quota: Quota::default(),
+        tool: None,
         rerun: None,
     }
 }

@@ -132,6 +132,7 @@ async fn a_replay_longer_than_the_streams_buffer_arrives_whole() {
             poll_interval: None,
             status_message: None,
             quota: mcp_tasks::Quota::default(),
+            tool: None,
             rerun: None,
         };
         let id = task.id;

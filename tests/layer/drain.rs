@@ -218,6 +218,7 @@ async fn a_tasks_result_waiting_for_a_task_run_elsewhere_ends_when_the_drain_is_
         poll_interval: None,
         status_message: None,
         quota: Quota::default(),
+        tool: None,
         rerun: None,
     };
     layered.store.create(task.clone()).await.unwrap();

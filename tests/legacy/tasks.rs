@@ -6,7 +6,7 @@ use crate::support;
 
 use std::time::Duration;
 
-use mcp_tasks::ToolPolicy;
+use mcp_tasks::{TaskId, TaskStore, ToolPolicy};
 use serde_json::{Value, json};
 use support::layered::{Layered, ms, text};
 use support::session::{Session, outcome};
@@ -89,6 +89,9 @@ async fn a_task_runs_to_its_result_and_tasks_result_waits_for_it() {
     assert_eq!(task["pollInterval"], 1000);
     assert!(created["result"].get("resultType").is_none(), "{created}");
     let id = task["taskId"].as_str().expect("taskId").to_owned();
+    let stored = layered.store.admin_get(TaskId::parse(&id).unwrap()).await;
+    let stored = stored.unwrap().expect("the operator finds the task");
+    assert_eq!(stored.tool.as_deref(), Some("slow_compute"));
 
     let got = session.request("tasks/get", json!({"taskId": id})).await;
     assert_eq!(got["result"]["taskId"], id.as_str());
@@ -116,6 +119,17 @@ async fn a_task_runs_to_its_result_and_tasks_result_waits_for_it() {
     assert!(!again.is_sse());
     assert_eq!(again.into_response()["result"], result["result"]);
     assert_eq!(layered.probe.finished("slow_compute"), 1);
+}
+
+#[tokio::test]
+async fn a_one_megabyte_tool_name_is_kept_cut_to_its_first_1024_bytes() {
+    let layered = Layered::start_sessions(|layer| layer).await;
+    let session = Session::open(&layered, None).await;
+    let name = "y".repeat(1 << 20);
+    let id = session.start_task(&name, json!({})).await;
+    let stored = layered.store.admin_get(TaskId::parse(&id).unwrap()).await;
+    let stored = stored.unwrap().expect("the operator finds the task");
+    assert_eq!(stored.tool, Some(format!("{}…", "y".repeat(1024))));
 }
 
 #[tokio::test]

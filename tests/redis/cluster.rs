@@ -189,6 +189,8 @@ async fn two_instances_share_tasks_and_stop_signals_on_a_cluster() {
     pair::an_operators_delete_on_one_stops_the_task_on_another(&a, &b).await;
     pair::a_round_completed_on_another_returns_the_resume_context(&a, &b).await;
     let (a, b) = pair().await;
+    pair::an_operators_watch_on_one_hears_every_task_of_another(&a, &b).await;
+    let (a, b) = pair().await;
     pair::racing_instances_get_exactly_one_winner_per_transition(&a, &b).await;
 }
 

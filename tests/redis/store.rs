@@ -123,6 +123,15 @@ async fn a_cancel_on_one_instance_fires_the_stop_signal_of_another_within_a_seco
 }
 
 #[tokio::test]
+async fn an_operators_watch_on_a_quiet_instance_hears_the_tasks_of_another() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let (a, b) = two_instances(&server).await;
+    pair::an_operators_watch_on_one_hears_every_task_of_another(&a, &b).await;
+}
+
+#[tokio::test]
 async fn an_operators_delete_on_one_instance_stops_the_task_running_on_another() {
     let Some(server) = RedisServer::start() else {
         return;

@@ -68,6 +68,7 @@ fn new_task(owner: Option<&str>, ttl: Option<Duration>) -> NewTask {
         poll_interval: Some(Duration::from_millis(250)),
         status_message: None,
         quota: Quota::default(),
+        tool: None,
         rerun: None,
     }
 }
@@ -356,8 +357,8 @@ async fn a_file_of_a_newer_schema_version_is_refused_with_a_clear_error() {
     drop(store);
     let mut bytes = std::fs::read(file.path()).unwrap();
     let version = &mut bytes[USER_VERSION_OFFSET..USER_VERSION_OFFSET + 4];
-    assert_eq!(version, 3u32.to_be_bytes(), "this build writes version 3");
-    version.copy_from_slice(&4u32.to_be_bytes());
+    assert_eq!(version, 4u32.to_be_bytes(), "this build writes version 4");
+    version.copy_from_slice(&5u32.to_be_bytes());
     std::fs::File::create(file.path())
         .unwrap()
         .write_all(&bytes)
@@ -368,7 +369,7 @@ async fn a_file_of_a_newer_schema_version_is_refused_with_a_clear_error() {
         other => panic!("a newer file is a backend error, got {other:?}"),
     };
     assert!(
-        message.contains("schema version 4") && message.contains("newer"),
+        message.contains("schema version 5") && message.contains("newer"),
         "the error says why: {message}"
     );
 }
@@ -534,8 +535,14 @@ async fn a_broken_call_is_counted_as_a_run_with_those_a_restart_takes() {
     let file = TempFile::new();
     let store = SqliteTaskStore::open(file.path()).await.unwrap();
     let id = store.create(rerun_task(3)).await.unwrap().snapshot.id;
+    let attempt = |store: SqliteTaskStore| async move {
+        let read = store.admin_get(id).await.unwrap();
+        read.expect("the operator finds the task").attempt
+    };
+    assert_eq!(attempt(store.clone()).await, 1, "the first run");
     let why = || "The call broke off (the SSE stream broke)".to_owned();
     assert_eq!(store.count_attempt(id, why()).await.unwrap(), Some((2, 3)));
+    assert_eq!(attempt(store.clone()).await, 2, "the operator sees the run");
     let read = store.get(id, Some("alice")).await.unwrap().unwrap();
     let message = read.status_message.unwrap_or_default();
     assert!(
@@ -549,6 +556,7 @@ async fn a_broken_call_is_counted_as_a_run_with_those_a_restart_takes() {
     let orphans = reopened.orphans().await.unwrap();
     assert_eq!(orphans.len(), 1);
     assert_eq!(orphans[0].attempt, 3);
+    assert_eq!(attempt(reopened.clone()).await, 3, "and the restart's");
     assert_eq!(
         reopened.count_attempt(id, why()).await.unwrap(),
         None,

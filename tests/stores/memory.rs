@@ -50,6 +50,7 @@ async fn creates_racing_on_several_threads_never_overshoot_a_quota() {
                     poll_interval: None,
                     status_message: None,
                     quota,
+                    tool: None,
                     rerun: None,
                 };
                 start.wait().await;

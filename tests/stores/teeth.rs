@@ -4,6 +4,7 @@
 
 use crate::contract;
 
+mod admin;
 mod eventful;
 mod events;
 mod naive;
@@ -208,6 +209,7 @@ async fn the_reference_store_keeps_what_the_suite_does_not_check() {
         poll_interval: None,
         status_message: None,
         quota: Quota::default(),
+        tool: None,
         rerun: None,
     };
     store.create(new.clone()).await.unwrap();

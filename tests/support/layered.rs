@@ -206,6 +206,7 @@ pub async fn stored_task(store: &MemoryTaskStore, ttl: Duration) -> TaskId {
             poll_interval: None,
             status_message: None,
             quota: Quota::default(),
+            tool: None,
             rerun: None,
         })
         .await

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use mcp_tasks::store::RedisTaskStore;
 use mcp_tasks::{
-    CancelOutcome, InputProgress, InputRound, NewTask, Quota, StoreError, TaskId, TaskStatus,
-    TaskStore, Timestamp,
+    CancelOutcome, InputProgress, InputRound, NewTask, Quota, StoreError, TaskChange, TaskId,
+    TaskStatus, TaskStore, Timestamp,
 };
 use serde_json::value::RawValue;
 
@@ -26,6 +26,7 @@ pub fn new_task(owner: Option<&str>, ttl: Option<Duration>) -> NewTask {
         poll_interval: None,
         status_message: None,
         quota: Quota::default(),
+        tool: None,
         rerun: None,
     }
 }
@@ -235,4 +236,57 @@ pub async fn racing_instances_get_exactly_one_winner_per_transition(
         },
     )
     .await;
+}
+
+/// The next change `watch` hears, within `bound`.
+async fn heard(watch: &mut mcp_tasks::AdminWatch, bound: Duration) -> Option<TaskChange> {
+    tokio::time::timeout(bound, watch.next())
+        .await
+        .unwrap_or_else(|_| panic!("the operator's watch heard nothing in {bound:?}"))
+}
+
+/// An operator watching on `a` (a quiet instance: it runs no task) hears
+/// the tasks `b` runs, whoever owns them and whichever shard holds them,
+/// and reads each with its owner and tool.
+pub async fn an_operators_watch_on_one_hears_every_task_of_another(
+    a: &RedisTaskStore,
+    b: &RedisTaskStore,
+) {
+    let admin = mcp_tasks::TasksLayer::new(a.clone()).admin();
+    let mut watch = admin.watch().expect("the Redis store has a feed");
+    // Its subscriptions made, the watch is told to read everything again.
+    assert_eq!(
+        heard(&mut watch, Duration::from_secs(5)).await,
+        Some(TaskChange::Missed)
+    );
+    let owners = [
+        Some("alice"),
+        Some("bob"),
+        Some("carol"),
+        Some("dave"),
+        None,
+    ];
+    for owner in owners {
+        let mut task = new_task(owner, Some(Duration::from_secs(60)));
+        task.tool = Some("slow_compute".into());
+        b.create(task.clone()).await.unwrap();
+        b.set_status_message(task.id, "half way".into())
+            .await
+            .unwrap();
+        let change = loop {
+            // A change of an earlier task may come again (`Missed` after
+            // a reconnect, too); this task's comes.
+            match heard(&mut watch, Duration::from_secs(2)).await {
+                Some(TaskChange::Changed(id)) if id == task.id => break id,
+                Some(_) => continue,
+                None => panic!("the feed closed"),
+            }
+        };
+        let read = admin.get(change).await.unwrap().expect("A reads B's task");
+        assert_eq!(read.owner.as_deref(), owner);
+        assert_eq!(read.tool.as_deref(), Some("slow_compute"));
+        assert_eq!(read.attempt, 1);
+        assert_eq!(read.snapshot.status_message.as_deref(), Some("half way"));
+    }
+    assert_eq!(a.held_stop_signals(), 0, "A ran none of them");
 }

@@ -16,6 +16,10 @@ impl Entry {
     fn admin(&self, id: u128) -> AdminTask {
         AdminTask {
             owner: self.owner.as_deref().map(str::to_owned),
+            tool: self.tool.as_deref().map(str::to_owned),
+            // A call of this store runs once per process, which it does
+            // not outlive.
+            attempt: 1,
             snapshot: self.snapshot(id),
         }
     }
@@ -68,6 +72,17 @@ impl MemoryTaskStore {
             }
         }
         Ok(AdminPage { tasks, next_cursor })
+    }
+
+    /// [`TaskStore::admin_get`](crate::TaskStore::admin_get): the task
+    /// whoever owns it, unless expired.
+    pub(super) fn admin_read(&self, id: TaskId) -> Result<Option<AdminTask>, StoreError> {
+        let (id, now) = (id.as_u128(), Timestamp::now());
+        let shard = self.shard(id)?;
+        Ok(shard
+            .get(&id)
+            .filter(|entry| !entry.expired(now))
+            .map(|entry| entry.admin(id)))
     }
 
     /// [`TaskStore::admin_counts`](crate::TaskStore::admin_counts).

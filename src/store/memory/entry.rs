@@ -3,7 +3,7 @@
 //!
 //! | Piece | What it is |
 //! |-------|------------|
-//! | `Entry` | one task: owner, times, status message, state, stop signal, whether a quota counts it |
+//! | `Entry` | one task: owner, tool, times, status message, state, stop signal, whether a quota counts it |
 //! | `State`, `Round` | the status with its payload; an open input round with its answers so far |
 //! | `Entry::cancel`, `Entry::finish` | the transitions a terminal task refuses |
 
@@ -20,6 +20,8 @@ use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
 
 pub(super) struct Entry {
     pub(super) owner: Option<Box<str>>,
+    /// The tool whose call made the task, for the operator.
+    pub(super) tool: Option<Box<str>>,
     pub(super) created_at: Timestamp,
     pub(super) updated_at: Timestamp,
     pub(super) ttl: Option<Duration>,

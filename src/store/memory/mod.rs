@@ -67,6 +67,7 @@ const SHARDS: usize = 16;
 ///         poll_interval: None,
 ///         status_message: None,
 ///         quota: Quota::default(),
+///         tool: Some("slow_compute".into()),
 ///         rerun: None,
 ///     })
 ///     .await
@@ -227,6 +228,7 @@ impl TaskStore for MemoryTaskStore {
             let stop = CancellationToken::new();
             let entry = Entry {
                 owner: task.owner.map(String::into_boxed_str),
+                tool: task.tool.map(String::into_boxed_str),
                 created_at: task.created_at,
                 updated_at: task.created_at,
                 ttl: task.ttl,
@@ -428,6 +430,10 @@ impl TaskStore for MemoryTaskStore {
 
     fn admin_cancel(&self, id: TaskId) -> StoreFuture<'_, Option<CancelOutcome>> {
         Box::pin(async move { self.admin_cancel_task(id) })
+    }
+
+    fn admin_get(&self, id: TaskId) -> StoreFuture<'_, Option<AdminTask>> {
+        Box::pin(async move { self.admin_read(id) })
     }
 
     fn admin_delete(&self, id: TaskId) -> StoreFuture<'_, Option<AdminTask>> {

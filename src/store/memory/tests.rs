@@ -13,6 +13,7 @@ fn new_task(ttl: Option<Duration>) -> NewTask {
         poll_interval: None,
         status_message: None,
         quota: Quota::default(),
+        tool: None,
         rerun: None,
     }
 }

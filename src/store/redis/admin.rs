@@ -1,6 +1,6 @@
 //! The operator's methods of [`RedisTaskStore`]: every owner's tasks, from
 //! each shard's index of every task (`<tag>:all`), merged in creation
-//! order, and the owner-less cancel and delete.
+//! order, and the owner-less read, cancel and delete.
 
 use futures_util::future::try_join_all;
 use redis::Value;
@@ -16,6 +16,25 @@ fn owner(items: &mut impl Iterator<Item = Value>) -> Result<Option<String>, Stor
     let flag = reply::required(items.next(), "owner flag")?;
     let name = reply::text(items.next().unwrap_or(Value::Nil))?.unwrap_or_default();
     Ok((flag == "1").then_some(name))
+}
+
+/// Reads an operator's reply (`admin_head` in `lua/prelude.lua`, then the
+/// snapshot) as the task `id`.
+fn admin_task(id: TaskId, items: Vec<Value>) -> Result<AdminTask, StoreError> {
+    let mut items = items.into_iter();
+    let owner = owner(&mut items)?;
+    let tool = reply::text(items.next().unwrap_or(Value::Nil))?;
+    let attempt = match reply::text(items.next().unwrap_or(Value::Nil))? {
+        Some(run) => run.parse().map_err(|_| reply::corrupt("an attempt"))?,
+        None => 1,
+    };
+    let snapshot = reply::snapshot(id, items)?;
+    Ok(AdminTask {
+        owner,
+        tool,
+        attempt,
+        snapshot,
+    })
 }
 
 impl RedisTaskStore {
@@ -34,10 +53,7 @@ impl RedisTaskStore {
                 .await?;
             let mut tasks = Vec::with_capacity(page.ids.len());
             for (id, items) in self.snapshot_items(shard, ANY_OWNER, &page.ids).await? {
-                let mut items = items.into_iter();
-                let owner = owner(&mut items)?;
-                let snapshot = reply::snapshot(id, items)?;
-                tasks.push(AdminTask { owner, snapshot });
+                tasks.push(admin_task(id, items)?);
             }
             Ok::<_, StoreError>((tasks, page.next))
         });
@@ -128,10 +144,19 @@ impl RedisTaskStore {
             // Its place under the total cap is free too.
             self.unreserve(id).await;
         }
-        let mut items = reply::items(reply)?.into_iter();
-        let owner = owner(&mut items)?;
-        let snapshot = reply::snapshot(id, items)?;
-        Ok(Some(AdminTask { owner, snapshot }))
+        admin_task(id, reply::items(reply)?).map(Some)
+    }
+
+    /// [`TaskStore::admin_get`](crate::TaskStore::admin_get): the task's
+    /// shard found, then its snapshot with any owner, as the listing reads
+    /// it (`snapshots.lua`).
+    pub(super) async fn admin_read(&self, id: TaskId) -> Result<Option<AdminTask>, StoreError> {
+        let shard = self.locate(id).await?;
+        let mut found = self.snapshot_items(shard, ANY_OWNER, &[id]).await?;
+        match found.pop() {
+            Some((id, items)) => admin_task(id, items).map(Some),
+            None => Ok(None),
+        }
     }
 }
 

@@ -176,7 +176,9 @@ impl RedisTaskStore {
             .arg(cap_arg(quota.per_owner))
             .arg(cap_arg(quota.total))
             .arg(task.rerun.as_ref().map_or("", |rerun| rerun.call.get()))
-            .arg(task.rerun.as_ref().map_or(1, |rerun| rerun.attempts.max(1)));
+            .arg(task.rerun.as_ref().map_or(1, |rerun| rerun.attempts.max(1)))
+            .arg(if task.tool.is_some() { "1" } else { "0" })
+            .arg(task.tool.as_deref().unwrap_or_default());
         if quota != Quota::default() {
             call.key(keys.live(owner)).key(keys.live_all());
         }

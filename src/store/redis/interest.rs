@@ -3,10 +3,13 @@
 //!
 //! A shard is wanted while this instance holds a stop signal for one of
 //! its tasks, or while someone here listens to one of its owners
-//! ([`TaskStore::listen`](crate::TaskStore::listen), the status push hub),
+//! ([`TaskStore::listen`](crate::TaskStore::listen), the status push hub)
+//! or to all of them ([`TaskStore::listen_all`](crate::TaskStore::listen_all),
+//! the operator's watch),
 //! and for [`LINGER`] after the last of them, so that a shard whose tasks
 //! come and go is not subscribed and unsubscribed for each.
 
+use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -54,21 +57,26 @@ impl Interest {
 
     /// One more holder of `shard`.
     pub(super) fn add(&self, shard: usize) {
-        self.add_as(shard, 0);
+        self.add_as(shard..shard + 1, 0);
     }
 
-    fn add_as(&self, shard: usize, listeners: usize) {
-        let mut shards = self.lock();
-        let Some(want) = shards.get_mut(shard) else {
-            return;
-        };
-        want.holders += 1;
-        want.listeners += listeners;
-        want.idle_since = None;
-        // Read under the lock that `plan` marks a leaving shard under, so
-        // a holder never takes a shard being left for a subscribed one.
-        let wake = want.holders == 1 && !self.is_subscribed(shard);
-        drop(shards);
+    /// One more holder of each of `shards`, in one step: the subscriber
+    /// plans with all of them or none.
+    fn add_as(&self, shards: Range<usize>, listeners: usize) {
+        let mut wants = self.lock();
+        let mut wake = false;
+        for shard in shards {
+            let Some(want) = wants.get_mut(shard) else {
+                continue;
+            };
+            want.holders += 1;
+            want.listeners += listeners;
+            want.idle_since = None;
+            // Read under the lock that `plan` marks a leaving shard under,
+            // so a holder never takes a shard being left for a subscribed one.
+            wake |= want.holders == 1 && !self.is_subscribed(shard);
+        }
+        drop(wants);
         if wake {
             self.wake.notify_one();
         }
@@ -76,16 +84,18 @@ impl Interest {
 
     /// One holder of `shard` fewer.
     pub(super) fn remove(&self, shard: usize) {
-        self.remove_as(shard, 0);
+        self.remove_as(shard..shard + 1, 0);
     }
 
-    fn remove_as(&self, shard: usize, listeners: usize) {
-        let mut shards = self.lock();
-        if let Some(want) = shards.get_mut(shard) {
-            want.holders = want.holders.saturating_sub(1);
-            want.listeners = want.listeners.saturating_sub(listeners);
-            if want.holders == 0 {
-                want.idle_since = Some(Instant::now());
+    fn remove_as(&self, shards: Range<usize>, listeners: usize) {
+        let mut wants = self.lock();
+        for shard in shards {
+            if let Some(want) = wants.get_mut(shard) {
+                want.holders = want.holders.saturating_sub(1);
+                want.listeners = want.listeners.saturating_sub(listeners);
+                if want.holders == 0 {
+                    want.idle_since = Some(Instant::now());
+                }
             }
         }
     }
@@ -173,22 +183,34 @@ fn wanted(want: &Want, now: Instant) -> bool {
     want.holders > 0 || want.idle_since.is_some_and(|at| now - at < LINGER)
 }
 
-/// Keeps a shard wanted while held (a listener of one of its owners).
+/// Keeps shards wanted while held: a listener of one of their owners, or
+/// of all of them.
 pub(super) struct Held {
     interest: Arc<Interest>,
-    shard: usize,
+    shards: Range<usize>,
 }
 
 impl Held {
+    /// `shard`, for a listener of one of its owners.
     pub(super) fn new(interest: Arc<Interest>, shard: usize) -> Self {
-        interest.add_as(shard, 1);
-        Self { interest, shard }
+        Self::of(interest, shard..shard + 1)
+    }
+
+    /// Every shard, for a listener of every owner.
+    pub(super) fn all(interest: Arc<Interest>) -> Self {
+        let count = interest.subscribed.len();
+        Self::of(interest, 0..count)
+    }
+
+    fn of(interest: Arc<Interest>, shards: Range<usize>) -> Self {
+        interest.add_as(shards.clone(), 1);
+        Self { interest, shards }
     }
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        self.interest.remove_as(self.shard, 1);
+        self.interest.remove_as(self.shards.clone(), 1);
     }
 }
 
@@ -209,6 +231,18 @@ mod tests {
         assert_eq!(interest.wanted(Instant::now()), [false, true]);
         tokio::time::advance(Duration::from_secs(2)).await;
         assert_eq!(interest.wanted(Instant::now()), [false, false]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_listener_of_every_owner_holds_every_shard_as_a_listener() {
+        let interest = Arc::new(Interest::new(3));
+        let all = Held::all(interest.clone());
+        assert_eq!(interest.wanted(Instant::now()), [true, true, true]);
+        assert!(interest.listened(&[2]), "a new subscription says Missed");
+        drop(all);
+        assert!(!interest.listened(&[0, 1, 2]));
+        tokio::time::advance(LINGER + Duration::from_secs(1)).await;
+        assert_eq!(interest.wanted(Instant::now()), [false, false, false]);
     }
 
     #[tokio::test(start_paused = true)]

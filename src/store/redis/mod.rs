@@ -42,7 +42,9 @@
 //! (while it is `working`), `q` the outstanding requests of an input round
 //! as one JSON object (while it is `input_required`, so that `get` reads
 //! the whole task with one `HMGET`), `rv` the ticket of the `answer_input`
-//! call that last resumed it (see `doubts.rs`). Payloads are never parsed on the Redis
+//! call that last resumed it (see `doubts.rs`), `n` the name of the tool
+//! whose call made it (absent when unknown, as for a task written before
+//! it was kept; the operator reads it). Payloads are never parsed on the Redis
 //! side, so a client reads back exactly what the inner server answered.
 //!
 //! An owner index (and `{<prefix>}:all`) expires with its longest-lived task (`PEXPIREAT … GT`;
@@ -94,8 +96,10 @@
 //!   fires it (after `complete` or `fail` the work is over already, and
 //!   firing frees the entry). An instance subscribes only to the shards
 //!   whose tokens it holds or whose owners it [`listen`](TaskStore::listen)s
-//!   to (and for 30 s after), and a `create` waits for its shard's
-//!   subscription before writing: a quiet instance hears nothing;
+//!   to (every shard while the operator watches,
+//!   [`listen_all`](TaskStore::listen_all)), and for 30 s after, and a
+//!   `create` waits for its shard's subscription before writing: a quiet
+//!   instance hears nothing;
 //! - its deadline passes: a local timer, since Redis expiry announces nothing;
 //! - a call on this instance finds the task terminal or gone.
 //!
@@ -452,6 +456,10 @@ impl TaskStore for RedisTaskStore {
         Box::pin(self.admin_cancel_task(id))
     }
 
+    fn admin_get(&self, id: TaskId) -> StoreFuture<'_, Option<AdminTask>> {
+        Box::pin(self.admin_read(id))
+    }
+
     fn admin_delete(&self, id: TaskId) -> StoreFuture<'_, Option<AdminTask>> {
         Box::pin(self.admin_remove(id))
     }
@@ -487,6 +495,12 @@ impl TaskStore for RedisTaskStore {
     fn listen(&self, owner: Option<&str>) -> Option<super::Listening> {
         let shard = self.inner.shards.index_of(owner);
         let held = interest::Held::new(self.inner.stops.interest.clone(), shard);
+        Some(super::Listening::new(held))
+    }
+
+    /// Keeps every shard subscribed while held (the operator's watch).
+    fn listen_all(&self) -> Option<super::Listening> {
+        let held = interest::Held::all(self.inner.stops.interest.clone());
         Some(super::Listening::new(held))
     }
 

@@ -114,6 +114,7 @@ fn corrupt(what: String) -> StoreError {
 ///         poll_interval: None,
 ///         status_message: None,
 ///         quota: Quota::default(),
+///         tool: None,
 ///         rerun: None,
 ///     })
 ///     .await?;
@@ -352,6 +353,10 @@ impl TaskStore for SqliteTaskStore {
                 .writer
                 .run(move |step| write::admin_cancel(step, id)),
         )
+    }
+
+    fn admin_get(&self, id: TaskId) -> StoreFuture<'_, Option<AdminTask>> {
+        Box::pin(self.read(move |conn| read::admin_get(conn, id)))
     }
 
     fn admin_delete(&self, id: TaskId) -> StoreFuture<'_, Option<AdminTask>> {

@@ -18,7 +18,7 @@ use rusqlite::{Connection, params};
 use super::row::{self, COLUMNS, Stored, to_sql};
 use super::{backend, schema};
 use crate::store::cursor::{ListCursor, MAX_PAGE};
-use crate::store::{AdminPage, StoreError, TaskCounts, TaskList};
+use crate::store::{AdminPage, AdminTask, StoreError, TaskCounts, TaskList};
 use crate::task::{TaskId, TaskSnapshot, Timestamp};
 
 /// How many idle read connections are kept.
@@ -100,6 +100,14 @@ pub(super) fn get(
     Ok(row::fetch(conn, id)?
         .filter(|task| task.visible_to(owner, now))
         .map(|task| task.snapshot))
+}
+
+/// The task `id` whoever owns it, unless expired.
+pub(super) fn admin_get(conn: &Connection, id: TaskId) -> Result<Option<AdminTask>, StoreError> {
+    let now = Timestamp::now();
+    Ok(row::fetch(conn, id)?
+        .filter(|task| !task.expired(now))
+        .map(Stored::admin))
 }
 
 /// Up to `limit` live rows after `after`, and the cursor of the last one

@@ -16,11 +16,14 @@ use crate::task::{TaskId, TaskSnapshot, TaskState, TaskStatus, Timestamp};
 
 /// The columns [`decode`] reads, in its order.
 pub(super) const COLUMNS: &str = "id, owner, status, status_message, created_at, updated_at, \
-     ttl, expires_at, poll_interval, result, error, input_requests";
+     ttl, expires_at, poll_interval, result, error, input_requests, tool, attempt";
 
-/// A task as stored: its snapshot, owner and deadline.
+/// A task as stored: its snapshot, owner, tool, run and deadline.
 pub(super) struct Stored {
     pub(super) owner: Option<String>,
+    pub(super) tool: Option<String>,
+    /// Which run of the call this is (1 for the first).
+    pub(super) attempt: u32,
     /// `created_at + ttl` in ms; `None` never.
     pub(super) expires_at: Option<u64>,
     pub(super) snapshot: TaskSnapshot,
@@ -44,6 +47,8 @@ impl Stored {
     pub(super) fn admin(self) -> AdminTask {
         AdminTask {
             owner: self.owner,
+            tool: self.tool,
+            attempt: self.attempt,
             snapshot: self.snapshot,
         }
     }
@@ -87,8 +92,12 @@ pub(super) fn decode(row: &Row<'_>) -> Result<Stored, StoreError> {
         ttl: millis(row, 6)?.map(Duration::from_millis),
         poll_interval: millis(row, 8)?.map(Duration::from_millis),
     };
+    let attempt: i64 = row.get(13).map_err(backend)?;
     Ok(Stored {
         owner: row.get(1).map_err(backend)?,
+        tool: row.get(12).map_err(backend)?,
+        attempt: u32::try_from(attempt)
+            .map_err(|_| corrupt(format!("attempt {attempt} is out of range")))?,
         expires_at: millis(row, 7)?,
         snapshot,
     })

@@ -22,9 +22,12 @@
 //! | `rerun`          | the call as the layer would send it again after a restart; `NULL`: run at most once |
 //! | `attempt`        | how many times the call was started (1 at creation)          |
 //! | `attempts`       | how many times it may start in all                           |
+//! | `tool`           | the name of the tool whose call made the task; `NULL`: unknown |
 //!
-//! Version 2 added the last three columns; a version 1 file is upgraded in
-//! place at open (its tasks run at most once, as before).
+//! Version 2 added `rerun`, `attempt` and `attempts`; a version 1 file is
+//! upgraded in place at open (its tasks run at most once, as before).
+//! Version 4 added `tool`, upgraded in place too (the tasks already in the
+//! file read no tool).
 //!
 //! Version 3 added the log of status changes and the webhook subscriptions
 //! (task events), upgraded in place too (the log of an upgraded file starts
@@ -64,7 +67,7 @@ use super::sync::Synchronous;
 use crate::store::StoreError;
 
 /// The schema this build writes and reads.
-pub(super) const VERSION: i64 = 3;
+pub(super) const VERSION: i64 = 4;
 
 /// How many status changes the log keeps, all owners together.
 pub(super) const LOG_KEPT: i64 = 100_000;
@@ -92,7 +95,8 @@ CREATE TABLE tasks (
     input_resume   TEXT,
     rerun          TEXT,
     attempt        INTEGER NOT NULL DEFAULT 1,
-    attempts       INTEGER NOT NULL DEFAULT 1
+    attempts       INTEGER NOT NULL DEFAULT 1,
+    tool           TEXT
 );
 CREATE INDEX tasks_by_owner ON tasks (owner, created_at, id);
 CREATE INDEX tasks_by_creation ON tasks (created_at, id);
@@ -154,6 +158,9 @@ ALTER TABLE tasks ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE tasks ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1;
 ";
 
+/// Version 3 to 4: the tool of each task, unknown for those already there.
+const UPGRADE_FROM_3: &str = "ALTER TABLE tasks ADD COLUMN tool TEXT;";
+
 /// Opens (creating it if needed) the writer's connection: WAL journal, the
 /// chosen sync level, and the schema created or checked.
 pub(super) fn open_writer(path: &Path, synchronous: Synchronous) -> Result<Connection, StoreError> {
@@ -211,11 +218,14 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             tx.execute_batch(&format!("PRAGMA user_version = {VERSION}"))
                 .map_err(backend)?;
         }
-        1 | 2 => {
+        1..=3 => {
             if version == 1 {
                 tx.execute_batch(UPGRADE_FROM_1).map_err(backend)?;
             }
-            tx.execute_batch(&log_tables()).map_err(backend)?;
+            if version <= 2 {
+                tx.execute_batch(&log_tables()).map_err(backend)?;
+            }
+            tx.execute_batch(UPGRADE_FROM_3).map_err(backend)?;
             tx.execute_batch(&format!("PRAGMA user_version = {VERSION}"))
                 .map_err(backend)?;
         }

@@ -110,6 +110,9 @@ fn a_database_of_another_program_is_refused_not_taken_over() {
     );
 }
 
+/// Undoes what version 4 added: the tool column.
+const WITHOUT_TOOL: &str = "ALTER TABLE tasks DROP COLUMN tool;";
+
 /// Undoes what version 3 added: the log, its triggers, the hooks.
 const WITHOUT_LOG: &str = "DROP TRIGGER tasks_log_create; DROP TRIGGER tasks_log_status; \
      DROP TRIGGER task_events_bound; DROP TABLE task_events; DROP TABLE log_info; \
@@ -121,6 +124,7 @@ fn a_version_1_file_is_upgraded_in_place_and_keeps_its_tasks() {
     {
         let conn = schema::open_writer(file.path(), Synchronous::Normal).unwrap();
         // Back to version 1: without the re-run columns, one task in it.
+        conn.execute_batch(WITHOUT_TOOL).unwrap();
         conn.execute_batch(WITHOUT_LOG).unwrap();
         conn.execute_batch(
             "ALTER TABLE tasks DROP COLUMN rerun; ALTER TABLE tasks DROP COLUMN attempt; \
@@ -190,6 +194,7 @@ fn a_version_2_file_gains_the_log_and_logs_from_then_on() {
     let file = TempFile::new();
     {
         let conn = schema::open_writer(file.path(), Synchronous::Normal).unwrap();
+        conn.execute_batch(WITHOUT_TOOL).unwrap();
         conn.execute_batch(WITHOUT_LOG).unwrap();
         conn.execute_batch(
             "PRAGMA user_version = 2; \
@@ -216,4 +221,58 @@ fn a_version_2_file_gains_the_log_and_logs_from_then_on() {
         ["completed"],
         "a status change is logged, a message is not"
     );
+}
+
+#[tokio::test]
+async fn a_version_3_file_gains_the_tool_column_and_its_tasks_read_no_tool() {
+    use crate::store::{NewTask, Quota, TaskStore};
+    use crate::task::{TaskStatus, Timestamp};
+
+    let file = TempFile::new();
+    let old = TaskId::from_u128(1);
+    {
+        let conn = schema::open_writer(file.path(), Synchronous::Normal).unwrap();
+        conn.execute_batch(WITHOUT_TOOL).unwrap();
+        conn.execute_batch(&format!(
+            "PRAGMA user_version = 3; \
+             INSERT INTO tasks (id, owner, status, result, created_at, updated_at) \
+             VALUES ('{old}', 'alice', 'completed', '{{}}', 1, 1);"
+        ))
+        .unwrap();
+    }
+    let store = super::SqliteTaskStore::open(file.path()).await.unwrap();
+    let read = store
+        .admin_get(old)
+        .await
+        .unwrap()
+        .expect("the old task is kept");
+    assert_eq!(read.owner.as_deref(), Some("alice"));
+    assert_eq!(read.tool, None, "a task of version 3 has no known tool");
+    assert_eq!(read.attempt, 1);
+    assert_eq!(read.snapshot.status(), TaskStatus::Completed);
+    let id = TaskId::generate().unwrap();
+    let new = NewTask {
+        id,
+        owner: None,
+        created_at: Timestamp::now(),
+        ttl: None,
+        poll_interval: None,
+        status_message: None,
+        quota: Quota::default(),
+        tool: Some("slow_compute".into()),
+        rerun: None,
+    };
+    store.create(new).await.unwrap();
+    let read = store.admin_get(id).await.unwrap().expect("created");
+    assert_eq!(
+        read.tool.as_deref(),
+        Some("slow_compute"),
+        "new tasks keep their tool"
+    );
+    store.close().await;
+    let conn = Connection::open(file.path()).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, schema::VERSION);
 }

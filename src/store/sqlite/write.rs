@@ -98,8 +98,8 @@ pub(super) fn create(
         .conn
         .prepare_cached(
             "INSERT INTO tasks (id, owner, status, status_message, created_at, updated_at, \
-             ttl, expires_at, poll_interval, counted, rerun, attempts) \
-             VALUES (?1, ?2, 'working', ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+             ttl, expires_at, poll_interval, counted, rerun, attempts, tool) \
+             VALUES (?1, ?2, 'working', ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -113,6 +113,7 @@ pub(super) fn create(
                 counted,
                 task.rerun.as_ref().map(|rerun| rerun.call.get()),
                 task.rerun.as_ref().map_or(1, |rerun| rerun.attempts.max(1)),
+                task.tool,
             ])
         });
     match inserted {

@@ -4,7 +4,7 @@
 -- ARGV: has_owner, owner, created ms, deadline ms or '', ttl ns or '',
 --       poll ns or '', has_message, message, id, task key head,
 --       instance id, lease ms, per-owner cap or '', total cap or '',
---       re-run record or '', attempts in all.
+--       re-run record or '', attempts in all, has_tool, tool.
 -- Replies 1 when created (or created already by this same call), 0 on an id collision, -1 (per owner) or -2 (total)
 -- when a quota refuses the task; nothing is stored then.
 local task, index = KEYS[1], KEYS[2]
@@ -50,6 +50,9 @@ if ARGV[6] ~= '' then
 end
 if ARGV[7] == '1' then
   redis.call('HSET', task, 'm', ARGV[8])
+end
+if ARGV[17] == '1' then
+  redis.call('HSET', task, 'n', ARGV[18])
 end
 if ARGV[15] ~= '' then
   -- What it takes to run the call again if this instance is lost.

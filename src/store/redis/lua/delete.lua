@@ -1,13 +1,13 @@
 -- The operator's delete. KEYS: task, round, the index of every task.
 -- ARGV: id, key base (`{<prefix>}`), channel, driving key head.
--- Replies false for no such task, else the owner flag, the owner and the
--- snapshot of the task as it was. The task leaves every index and live set
+-- Replies false for no such task, else the owner flag, the owner, the
+-- tool, the run (`admin_head`) and the snapshot of the task as it was. The task leaves every index and live set
 -- (its quota place is free at once); a task that had not ended is
 -- announced on the channel, so that the instance running it drops the call.
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return false
 end
-local out = snapshot(KEYS[1], KEYS[2], owner_of(KEYS[1]))
+local out = snapshot(KEYS[1], KEYS[2], admin_head(KEYS[1]))
 local id, base = ARGV[1], ARGV[2]
 local index, live = base .. ':unowned', base .. ':live:unowned'
 if out[1] == '1' then

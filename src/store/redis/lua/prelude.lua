@@ -3,7 +3,9 @@
 -- u updated ms, e deadline ms (absent: no TTL), t ttl ns, p poll ns,
 -- m status message, r result or error (terminal only), d the id of the
 -- instance that drives the task (only while it is `working`), q the
--- outstanding requests as one JSON object (only while `input_required`).
+-- outstanding requests as one JSON object (only while `input_required`),
+-- n the name of the tool whose call made it (absent: unknown), at the run
+-- of the call (absent: the first; kept with a re-run record).
 
 -- How many status changes an owner's log keeps: trimmed by LOG_BATCH at a
 -- time once it holds LOG_KEPT + LOG_BATCH (src/store/redis/events.rs).
@@ -77,6 +79,17 @@ local function owner_of(task)
     return {'1', w}
   end
   return {'0', ''}
+end
+
+-- What the operator's replies start with: the owner flag and owner, the
+-- tool's name (false: unknown) and the run of the call (false: the first).
+local function admin_head(task)
+  local f = redis.call('HMGET', task, 'w', 'n', 'at')
+  local head = {'0', '', f[2], f[3]}
+  if f[1] then
+    head[1], head[2] = '1', f[1]
+  end
+  return head
 end
 
 local function terminal(status)

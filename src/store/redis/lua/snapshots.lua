@@ -2,13 +2,14 @@
 -- Replies one element per task, in order: its snapshot when the owner may
 -- see it, else false (the task expired, or is gone, since it was listed).
 -- With has_owner '*' (the operator's listing) every existing task is seen,
--- its snapshot preceded by its owner flag and owner.
+-- its snapshot preceded by its owner flag, owner, tool and run
+-- (`admin_head`).
 local out = {}
 for i = 1, #KEYS, 2 do
   if reachable(KEYS[i], ARGV[1], ARGV[2]) then
     local head = {}
     if ARGV[1] == '*' then
-      head = owner_of(KEYS[i])
+      head = admin_head(KEYS[i])
     end
     out[#out + 1] = snapshot(KEYS[i], KEYS[i + 1], head)
   else
