@@ -147,10 +147,9 @@ impl Admin {
 /// of every owner's tasks as they change.
 ///
 /// Each [`TaskChange::Changed`] names a task that changed in a way its
-/// owner sees (a new status, a new status message, its end: terminal,
-/// expired or deleted); read it again with [`Admin::get`] (`None`: it is
-/// gone). A task is announced at its first change, not at its creation:
-/// [`Admin::list`] shows the new ones. An id may come more often than it
+/// owner sees (its creation, a new status, a new status message, its end:
+/// terminal, expired or deleted); read it again with [`Admin::get`]
+/// (`None`: it is gone). An id may come more often than it
 /// changed. [`TaskChange::Missed`] says changes may have been lost (a
 /// Redis reconnect, a watch that fell more than 4,096 changes behind, or,
 /// over Redis, the watch's own start, once its subscriptions are made):

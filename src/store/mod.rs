@@ -437,8 +437,8 @@ pub trait TaskStore: Send + Sync + 'static {
     }
 
     /// A feed of the tasks that just changed in a way a subscriber sees: a
-    /// new status, a new status message, or the end of the task (terminal,
-    /// expired, deleted). Every instance over a shared store hears every
+    /// new task, a new status, a new status message, or the end of the task
+    /// (terminal, expired, deleted). Every instance over a shared store hears every
     /// change of the tasks it runs and of the owners it
     /// [`listen`](Self::listen)s to (a store may carry more). The layer
     /// reads the task again for each id, so an id may

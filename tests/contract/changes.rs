@@ -36,6 +36,7 @@ async fn every_visible_change_announces_the_task<S: TaskStore>(store: &S) {
         .changes()
         .expect("rule: the store offers a change feed");
     let id = create(store, Some("alice"), Some(Duration::from_secs(60))).await;
+    assert_eq!(next(&mut feed, "a new task").await, id);
     store
         .set_status_message(id, "half way".into())
         .await
@@ -58,6 +59,11 @@ async fn every_visible_change_announces_the_task<S: TaskStore>(store: &S) {
     // A refused write changes nothing and announces nothing.
     assert!(store.complete(id, raw("{}")).await.is_err());
     let other = create(store, None, Some(Duration::from_secs(60))).await;
+    assert_eq!(
+        next(&mut feed, "a new task").await,
+        other,
+        "rule: nothing is announced for a refused write"
+    );
     store.cancel(other, None).await.unwrap();
     assert_eq!(
         next(&mut feed, "a cancelled task").await,

@@ -262,6 +262,7 @@ impl TaskStore for MemoryTaskStore {
                 let deadline = task.created_at.saturating_add(ttl);
                 self.schedule_expiry(id, ttl, deadline);
             }
+            self.changed(snapshot.id);
             Ok(CreatedTask { snapshot, stop })
         })
     }

@@ -178,7 +178,8 @@ impl RedisTaskStore {
             .arg(task.rerun.as_ref().map_or("", |rerun| rerun.call.get()))
             .arg(task.rerun.as_ref().map_or(1, |rerun| rerun.attempts.max(1)))
             .arg(if task.tool.is_some() { "1" } else { "0" })
-            .arg(task.tool.as_deref().unwrap_or_default());
+            .arg(task.tool.as_deref().unwrap_or_default())
+            .arg(keys.changed());
         if quota != Quota::default() {
             call.key(keys.live(owner)).key(keys.live_all());
         }

@@ -95,7 +95,8 @@ impl Shared {
                     {
                         self.wake.notify_one();
                     }
-                    None
+                    // A new task is a change a console sees.
+                    Some(id)
                 }
                 Effect::Changed(id) => Some(id),
                 Effect::Finished(id) => {

@@ -4,7 +4,7 @@
 -- ARGV: has_owner, owner, created ms, deadline ms or '', ttl ns or '',
 --       poll ns or '', has_message, message, id, task key head,
 --       instance id, lease ms, per-owner cap or '', total cap or '',
---       re-run record or '', attempts in all, has_tool, tool.
+--       re-run record or '', attempts in all, has_tool, tool, changes channel.
 -- Replies 1 when created (or created already by this same call), 0 on an id collision, -1 (per owner) or -2 (total)
 -- when a quota refuses the task; nothing is stored then.
 local task, index = KEYS[1], KEYS[2]
@@ -103,4 +103,6 @@ for _, id in ipairs(redis.call('SRANDMEMBER', KEYS[3], 2)) do
     redis.call('SREM', KEYS[3], id)
   end
 end
+-- A new task is a change: a console following every owner shows it.
+announce(ARGV[19], ARGV[9])
 return 1
