@@ -33,7 +33,7 @@ use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use futures_util::FutureExt;
-use futures_util::future::{Either, poll_immediate};
+use futures_util::future::Either;
 use http::header::CONTENT_LENGTH;
 use http::{Request, Response};
 use http_body::Body;
@@ -43,6 +43,7 @@ use tokio::time::{Instant, timeout_at};
 
 use tracing::Instrument;
 
+use super::in_time::in_time;
 use super::route::ToolCall;
 use crate::body::{BoxBody, BoxError, RequestBody, ResponseBody, passed, reply_response};
 use crate::bound::{Inner, Payload};
@@ -188,67 +189,6 @@ fn call_id(body: &Bytes, at: &Range<usize>) -> Bytes {
     let null = || Bytes::from_static(b"null");
     body.get(at.clone())
         .map_or_else(null, |_| body.slice(at.clone()))
-}
-
-/// The inner answer if it comes before `deadline`.
-///
-/// One poll, then one turn of the scheduler and a second poll, before the
-/// timer: an inner server that answers within that turn (a fast call to
-/// one that runs its handler as a task of its own, as rmcp does) never
-/// needs the threshold's timer. Making it (a handle on the time driver) and
-/// dropping it unused costs a fast call more than the second poll.
-async fn in_time<F: Future>(
-    mut future: Pin<&mut F>,
-    deadline: Instant,
-) -> Result<F::Output, tokio::time::error::Elapsed> {
-    if let Some(output) = poll_immediate(future.as_mut()).await {
-        return Ok(output);
-    }
-    scheduler_turn().await;
-    if let Some(output) = poll_immediate(future.as_mut()).await {
-        return Ok(output);
-    }
-    timeout_at(deadline, future).await
-}
-
-/// One turn of the scheduler for the inner server, before the raced call
-/// polls it again.
-///
-/// A multi-threaded runtime runs the task a call just spawned (rmcp's
-/// handler) first, from its LIFO slot: waking this task at once puts it
-/// behind that one, and the answer is there at the next poll. Not
-/// `tokio::task::yield_now`, which hands the waker to the scheduler to wake
-/// only once the worker has run out of tasks and polled its driver: the
-/// answer has usually woken the task by then, and the deferred wake polled
-/// the whole connection's future once more for nothing, every call.
-///
-/// A current-thread runtime queues a spawned task behind this one, and
-/// rmcp's handler is spawned by a task spawned by the call, so a wake at
-/// once would poll too early and make the timer. There `yield_now`, which
-/// waits until everything else has run, is still the cheaper of the two.
-async fn scheduler_turn() {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    let one_thread = Handle::try_current()
-        .is_ok_and(|handle| handle.runtime_flavor() == RuntimeFlavor::CurrentThread);
-    if one_thread {
-        tokio::task::yield_now().await;
-    } else {
-        requeue().await;
-    }
-}
-
-/// Pending once, with the task woken at once: it goes to the back of the
-/// run queue.
-fn requeue() -> impl Future<Output = ()> {
-    let mut woken = false;
-    std::future::poll_fn(move |cx| {
-        if woken {
-            return Poll::Ready(());
-        }
-        woken = true;
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    })
 }
 
 /// The parking of a call, from the request's future. Out of line, and
