@@ -22,10 +22,16 @@
 //! **Metrics** ([`metrics`]): through the `metrics` facade. The layer
 //! installs no recorder; with none installed, recording costs a few
 //! nanoseconds.
+//!
+//! **Calls** ([`calls`]): one record per `tools/call` the layer routed, for
+//! an observer; [`ToolStats`] keeps them per tool, slot by slot, for a
+//! console.
 
+pub mod calls;
 pub(crate) mod events;
 mod make_span;
 pub mod metrics;
+mod stats;
 pub(crate) mod store;
 
 use std::collections::HashMap;
@@ -38,6 +44,7 @@ use tracing::field::Empty;
 use crate::task::{TaskId, Timestamp};
 
 pub use make_span::{DefaultMakeSpan, MakeSpan};
+pub use stats::{SlotStats, ToolSeries, ToolStats};
 
 /// A response extension: the JSON-RPC error code of an error the layer
 /// answered itself, for the request span's `error.type`.
