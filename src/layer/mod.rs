@@ -31,6 +31,7 @@ use tower_layer::Layer;
 
 use crate::admin::Admin;
 use crate::config::{TasksConfig, WaiterLimits};
+use crate::observe::calls::CallObserver;
 use crate::owner::{DefaultOwner, ResolveOwner};
 use crate::policy::ToolPolicy;
 use crate::runtime::drain::Drain;
@@ -67,6 +68,7 @@ pub struct TasksLayer {
     store: Arc<dyn TaskStore>,
     owner: Arc<dyn ResolveOwner>,
     make_span: Arc<dyn crate::observe::MakeSpan>,
+    calls: Option<Arc<dyn CallObserver>>,
     scope: Option<Arc<str>>,
     /// What the first `layer()` of this layer and its clones built, and the
     /// drain handed out before it.
@@ -94,6 +96,7 @@ impl fmt::Debug for TasksLayer {
         f.debug_struct("TasksLayer")
             .field("config", &self.config)
             .field("scope", &self.scope)
+            .field("observe_calls", &self.calls.is_some())
             .field("built", &self.built.tasks.get().is_some())
             .finish_non_exhaustive()
     }
@@ -116,6 +119,7 @@ impl TasksLayer {
             store,
             owner: Arc::new(DefaultOwner),
             make_span: Arc::new(crate::observe::DefaultMakeSpan),
+            calls: None,
             scope: None,
         }
     }
@@ -136,7 +140,7 @@ impl TasksLayer {
                 self.config.clone(),
                 self.store.clone(),
                 self.owner.clone(),
-                self.make_span.clone(),
+                (self.make_span.clone(), self.calls.clone()),
                 self.scope.clone(),
             );
             let tasks = Tasks::new(shared);
@@ -198,6 +202,27 @@ impl TasksLayer {
     /// a type of yours, or a closure `Fn(&'static str, &Parts) -> Span`.
     pub fn make_span(mut self, make_span: impl crate::observe::MakeSpan) -> Self {
         self.make_span = Arc::new(make_span);
+        self.changed()
+    }
+
+    /// Tells `observer` of every `tools/call` the layer routes, once, as it
+    /// ends: its tool, how long it took, whether it parked and how it ended
+    /// (see [`observe::calls`](crate::observe::calls) for which calls, when,
+    /// and what counts as failed). [`ToolStats`](crate::observe::ToolStats)
+    /// keeps them per tool for a console. Without an observer a call costs
+    /// nothing more; with one, an answer in time is followed as it passes.
+    ///
+    /// ```
+    /// use mcp_tasks::observe::ToolStats;
+    /// use mcp_tasks::{MemoryTaskStore, TasksLayer};
+    ///
+    /// let stats = ToolStats::new();
+    /// let layer = TasksLayer::new(MemoryTaskStore::new()).observe_calls(stats.clone());
+    /// assert!(format!("{layer:?}").contains("observe_calls: true"));
+    /// assert!(stats.snapshot().is_empty());
+    /// ```
+    pub fn observe_calls(mut self, observer: impl CallObserver) -> Self {
+        self.calls = Some(Arc::new(observer));
         self.changed()
     }
 

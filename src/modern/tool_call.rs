@@ -10,6 +10,10 @@
 //! | outlives it, but is refused a task (draining, over a limit, the store failing) | the inner answer once it comes, as without the layer |
 //! | has policy `Never`                         | the inner answer, the call never raced           |
 //!
+//! With a call observer (`observe::calls`), every exit records the call: an
+//! answer in time as it passes (`runtime::flight::watched`), a parked one
+//! through its task, which takes the watch when it is created.
+//!
 //! A refused call stays in the request's future, so a client that hangs up
 //! still cancels it, and the layer never turns a flood of calls into a flood
 //! of background work. Its response goes out at once from where it stands
@@ -49,6 +53,7 @@ use crate::body::{BoxBody, BoxError, RequestBody, ResponseBody, passed, reply_re
 use crate::bound::{Inner, Payload};
 use crate::modern::fallback;
 use crate::modern::fallback::Handle;
+use crate::observe::calls::Watch;
 use crate::policy::ToolPolicy;
 use crate::rewrite::{self, Strip};
 use crate::runtime::Plain;
@@ -56,6 +61,7 @@ use crate::runtime::flight::caller::{CallInner, Caller};
 use crate::runtime::flight::direct::{Direct, failing};
 use crate::runtime::flight::event::starts_with_the_response;
 use crate::runtime::flight::live::Live;
+use crate::runtime::flight::watched::{Watching, answered, failed, sse_body};
 use crate::runtime::flight::{Answer, Event, Flight, InnerFuture};
 use crate::runtime::mrtr::Template;
 use crate::runtime::{First, NotStarted, RequestContext, Runtime, Start};
@@ -106,6 +112,8 @@ where
     let forwarded = rewrite::forwarded_call(&bytes, &call.strip, token.as_ref())
         .unwrap_or_else(|| bytes.clone());
     parts.headers.remove(CONTENT_LENGTH);
+    // For the call observer, if there is one: recorded as the call ends.
+    let watch = Watch::start(runtime.calls.as_ref(), &bytes, call.name.clone()).map(Watching::Own);
     if !raced {
         // Not raced: only the id is kept, for a gateway's error answer.
         let id = call_id(&bytes, &call.id);
@@ -113,11 +121,15 @@ where
         let future = Box::pin(future);
         let keep_alive = runtime.config.keep_alive;
         return Either::Left(async move {
-            let response = future.await?;
+            let response = match future.await {
+                Ok(response) => response,
+                Err(error) => return Err(failed(watch, error)),
+            };
             if response.status().is_server_error() {
-                return Ok(Box::pin(rewrite::with_call_id(response, id)).await);
+                let response = Box::pin(rewrite::with_call_id(response, id)).await;
+                return Ok(answered(response, watch));
             }
-            Ok(passed(response, keep_alive))
+            Ok(answered(passed(response, keep_alive), watch))
         });
     }
     // What a parked call needs later and only the request has: its owner,
@@ -128,6 +140,7 @@ where
     let request = Request::from_parts(parts, RequestBody::buffered(forwarded));
     let mut future = Box::pin(inner.call(request));
     let parking = Parking {
+        watch,
         arrived: Instant::now(),
         // The request's span, entered by the caller (or, when no subscriber
         // takes it, the span around the request; none when no subscriber is
@@ -163,7 +176,11 @@ where
             return Ok(park(parking, caller(), future).await);
         }
         let Some(deadline) = deadline else {
-            return Ok(passed(future.await?, parking.runtime.config.keep_alive));
+            let response = match future.await {
+                Ok(response) => passed(response, parking.runtime.config.keep_alive),
+                Err(error) => return Err(failed(parking.watch, error)),
+            };
+            return Ok(answered(response, parking.watch));
         };
         match in_time(future.as_mut(), deadline).await {
             // Nothing of the race lives across an await from here: each
@@ -175,10 +192,14 @@ where
             // and its state would otherwise be reserved in every call's.
             Ok(Ok(response)) if response.status().is_server_error() => {
                 let id = call_id(&parking.body, &parking.id);
-                Ok(Box::pin(rewrite::with_call_id(response, id)).await)
+                let response = Box::pin(rewrite::with_call_id(response, id)).await;
+                Ok(answered(response, parking.watch))
             }
-            Ok(Ok(response)) => Ok(response.map(ResponseBody::inner)),
-            Ok(Err(error)) => Ok(inner_failed(error.into(), &parking)),
+            Ok(Ok(response)) => Ok(answered(response.map(ResponseBody::inner), parking.watch)),
+            Ok(Err(error)) => Ok(answered(
+                inner_failed(error.into(), &parking),
+                parking.watch,
+            )),
             Err(_) => Ok(park(parking, caller(), future).await),
         }
     })
@@ -269,7 +290,7 @@ async fn until_answer(flight: &mut Flight, progress: &mut Option<String>) -> Box
 fn live<RB, C>(
     response: Response<RB>,
     deadline: Instant,
-    parking: Parking,
+    mut parking: Parking,
     caller: C,
 ) -> Response<ResponseBody<RB>>
 where
@@ -277,6 +298,7 @@ where
     RB::Error: Into<BoxError>,
     C: FnOnce() -> Box<dyn CallInner> + Send + 'static,
 {
+    let watch = parking.watch.take();
     let (mut head, body) = response.into_parts();
     let mut body = Box::pin(body);
     // Polled with no waker: a body not ready yet goes to `Direct`, which
@@ -288,7 +310,8 @@ where
     {
         Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
             Ok(data) if starts_with_the_response(&data) => {
-                return Response::from_parts(head, ResponseBody::resumed(data, body));
+                let response = Response::from_parts(head, ResponseBody::resumed(data, body));
+                return answered(response, watch);
             }
             Ok(data) => data,
             // Trailers first: dropped, as `Direct` drops them while racing.
@@ -296,22 +319,27 @@ where
         },
         Poll::Ready(Some(Err(error))) => {
             head.headers.remove(CONTENT_LENGTH);
-            return Response::from_parts(head, ResponseBody::boxed(failing(error.into())));
+            let body = ResponseBody::boxed(failing(error.into()));
+            return answered(Response::from_parts(head, body), watch);
         }
         Poll::Ready(None) => {
             head.headers.remove(CONTENT_LENGTH);
-            return Response::from_parts(head, ResponseBody::full(Bytes::new()));
+            let body = ResponseBody::full(Bytes::new());
+            return answered(Response::from_parts(head, body), watch);
         }
         Poll::Pending => Bytes::new(),
     };
     // The stream may end with the layer's own event instead of the rest.
     head.headers.remove(CONTENT_LENGTH);
     let limit = parking.limit();
+    // Parking may take the watch from inside the body: both hold it.
+    let (watch, parks) = watch.map(Watching::share).unzip();
+    parking.watch = parks;
     let slow = move |unsent, body: Pin<Box<RB>>| {
         let body = BodyExt::boxed_unsync(body.map_err(Into::into));
         racing_body::<RB>(unsent, body, deadline, (parking, caller()))
     };
-    let body = BodyExt::boxed_unsync(Direct::new(body, read, deadline, limit, slow));
+    let body = sse_body(Direct::new(body, read, deadline, limit, slow), watch);
     Response::from_parts(head, ResponseBody::boxed(body))
 }
 
@@ -340,7 +368,10 @@ where
                 Parked::Task(reply) | Parked::Lost(reply) => {
                     ResponseBody::full(sse::event(&reply.body))
                 }
-                Parked::Refused(flight) => Box::pin(flight.into_response::<RB>()).await.into_body(),
+                // Relayed on: the watch around the body records it.
+                Parked::Refused(flight, _) => {
+                    Box::pin(flight.into_response::<RB>()).await.into_body()
+                }
             },
         }
     });
@@ -349,6 +380,8 @@ where
 
 /// What parking a call takes besides the flight and the caller.
 struct Parking {
+    /// The call observer's watch, if any: a task started takes it.
+    watch: Option<Watching>,
     /// When the call was sent on.
     arrived: Instant,
     /// The request's span: parking may happen while the client reads the
@@ -376,8 +409,8 @@ struct Parking {
 enum Parked {
     /// The `CreateTaskResult` reply: the task drives the call now.
     Task(Reply),
-    /// Refused a task: the call stays with its client.
-    Refused(Flight),
+    /// Refused a task: the call stays with its client, watched as before.
+    Refused(Flight, Option<Watching>),
     /// The call was lost on the way (an error reply for it).
     Lost(Reply),
 }
@@ -425,6 +458,7 @@ impl Parking {
     ) -> Parked {
         let id = self.id();
         let Self {
+            watch,
             arrived,
             span,
             runtime,
@@ -459,9 +493,12 @@ impl Parking {
             params,
             dialect: Box::<Plain>::default(),
             waited: arrived.elapsed(),
+            call: watch.as_ref().and_then(Watching::parked_call),
         };
         match runtime.start(start, First::Running(flight)).await {
             Ok(snapshot) => {
+                // Taken from the request's path: the task records the call.
+                let _taken = watch.and_then(Watching::take);
                 span.record("mcp.task.id", tracing::field::display(&snapshot.id));
                 Parked::Task(match handle {
                     Handle::Task => Reply::result(&id, render(&snapshot, TaskView::Created)),
@@ -482,11 +519,11 @@ impl Parking {
                     tracing::warn!(reason = message, "not parked: the call stays synchronous");
                 }
                 match first.map(|first| *first) {
-                    Some(First::Running(flight)) => Parked::Refused(flight),
-                    _ => Parked::Lost(Reply::internal(
-                        Some(&id),
-                        "The call was lost while parking it",
-                    )),
+                    Some(First::Running(flight)) => Parked::Refused(flight, watch),
+                    _ => {
+                        let lost = "The call was lost while parking it";
+                        Parked::Lost(failed(watch, Reply::internal(Some(&id), lost)))
+                    }
                 }
             }
         }
@@ -508,9 +545,9 @@ impl Parking {
         match self.start(caller, flight, progress).await {
             Parked::Task(reply) | Parked::Lost(reply) => reply_response(reply),
             // Refused (a full quota): a gateway's error answer gets the id.
-            Parked::Refused(flight) => {
+            Parked::Refused(flight, watch) => {
                 let response = flight.into_response().await;
-                rewrite::with_call_id_in(response, id).await
+                answered(rewrite::with_call_id_in(response, id).await, watch)
             }
         }
     }

@@ -24,8 +24,9 @@
 //! nanoseconds.
 //!
 //! **Calls** ([`calls`]): one record per `tools/call` the layer routed, for
-//! an observer; [`ToolStats`] keeps them per tool, slot by slot, for a
-//! console.
+//! an observer installed with
+//! [`TasksLayer::observe_calls`](crate::TasksLayer::observe_calls);
+//! [`ToolStats`] keeps them per tool, slot by slot, for a console.
 
 pub mod calls;
 pub(crate) mod events;
@@ -128,6 +129,9 @@ pub(crate) struct TaskTrace {
     /// While the task waits for input: the watchdog of its deadline, which
     /// a resume here stops (it also holds the span open).
     pub watchdog: Option<tokio::task::AbortHandle>,
+    /// The call, for the call observer, when there is one and the task was
+    /// parked here.
+    pub call: Option<calls::ParkedCall>,
 }
 
 /// The traces of tasks waiting for input on this instance, so that a

@@ -1,15 +1,32 @@
 //! One record per `tools/call` the layer routed, for an observer of yours
-//! ([`CallObserver`]): which tool, how long, whether it parked, how it
-//! ended. [`ToolStats`](super::ToolStats) is one such observer, made for a
-//! console.
+//! ([`CallObserver`], installed with
+//! [`TasksLayer::observe_calls`](crate::TasksLayer::observe_calls)):
+//! which tool, how long, whether it parked, how it ended.
+//! [`ToolStats`](super::ToolStats) is one such observer, made for a console.
 //!
-//! **Which calls.** Every `tools/call` the layer races and may park (a
-//! declaring client's, or one that falls back for a client without
-//! tasks), and every 2025-11-25 `tools/call` with `params.task`: exactly
-//! once each, parked or not. A `tools/call` the layer forwards untouched (a
-//! 2026-07-28 client without tasks and no fallback, a 2025-11-25 call
-//! without `params.task`), and a call of the fallback's own tools, is not
-//! recorded: it is the inner server's to count.
+//! ```
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//! use mcp_tasks::observe::calls::{CallOutcome, CallRecord};
+//! use mcp_tasks::{MemoryTaskStore, TasksLayer};
+//!
+//! static FAILED: AtomicU64 = AtomicU64::new(0);
+//! let layer = TasksLayer::new(MemoryTaskStore::new()).observe_calls(|call: &CallRecord<'_>| {
+//!     if call.outcome == CallOutcome::Failed {
+//!         FAILED.fetch_add(1, Ordering::Relaxed);
+//!     }
+//! });
+//! # let _ = layer;
+//! ```
+//!
+//! **Which calls.** Every `tools/call` the layer takes as a tool call: a
+//! declaring client's (raced against the threshold, or not under the
+//! `Never` policy), one that falls back for a client without tasks, and a
+//! 2025-11-25 one with `params.task`: exactly once each, parked or not. Not
+//! recorded: a `tools/call` the layer forwards untouched (a 2026-07-28
+//! client without tasks and no fallback, a 2025-11-25 call without
+//! `params.task`), which is the inner server's to count; one the layer
+//! refuses before routing it (a malformed request, a policy the call
+//! breaks, a drain's `503`); and a call of the fallback's own tools.
 //!
 //! **When, and what `elapsed` is.** From the moment the layer sends the call
 //! on (its body read and classified) to:
@@ -44,7 +61,11 @@
 //! escapes are not recognized. Without an observer none of this runs: the
 //! fast path costs one test of an `Option`.
 
+mod watch;
+
 use std::time::Duration;
+
+pub(crate) use watch::{ParkedCall, Watch};
 
 /// Told of every `tools/call` the layer routed, once, when it ends (see the
 /// [module docs](self) for which calls, when, and what counts as failed).

@@ -25,15 +25,19 @@ use window::{Call, Window};
 /// Per tool, over the last minutes, how many calls, how many
 /// of them parked or failed, and the 50th, 95th and 99th percentiles of
 /// their run time, slot by slot: what an operator's console plots. It is a
-/// [`CallObserver`]: give the layer a clone, and read
+/// [`CallObserver`]: install a clone with
+/// [`TasksLayer::observe_calls`](crate::TasksLayer::observe_calls) and read
 /// [`ToolStats::snapshot`] whenever the console asks.
 ///
 /// ```
 /// use std::time::Duration;
 /// use mcp_tasks::observe::ToolStats;
 /// use mcp_tasks::observe::calls::{CallObserver, CallOutcome, CallRecord};
+/// use mcp_tasks::{MemoryTaskStore, TasksLayer};
 ///
 /// let stats = ToolStats::new(); // 10 s slots over 10 minutes
+/// let layer = TasksLayer::new(MemoryTaskStore::new()).observe_calls(stats.clone());
+/// # let _ = layer;
 ///
 /// // What the layer does at the end of each call:
 /// let ms = Duration::from_millis;
