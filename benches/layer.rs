@@ -6,6 +6,9 @@
 //! `with_layer_observed` is the layer with what an operator installs: a
 //! `tracing` subscriber at `info` (formatting to a sink) and the Prometheus
 //! metrics recorder, both scoped to the benchmark's thread.
+//! `with_layer_stats` is the layer with a call observer, `ToolStats`, that
+//! records every fast call; `tool_stats/record_known_tool` is one record
+//! alone.
 
 #[path = "support/inner.rs"]
 mod inner;
@@ -15,6 +18,8 @@ mod tasks;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use mcp_tasks::observe::ToolStats;
+use mcp_tasks::observe::calls::{CallObserver, CallOutcome, CallRecord};
 use mcp_tasks::{MemoryTaskStore, TaskId, TaskStore, TasksLayer};
 use tower::Layer;
 
@@ -59,6 +64,9 @@ fn passthrough_and_fast_calls(c: &mut Criterion) {
         answers: Answers::AtOnce,
     };
     let layered = TasksLayer::new(MemoryTaskStore::new()).layer(bare);
+    let with_stats = TasksLayer::new(MemoryTaskStore::new())
+        .observe_calls(ToolStats::new())
+        .layer(bare);
     // Task events on: what the fast path pays for them (nothing is
     // subscribed; a call answered in time makes no status change).
     let with_events = rt.block_on(async {
@@ -115,6 +123,25 @@ fn passthrough_and_fast_calls(c: &mut Criterion) {
         b.to_async(&rt)
             .iter(|| roundtrip(with_events.clone(), fast_call()))
     });
+    group.bench_function("with_layer_stats", |b| {
+        b.to_async(&rt)
+            .iter(|| roundtrip(with_stats.clone(), fast_call()))
+    });
+    group.finish();
+}
+
+/// One record of a fast call of a known tool into `ToolStats`.
+fn tool_stats_record(c: &mut Criterion) {
+    let stats = ToolStats::new();
+    let call = CallRecord::new(
+        "job",
+        Duration::from_micros(40),
+        false,
+        CallOutcome::Succeeded,
+    );
+    stats.finished(&call);
+    let mut group = c.benchmark_group("tool_stats");
+    group.bench_function("record_known_tool", |b| b.iter(|| stats.finished(&call)));
     group.finish();
 }
 
@@ -205,6 +232,7 @@ fn park_and_complete(c: &mut Criterion) {
 criterion_group!(
     benches,
     passthrough_and_fast_calls,
+    tool_stats_record,
     tasks_get_among_100k,
     park_and_complete
 );

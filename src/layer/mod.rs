@@ -12,6 +12,7 @@
 //! | `gather.rs`  | reads a POST body whole, up to a limit, into one buffer              |
 //! | `classify/`  | the one parse of a POST: which generation, and which `Route`         |
 //! | `dispatch.rs`| picks the handler of a request, with its owner resolved once         |
+//! | `tests.rs`   | the builder's unit tests: clones share one build, a drain before it  |
 
 mod classify;
 mod dispatch;
@@ -30,6 +31,7 @@ use tower_layer::Layer;
 
 use crate::admin::Admin;
 use crate::config::{TasksConfig, WaiterLimits};
+use crate::observe::calls::CallObserver;
 use crate::owner::{DefaultOwner, ResolveOwner};
 use crate::policy::ToolPolicy;
 use crate::runtime::drain::Drain;
@@ -66,6 +68,7 @@ pub struct TasksLayer {
     store: Arc<dyn TaskStore>,
     owner: Arc<dyn ResolveOwner>,
     make_span: Arc<dyn crate::observe::MakeSpan>,
+    calls: Option<Arc<dyn CallObserver>>,
     scope: Option<Arc<str>>,
     /// What the first `layer()` of this layer and its clones built, and the
     /// drain handed out before it.
@@ -93,6 +96,7 @@ impl fmt::Debug for TasksLayer {
         f.debug_struct("TasksLayer")
             .field("config", &self.config)
             .field("scope", &self.scope)
+            .field("observe_calls", &self.calls.is_some())
             .field("built", &self.built.tasks.get().is_some())
             .finish_non_exhaustive()
     }
@@ -115,6 +119,7 @@ impl TasksLayer {
             store,
             owner: Arc::new(DefaultOwner),
             make_span: Arc::new(crate::observe::DefaultMakeSpan),
+            calls: None,
             scope: None,
         }
     }
@@ -135,7 +140,7 @@ impl TasksLayer {
                 self.config.clone(),
                 self.store.clone(),
                 self.owner.clone(),
-                self.make_span.clone(),
+                (self.make_span.clone(), self.calls.clone()),
                 self.scope.clone(),
             );
             let tasks = Tasks::new(shared);
@@ -197,6 +202,27 @@ impl TasksLayer {
     /// a type of yours, or a closure `Fn(&'static str, &Parts) -> Span`.
     pub fn make_span(mut self, make_span: impl crate::observe::MakeSpan) -> Self {
         self.make_span = Arc::new(make_span);
+        self.changed()
+    }
+
+    /// Tells `observer` of every `tools/call` the layer routes, once, as it
+    /// ends: its tool, how long it took, whether it parked and how it ended
+    /// (see [`observe::calls`](crate::observe::calls) for which calls, when,
+    /// and what counts as failed). [`ToolStats`](crate::observe::ToolStats)
+    /// keeps them per tool for a console. Without an observer a call costs
+    /// nothing more; with one, an answer in time is followed as it passes.
+    ///
+    /// ```
+    /// use mcp_tasks::observe::ToolStats;
+    /// use mcp_tasks::{MemoryTaskStore, TasksLayer};
+    ///
+    /// let stats = ToolStats::new();
+    /// let layer = TasksLayer::new(MemoryTaskStore::new()).observe_calls(stats.clone());
+    /// assert!(format!("{layer:?}").contains("observe_calls: true"));
+    /// assert!(stats.snapshot().is_empty());
+    /// ```
+    pub fn observe_calls(mut self, observer: impl CallObserver) -> Self {
+        self.calls = Some(Arc::new(observer));
         self.changed()
     }
 
@@ -541,57 +567,4 @@ impl<S> Layer<S> for TasksLayer {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::MemoryTaskStore;
-
-    fn shares(a: &TasksService<()>, b: &TasksService<()>) -> bool {
-        Arc::ptr_eq(&a.shared().sessions, &b.shared().sessions)
-            && Arc::ptr_eq(
-                &a.shared().runtime.background,
-                &b.shared().runtime.background,
-            )
-    }
-
-    #[test]
-    fn clones_share_one_build_and_a_setting_after_it_builds_anew() {
-        let layer = TasksLayer::new(MemoryTaskStore::new()).max_running(2);
-        let first = layer.layer(());
-        assert!(shares(&first, &layer.clone().layer(())));
-        assert!(shares(&first, &layer.clone().build().layer(())));
-        // Any setting after the build: a layer that builds anew, with it.
-        let changed = layer.clone().threshold(Duration::from_millis(5));
-        let other = changed.layer(());
-        assert!(!shares(&first, &other));
-        assert_eq!(other.config().threshold(), Duration::from_millis(5));
-        assert!(shares(&other, &changed.layer(())));
-        // An explicit build: every service of it shares it.
-        let tasks = TasksLayer::new(MemoryTaskStore::new()).build();
-        assert!(shares(&tasks.layer(()), &tasks.clone().layer(())));
-    }
-
-    #[test]
-    fn a_drain_taken_before_the_build_drains_what_it_builds() {
-        let layer = TasksLayer::new(MemoryTaskStore::new());
-        let drain = layer.drain();
-        assert_eq!(drain.running(), 0);
-        // Settings before the build keep the drain's tie.
-        let tasks = layer
-            .threshold(Duration::from_millis(5))
-            .max_running(3)
-            .build();
-        assert!(!tasks.drain().is_closed());
-        drain.close();
-        assert!(tasks.drain().is_closed());
-        assert_eq!(tasks.config().max_running(), 3);
-    }
-
-    #[test]
-    fn a_drain_closed_before_the_build_makes_it_start_closed() {
-        let layer = TasksLayer::new(MemoryTaskStore::new());
-        let drain = layer.drain();
-        drain.close();
-        assert!(drain.is_closed());
-        assert!(layer.build().drain().is_closed());
-    }
-}
+mod tests;

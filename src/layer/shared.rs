@@ -4,7 +4,7 @@
 //!
 //! | Part        | Holds                                                   | Sized by                       |
 //! |-------------|---------------------------------------------------------|--------------------------------|
-//! | `runtime`   | the engine: settings, store, owner resolver, scope, the background work, the tasks waiting for input, the tools' hints | `max_running` |
+//! | `runtime`   | the engine: settings, store, owner resolver, scope, the background work, the tasks waiting for input, the tools' hints, the hooks (spans, the call observer) | `max_running` |
 //! | `sessions`  | the 2025-11-25 sessions                                  | `legacy_sessions`              |
 //! | `waiters`   | the 2025-11-25 `tasks/result` waiters                    | `max_result_waiters`           |
 //! | `hub`       | the task status subscriptions and the changes they watch | `max_subscriptions`            |
@@ -24,6 +24,7 @@ use crate::legacy::waiters::Waiters;
 use crate::modern::events::{Events, deliver};
 use crate::modern::own_tasks::OwnTasks;
 use crate::observe::MakeSpan;
+use crate::observe::calls::CallObserver;
 use crate::owner::ResolveOwner;
 use crate::runtime::Runtime;
 use crate::runtime::background::Background;
@@ -52,12 +53,12 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// The state `config` sizes, over `store`, with owners from `resolver`
-    /// under `scope`.
+    /// under `scope`; `calls` is told of each call as it ends.
     pub(crate) fn build(
         config: TasksConfig,
         store: Arc<dyn TaskStore>,
         resolver: Arc<dyn ResolveOwner>,
-        make_span: Arc<dyn MakeSpan>,
+        (make_span, calls): (Arc<dyn MakeSpan>, Option<Arc<dyn CallObserver>>),
         scope: Option<Arc<str>>,
     ) -> Self {
         let background = Arc::new(Background::new(config.max_running));
@@ -85,6 +86,7 @@ impl Shared {
                 waiting: Arc::default(),
                 hints: Arc::default(),
                 make_span,
+                calls,
             }),
         }
     }

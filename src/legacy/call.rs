@@ -9,17 +9,24 @@
 //!
 //! The requested `ttl` is honoured up to the configured maximum; without one
 //! the configured TTL applies. The TTL actually given is the one reported.
+//!
+//! For the call observer (`observe::calls`) such a call is parked: it is
+//! recorded when its task ends, from the moment it arrived here; one that
+//! gets no task (over a limit, the store failing) is recorded at once, as
+//! failed and not parked.
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::value::RawValue;
+use tokio::time::Instant;
 
 use super::input::Relay;
 use super::route::{LEGACY_VERSION, LegacyCall, error};
 use super::sessions::Sessions;
 use crate::config::TasksConfig;
+use crate::observe::calls::ParkedCall;
 use crate::runtime::RequestContext;
 use crate::runtime::flight::caller::CallInner;
 use crate::runtime::mrtr::Template;
@@ -106,6 +113,27 @@ pub(crate) async fn call(
     caller: Box<dyn CallInner>,
     call: LegacyCall,
 ) -> Reply {
+    let observed = cx.runtime.calls.as_ref().map(|observer| {
+        let tool = string_at(&cx.body, call.name.clone()).unwrap_or_default();
+        ParkedCall::new(observer.clone(), Instant::now(), tool.into())
+    });
+    let reply = start_task(cx, sessions, caller, call, observed.clone()).await;
+    // No task: the client got an error for its call.
+    if let Some(observed) = observed.filter(|_| reply.code.is_some()) {
+        observed.refused();
+    }
+    reply
+}
+
+/// [`call`], with the call `observed` for the call observer, recorded by
+/// the task when it ends.
+async fn start_task(
+    cx: RequestContext,
+    sessions: &Sessions,
+    caller: Box<dyn CallInner>,
+    call: LegacyCall,
+    observed: Option<ParkedCall>,
+) -> Reply {
     let RequestContext {
         runtime,
         parts,
@@ -145,6 +173,7 @@ pub(crate) async fn call(
         template,
         params: empty_object(),
         dialect: Box::new(Relay::new(inner_id.clone(), follows)),
+        call: observed,
     };
     let first = First::Send {
         id: inner_id,

@@ -8,6 +8,7 @@
 //! |------|-------|
 //! | `route.rs` | the parsed calls `layer::classify` hands this wing, and the one table of task method names |
 //! | `tool_call.rs` | a declaring client's `tools/call`: forwarded, raced against the threshold, parked |
+//! | `in_time.rs` | the race's first steps: two polls around one turn of the scheduler before the threshold's timer |
 //! | `methods.rs` | `tasks/get`, `tasks/update`, `tasks/cancel` over the store |
 //! | `own_tasks.rs` | whether the inner server has tasks of its own: then its tasks pass through |
 //! | `early.rs` | a long synchronous call answered early: the layer's own SSE head and keep-alives |
@@ -18,6 +19,7 @@
 pub(crate) mod early;
 pub(crate) mod events;
 pub(crate) mod fallback;
+mod in_time;
 pub(crate) mod methods;
 pub(crate) mod own_tasks;
 pub(crate) mod push;

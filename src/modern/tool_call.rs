@@ -10,6 +10,10 @@
 //! | outlives it, but is refused a task (draining, over a limit, the store failing) | the inner answer once it comes, as without the layer |
 //! | has policy `Never`                         | the inner answer, the call never raced           |
 //!
+//! With a call observer (`observe::calls`), every exit records the call: an
+//! answer in time as it passes (`runtime::flight::watched`), a parked one
+//! through its task, which takes the watch when it is created.
+//!
 //! A refused call stays in the request's future, so a client that hangs up
 //! still cancels it, and the layer never turns a flood of calls into a flood
 //! of background work. Its response goes out at once from where it stands
@@ -33,7 +37,7 @@ use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use futures_util::FutureExt;
-use futures_util::future::{Either, poll_immediate};
+use futures_util::future::Either;
 use http::header::CONTENT_LENGTH;
 use http::{Request, Response};
 use http_body::Body;
@@ -43,11 +47,13 @@ use tokio::time::{Instant, timeout_at};
 
 use tracing::Instrument;
 
+use super::in_time::in_time;
 use super::route::ToolCall;
 use crate::body::{BoxBody, BoxError, RequestBody, ResponseBody, passed, reply_response};
 use crate::bound::{Inner, Payload};
 use crate::modern::fallback;
 use crate::modern::fallback::Handle;
+use crate::observe::calls::Watch;
 use crate::policy::ToolPolicy;
 use crate::rewrite::{self, Strip};
 use crate::runtime::Plain;
@@ -55,6 +61,7 @@ use crate::runtime::flight::caller::{CallInner, Caller};
 use crate::runtime::flight::direct::{Direct, failing};
 use crate::runtime::flight::event::starts_with_the_response;
 use crate::runtime::flight::live::Live;
+use crate::runtime::flight::watched::{Watching, answered, failed, sse_body};
 use crate::runtime::flight::{Answer, Event, Flight, InnerFuture};
 use crate::runtime::mrtr::Template;
 use crate::runtime::{First, NotStarted, RequestContext, Runtime, Start};
@@ -105,6 +112,8 @@ where
     let forwarded = rewrite::forwarded_call(&bytes, &call.strip, token.as_ref())
         .unwrap_or_else(|| bytes.clone());
     parts.headers.remove(CONTENT_LENGTH);
+    // For the call observer, if there is one: recorded as the call ends.
+    let watch = Watch::start(runtime.calls.as_ref(), &bytes, call.name.clone()).map(Watching::Own);
     if !raced {
         // Not raced: only the id is kept, for a gateway's error answer.
         let id = call_id(&bytes, &call.id);
@@ -112,11 +121,15 @@ where
         let future = Box::pin(future);
         let keep_alive = runtime.config.keep_alive;
         return Either::Left(async move {
-            let response = future.await?;
+            let response = match future.await {
+                Ok(response) => response,
+                Err(error) => return Err(failed(watch, error)),
+            };
             if response.status().is_server_error() {
-                return Ok(Box::pin(rewrite::with_call_id(response, id)).await);
+                let response = Box::pin(rewrite::with_call_id(response, id)).await;
+                return Ok(answered(response, watch));
             }
-            Ok(passed(response, keep_alive))
+            Ok(answered(passed(response, keep_alive), watch))
         });
     }
     // What a parked call needs later and only the request has: its owner,
@@ -127,6 +140,7 @@ where
     let request = Request::from_parts(parts, RequestBody::buffered(forwarded));
     let mut future = Box::pin(inner.call(request));
     let parking = Parking {
+        watch,
         arrived: Instant::now(),
         // The request's span, entered by the caller (or, when no subscriber
         // takes it, the span around the request; none when no subscriber is
@@ -163,7 +177,11 @@ where
             return Ok(park(parking, caller(), future).await);
         }
         let Some(deadline) = deadline else {
-            return Ok(passed(future.await?, parking.runtime.config.keep_alive));
+            let response = match future.await {
+                Ok(response) => passed(response, parking.runtime.config.keep_alive),
+                Err(error) => return Err(failed(parking.watch, error)),
+            };
+            return Ok(answered(response, parking.watch));
         };
         match in_time(future.as_mut(), deadline).await {
             // Nothing of the race lives across an await from here: each
@@ -175,10 +193,14 @@ where
             // and its state would otherwise be reserved in every call's.
             Ok(Ok(response)) if response.status().is_server_error() => {
                 let id = call_id(&parking.body, &parking.id);
-                Ok(Box::pin(rewrite::with_call_id(response, id)).await)
+                let response = Box::pin(rewrite::with_call_id(response, id)).await;
+                Ok(answered(response, parking.watch))
             }
-            Ok(Ok(response)) => Ok(response.map(ResponseBody::inner)),
-            Ok(Err(error)) => Ok(inner_failed(error.into(), &parking)),
+            Ok(Ok(response)) => Ok(answered(response.map(ResponseBody::inner), parking.watch)),
+            Ok(Err(error)) => Ok(answered(
+                inner_failed(error.into(), &parking),
+                parking.watch,
+            )),
             Err(_) => Ok(park(parking, caller(), future).await),
         }
     })
@@ -189,67 +211,6 @@ fn call_id(body: &Bytes, at: &Range<usize>) -> Bytes {
     let null = || Bytes::from_static(b"null");
     body.get(at.clone())
         .map_or_else(null, |_| body.slice(at.clone()))
-}
-
-/// The inner answer if it comes before `deadline`.
-///
-/// One poll, then one turn of the scheduler and a second poll, before the
-/// timer: an inner server that answers within that turn (a fast call to
-/// one that runs its handler as a task of its own, as rmcp does) never
-/// needs the threshold's timer. Making it (a handle on the time driver) and
-/// dropping it unused costs a fast call more than the second poll.
-async fn in_time<F: Future>(
-    mut future: Pin<&mut F>,
-    deadline: Instant,
-) -> Result<F::Output, tokio::time::error::Elapsed> {
-    if let Some(output) = poll_immediate(future.as_mut()).await {
-        return Ok(output);
-    }
-    scheduler_turn().await;
-    if let Some(output) = poll_immediate(future.as_mut()).await {
-        return Ok(output);
-    }
-    timeout_at(deadline, future).await
-}
-
-/// One turn of the scheduler for the inner server, before the raced call
-/// polls it again.
-///
-/// A multi-threaded runtime runs the task a call just spawned (rmcp's
-/// handler) first, from its LIFO slot: waking this task at once puts it
-/// behind that one, and the answer is there at the next poll. Not
-/// `tokio::task::yield_now`, which hands the waker to the scheduler to wake
-/// only once the worker has run out of tasks and polled its driver: the
-/// answer has usually woken the task by then, and the deferred wake polled
-/// the whole connection's future once more for nothing, every call.
-///
-/// A current-thread runtime queues a spawned task behind this one, and
-/// rmcp's handler is spawned by a task spawned by the call, so a wake at
-/// once would poll too early and make the timer. There `yield_now`, which
-/// waits until everything else has run, is still the cheaper of the two.
-async fn scheduler_turn() {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    let one_thread = Handle::try_current()
-        .is_ok_and(|handle| handle.runtime_flavor() == RuntimeFlavor::CurrentThread);
-    if one_thread {
-        tokio::task::yield_now().await;
-    } else {
-        requeue().await;
-    }
-}
-
-/// Pending once, with the task woken at once: it goes to the back of the
-/// run queue.
-fn requeue() -> impl Future<Output = ()> {
-    let mut woken = false;
-    std::future::poll_fn(move |cx| {
-        if woken {
-            return Poll::Ready(());
-        }
-        woken = true;
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    })
 }
 
 /// The parking of a call, from the request's future. Out of line, and
@@ -330,7 +291,7 @@ async fn until_answer(flight: &mut Flight, progress: &mut Option<String>) -> Box
 fn live<RB, C>(
     response: Response<RB>,
     deadline: Instant,
-    parking: Parking,
+    mut parking: Parking,
     caller: C,
 ) -> Response<ResponseBody<RB>>
 where
@@ -338,6 +299,7 @@ where
     RB::Error: Into<BoxError>,
     C: FnOnce() -> Box<dyn CallInner> + Send + 'static,
 {
+    let watch = parking.watch.take();
     let (mut head, body) = response.into_parts();
     let mut body = Box::pin(body);
     // Polled with no waker: a body not ready yet goes to `Direct`, which
@@ -349,7 +311,8 @@ where
     {
         Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
             Ok(data) if starts_with_the_response(&data) => {
-                return Response::from_parts(head, ResponseBody::resumed(data, body));
+                let response = Response::from_parts(head, ResponseBody::resumed(data, body));
+                return answered(response, watch);
             }
             Ok(data) => data,
             // Trailers first: dropped, as `Direct` drops them while racing.
@@ -357,22 +320,27 @@ where
         },
         Poll::Ready(Some(Err(error))) => {
             head.headers.remove(CONTENT_LENGTH);
-            return Response::from_parts(head, ResponseBody::boxed(failing(error.into())));
+            let body = ResponseBody::boxed(failing(error.into()));
+            return answered(Response::from_parts(head, body), watch);
         }
         Poll::Ready(None) => {
             head.headers.remove(CONTENT_LENGTH);
-            return Response::from_parts(head, ResponseBody::full(Bytes::new()));
+            let body = ResponseBody::full(Bytes::new());
+            return answered(Response::from_parts(head, body), watch);
         }
         Poll::Pending => Bytes::new(),
     };
     // The stream may end with the layer's own event instead of the rest.
     head.headers.remove(CONTENT_LENGTH);
     let limit = parking.limit();
+    // Parking may take the watch from inside the body: both hold it.
+    let (watch, parks) = watch.map(Watching::share).unzip();
+    parking.watch = parks;
     let slow = move |unsent, body: Pin<Box<RB>>| {
         let body = BodyExt::boxed_unsync(body.map_err(Into::into));
         racing_body::<RB>(unsent, body, deadline, (parking, caller()))
     };
-    let body = BodyExt::boxed_unsync(Direct::new(body, read, deadline, limit, slow));
+    let body = sse_body(Direct::new(body, read, deadline, limit, slow), watch);
     Response::from_parts(head, ResponseBody::boxed(body))
 }
 
@@ -401,7 +369,10 @@ where
                 Parked::Task(reply) | Parked::Lost(reply) => {
                     ResponseBody::full(sse::event(&reply.body))
                 }
-                Parked::Refused(flight) => Box::pin(flight.into_response::<RB>()).await.into_body(),
+                // Relayed on: the watch around the body records it.
+                Parked::Refused(flight, _) => {
+                    Box::pin(flight.into_response::<RB>()).await.into_body()
+                }
             },
         }
     });
@@ -410,6 +381,8 @@ where
 
 /// What parking a call takes besides the flight and the caller.
 struct Parking {
+    /// The call observer's watch, if any: a task started takes it.
+    watch: Option<Watching>,
     /// When the call was sent on.
     arrived: Instant,
     /// The request's span: parking may happen while the client reads the
@@ -439,8 +412,8 @@ struct Parking {
 enum Parked {
     /// The `CreateTaskResult` reply: the task drives the call now.
     Task(Reply),
-    /// Refused a task: the call stays with its client.
-    Refused(Flight),
+    /// Refused a task: the call stays with its client, watched as before.
+    Refused(Flight, Option<Watching>),
     /// The call was lost on the way (an error reply for it).
     Lost(Reply),
 }
@@ -488,6 +461,7 @@ impl Parking {
     ) -> Parked {
         let id = self.id();
         let Self {
+            watch,
             arrived,
             span,
             runtime,
@@ -524,9 +498,12 @@ impl Parking {
             params,
             dialect: Box::<Plain>::default(),
             waited: arrived.elapsed(),
+            call: watch.as_ref().and_then(Watching::parked_call),
         };
         match runtime.start(start, First::Running(flight)).await {
             Ok(snapshot) => {
+                // Taken from the request's path: the task records the call.
+                let _taken = watch.and_then(Watching::take);
                 span.record("mcp.task.id", tracing::field::display(&snapshot.id));
                 Parked::Task(match handle {
                     Handle::Task => Reply::result(&id, render(&snapshot, TaskView::Created)),
@@ -547,11 +524,11 @@ impl Parking {
                     tracing::warn!(reason = message, "not parked: the call stays synchronous");
                 }
                 match first.map(|first| *first) {
-                    Some(First::Running(flight)) => Parked::Refused(flight),
-                    _ => Parked::Lost(Reply::internal(
-                        Some(&id),
-                        "The call was lost while parking it",
-                    )),
+                    Some(First::Running(flight)) => Parked::Refused(flight, watch),
+                    _ => {
+                        let lost = "The call was lost while parking it";
+                        Parked::Lost(failed(watch, Reply::internal(Some(&id), lost)))
+                    }
                 }
             }
         }
@@ -573,9 +550,9 @@ impl Parking {
         match self.start(caller, flight, progress).await {
             Parked::Task(reply) | Parked::Lost(reply) => reply_response(reply),
             // Refused (a full quota): a gateway's error answer gets the id.
-            Parked::Refused(flight) => {
+            Parked::Refused(flight, watch) => {
                 let response = flight.into_response().await;
-                rewrite::with_call_id_in(response, id).await
+                answered(rewrite::with_call_id_in(response, id).await, watch)
             }
         }
     }

@@ -22,10 +22,17 @@
 //! **Metrics** ([`metrics`]): through the `metrics` facade. The layer
 //! installs no recorder; with none installed, recording costs a few
 //! nanoseconds.
+//!
+//! **Calls** ([`calls`]): one record per `tools/call` the layer routed, for
+//! an observer installed with
+//! [`TasksLayer::observe_calls`](crate::TasksLayer::observe_calls);
+//! [`ToolStats`] keeps them per tool, slot by slot, for a console.
 
+pub mod calls;
 pub(crate) mod events;
 mod make_span;
 pub mod metrics;
+mod stats;
 pub(crate) mod store;
 
 use std::collections::HashMap;
@@ -38,6 +45,7 @@ use tracing::field::Empty;
 use crate::task::{TaskId, Timestamp};
 
 pub use make_span::{DefaultMakeSpan, MakeSpan};
+pub use stats::{SlotStats, ToolSeries, ToolStats};
 
 /// A response extension: the JSON-RPC error code of an error the layer
 /// answered itself, for the request span's `error.type`.
@@ -121,6 +129,9 @@ pub(crate) struct TaskTrace {
     /// While the task waits for input: the watchdog of its deadline, which
     /// a resume here stops (it also holds the span open).
     pub watchdog: Option<tokio::task::AbortHandle>,
+    /// The call, for the call observer, when there is one and the task was
+    /// parked here.
+    pub call: Option<calls::ParkedCall>,
 }
 
 /// The traces of tasks waiting for input on this instance, so that a

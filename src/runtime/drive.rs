@@ -30,9 +30,10 @@ use tracing::Instrument;
 
 use super::dialect::Dialect;
 use super::follow::{self, Followed};
-use super::settle::{Write, internal, settle, write_until, written};
+use super::settle::{Write, internal, observed, settle, stopped, write_until, written};
 use super::work::{Slot, Work};
 use crate::backoff::Backoff;
+use crate::observe::calls::ParkedCall;
 use crate::observe::events::{self, End};
 use crate::observe::{self, TaskTrace};
 use crate::runtime::deadline::Deadline;
@@ -125,6 +126,9 @@ pub(crate) fn drive(
                 if work.expires.is_some_and(|at| at <= Timestamp::now()) {
                     events::ended(work.id, End::Expired, work.trace.parked);
                 }
+                if let Some(call) = &work.trace.call {
+                    call.ended(stopped(work.expires));
+                }
                 None
             }
             Err(Stopped::Aborted) if work.rerunnable => {
@@ -158,13 +162,17 @@ pub(crate) fn drive(
 fn watch_input(work: &Work, abort: CancellationToken) -> Option<tokio::task::AbortHandle> {
     let deadline = work.deadline?;
     let (store, id, expires, stop) = (work.store.clone(), work.id, work.expires, work.stop.clone());
-    let parked = work.trace.parked;
+    let (parked, call) = (work.trace.parked, work.trace.call.clone());
     let watchdog = async move {
         tokio::select! {
-            _ = stop.cancelled() => {}
+            _ = stop.cancelled() => {
+                if let Some(call) = &call {
+                    call.ended(stopped(expires));
+                }
+            }
             _ = abort.cancelled() => {}
             deadline = passed(Some(deadline)) => {
-                fail_past(store.as_ref(), (id, expires, parked), deadline).await;
+                fail_past(store.as_ref(), (id, expires, parked), call, deadline).await;
             }
         }
     };
@@ -184,7 +192,9 @@ async fn passed(deadline: Option<Deadline>) -> Deadline {
 }
 
 /// Fails a task waiting for input, past its `deadline`: `(id, expires,
-/// parked)` as the task's work has them.
+/// parked)` and its watched `call` as the task's work has them. A write
+/// dropped means the task ended elsewhere (another instance resumed it and
+/// wrote its outcome): that end is not known here, so nothing is recorded.
 async fn fail_past(
     store: &dyn crate::store::TaskStore,
     (id, expires, parked): (
@@ -192,11 +202,13 @@ async fn fail_past(
         Option<Timestamp>,
         Option<std::time::Instant>,
     ),
+    call: Option<ParkedCall>,
     deadline: Deadline,
 ) {
     let write = internal(deadline.message());
     if write_until(store, id, &write, expires).await {
         written(id, &write, parked);
+        observed(call.as_ref(), &write, true, expires);
     }
 }
 
@@ -215,11 +227,17 @@ fn watch_inner_input(
     let (span, background) = (work.trace.span.clone(), work.background.clone());
     let watchdog = async move {
         let drained = tokio::select! {
-            _ = stop.cancelled() => false,
+            _ = stop.cancelled() => {
+                if let Some(call) = &work.trace.call {
+                    call.ended(stopped(work.expires));
+                }
+                false
+            }
             _ = abort.cancelled() => true,
             deadline = passed(deadline) => {
                 let task = (work.id, work.expires, work.trace.parked);
-                fail_past(work.store.as_ref(), task, deadline).await;
+                let call = work.trace.call.clone();
+                fail_past(work.store.as_ref(), task, call, deadline).await;
                 false
             }
         };

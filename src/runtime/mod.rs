@@ -75,6 +75,8 @@ pub(crate) struct Runtime {
     pub hints: Arc<Hints>,
     /// Makes each request's span.
     pub make_span: Arc<dyn crate::observe::MakeSpan>,
+    /// Told of each `tools/call` as it ends, when set.
+    pub calls: Option<Arc<dyn crate::observe::calls::CallObserver>>,
 }
 
 /// Who sent a request, as the layer keys its tasks.

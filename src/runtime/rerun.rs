@@ -202,7 +202,7 @@ impl Runtime {
             self.fail_detached(
                 id,
                 "The stored call could not be read again".into(),
-                expires,
+                (expires, None),
             );
             return false;
         };
@@ -213,6 +213,7 @@ impl Runtime {
             span: span.clone(),
             parked: None,
             watchdog: None,
+            call: None,
         };
         let call = Call {
             caller,
@@ -234,7 +235,7 @@ impl Runtime {
             }
             Err(message) => {
                 let _entered = span.enter();
-                self.fail_detached(id, message, work.expires);
+                self.fail_detached(id, message, (work.expires, None));
                 false
             }
         }

@@ -6,8 +6,9 @@ use super::Runtime;
 use super::dialect::Plain;
 use super::drive;
 use super::follow;
-use super::settle::{internal, write_until, written};
+use super::settle::{internal, observed, write_until, written};
 use super::work::{Slot, Work};
+use crate::observe::calls::ParkedCall;
 use crate::observe::{self, TaskTrace, events};
 use crate::runtime::flight::caller::CallInner;
 use crate::runtime::mrtr::{self, Resume, Template};
@@ -38,7 +39,8 @@ impl Runtime {
             Err(error) => {
                 tracing::error!(%task, %error, "a stored resume context is unreadable");
                 let message = "The stored resume context is unreadable".to_owned();
-                self.fail_detached(task, message, None);
+                let call = self.waiting.take(task).and_then(|trace| trace.call);
+                self.fail_detached(task, message, (None, call));
                 return;
             }
         };
@@ -49,6 +51,7 @@ impl Runtime {
             span: observe::task_span(task),
             parked: None,
             watchdog: None,
+            call: None,
         });
         trace.span.follows_from(tracing::Span::current());
         trace
@@ -83,20 +86,29 @@ impl Runtime {
             }
             Err(message) => {
                 let _entered = span.enter();
-                self.fail_detached(task, message, work.expires);
+                let call = work.trace.call.take();
+                self.fail_detached(task, message, (work.expires, call));
             }
         }
     }
 
     /// Fails a task with `-32603` and `message`, retrying like any outcome
-    /// write, on a tracked tokio task.
-    pub(crate) fn fail_detached(&self, id: TaskId, message: String, expires: Option<Timestamp>) {
+    /// write until it `expires`, on a tracked tokio task; its `call` is
+    /// recorded as failed.
+    pub(crate) fn fail_detached(
+        &self,
+        id: TaskId,
+        message: String,
+        (expires, call): (Option<Timestamp>, Option<ParkedCall>),
+    ) {
         let store = self.store.clone();
         self.background.spawn(async move {
             let write = internal(message);
-            if write_until(store.as_ref(), id, &write, expires).await {
+            let recorded = write_until(store.as_ref(), id, &write, expires).await;
+            if recorded {
                 written(id, &write, None);
             }
+            observed(call.as_ref(), &write, recorded, expires);
         });
     }
 }

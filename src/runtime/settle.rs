@@ -8,6 +8,16 @@
 //!
 //! A task that is no longer live (cancelled, expired, already terminal)
 //! keeps what it has: the write is dropped, never forced.
+//!
+//! What a write means for the call observer (`observe::calls`), when the
+//! task's call is watched:
+//!
+//! | Write                       | Recorded as                                  |
+//! |-----------------------------|----------------------------------------------|
+//! | a result, written           | `Succeeded`; `Failed` with `isError: true`   |
+//! | an error, written           | `Failed`                                     |
+//! | an input round, written     | nothing yet: the task goes on                |
+//! | any, dropped (no longer live) | [`stopped`]: `Failed` if the task expired, else `Cancelled`; nothing when the input watchdog's failure is dropped, as the task may have ended on another instance |
 
 use std::future::Future;
 use std::time::Duration;
@@ -16,10 +26,12 @@ use serde_json::value::RawValue;
 
 use super::work::Work;
 use crate::backoff::Backoff;
+use crate::observe::calls::{CallOutcome, ParkedCall};
 use crate::observe::events::{self, End};
 use crate::store::{InputRound, StoreError, TaskStore};
 use crate::task::{TaskId, Timestamp};
 use crate::wire::jsonrpc::{ErrorObject, INTERNAL_ERROR, error_message};
+use crate::wire::verdict::is_error_result;
 
 /// A store write that records what the inner call said.
 pub(crate) enum Write {
@@ -42,11 +54,13 @@ const RETRY_WITHOUT_TTL: Duration = Duration::from_secs(24 * 3600);
 /// stopped while it waits.
 pub(super) fn settle(work: &Work, write: Write) -> impl Future<Output = ()> + Send + 'static {
     let (store, id, expires) = (work.store.clone(), work.id, work.expires);
-    let parked = work.trace.parked;
+    let (parked, call) = (work.trace.parked, work.trace.call.clone());
     let writing = async move {
-        if write_until(store.as_ref(), id, &write, expires).await {
+        let recorded = write_until(store.as_ref(), id, &write, expires).await;
+        if recorded {
             written(id, &write, parked);
         }
+        observed(call.as_ref(), &write, recorded, expires);
     };
     let done = work.background.spawn(writing);
     async move {
@@ -63,6 +77,36 @@ pub(crate) fn written(id: TaskId, write: &Write, parked: Option<std::time::Insta
             events::ended(id, End::Failed(message.as_deref().unwrap_or("")), parked);
         }
         Write::Input(_) => events::input_requested(id),
+    }
+}
+
+/// Records the end of a watched `call` for `write`, `recorded` or dropped
+/// (see the module docs); the task `expires` then.
+pub(crate) fn observed(
+    call: Option<&ParkedCall>,
+    write: &Write,
+    recorded: bool,
+    expires: Option<Timestamp>,
+) {
+    let Some(call) = call else { return };
+    let outcome = match write {
+        _ if !recorded => stopped(expires),
+        Write::Complete(result) if is_error_result(result) => CallOutcome::Failed,
+        Write::Complete(_) => CallOutcome::Succeeded,
+        Write::Fail(_) => CallOutcome::Failed,
+        Write::Input(_) => return,
+    };
+    call.ended(outcome);
+}
+
+/// How a task that stopped without its outcome ended, for the call
+/// observer: `Failed` when it `expires` by now (its time ran out), else
+/// `Cancelled` (by its client, or the operator's cancel or delete).
+pub(crate) fn stopped(expires: Option<Timestamp>) -> CallOutcome {
+    if expires.is_some_and(|at| at <= Timestamp::now()) {
+        CallOutcome::Failed
+    } else {
+        CallOutcome::Cancelled
     }
 }
 

@@ -10,6 +10,7 @@ use super::Runtime;
 use super::dialect::Dialect;
 use super::drive;
 use super::work::{Call, Slot, Work};
+use crate::observe::calls::ParkedCall;
 use crate::observe::{self, TaskTrace, events};
 use crate::runtime::flight::Flight;
 use crate::runtime::flight::caller::CallInner;
@@ -38,6 +39,9 @@ pub(crate) struct Start {
     pub dialect: Box<dyn Dialect>,
     /// How long the call had run when it was parked.
     pub waited: Duration,
+    /// The call, for the call observer, recorded when the task ends
+    /// (`None` without an observer). Dropped unrecorded if no task starts.
+    pub call: Option<ParkedCall>,
 }
 
 /// The inner call of a new task.
@@ -209,6 +213,7 @@ impl Runtime {
             span: observe::task_span(id),
             parked: Some(std::time::Instant::now()),
             watchdog: None,
+            call: start.call,
         };
         let mut work = Work::new(self, id, call, created_at, start.ttl, trace);
         work.rerunnable = rerunnable;

@@ -20,6 +20,7 @@ pub(crate) mod read;
 mod scan;
 pub mod splice;
 pub mod sse;
+pub(crate) mod verdict;
 pub mod view;
 
 pub use sse::accepts_sse;

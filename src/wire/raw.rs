@@ -104,6 +104,18 @@ pub(crate) fn string_at(body: &[u8], at: Option<std::ops::Range<usize>>) -> Opti
     serde_json::from_slice(body.get(at?)?).ok()
 }
 
+/// The JSON string at `at` in `body`, as [`string_at`] reads it, but
+/// borrowed from `body` when it holds no escape (nothing allocated).
+pub(crate) fn str_at(body: &[u8], at: Option<std::ops::Range<usize>>) -> Option<Cow<'_, str>> {
+    let raw = body.get(at?)?;
+    match raw.strip_prefix(b"\"").and_then(|t| t.strip_suffix(b"\"")) {
+        Some(inner) if !inner.contains(&b'\\') => {
+            std::str::from_utf8(inner).ok().map(Cow::Borrowed)
+        }
+        _ => serde_json::from_slice::<String>(raw).ok().map(Cow::Owned),
+    }
+}
+
 /// The byte range `inner` occupies in `outer`, when it is a slice of it.
 pub fn span(outer: &[u8], inner: &str) -> Option<std::ops::Range<usize>> {
     let start = (inner.as_ptr() as usize).checked_sub(outer.as_ptr() as usize)?;
@@ -123,6 +135,20 @@ mod tests {
             r#"{"b":1e400,"c":{"x" : 1},"a":2,"e":[]}"#
         );
         assert_eq!(edit_object("[]", &[]), None);
+    }
+
+    #[test]
+    fn a_string_without_escapes_is_borrowed_and_one_with_them_decoded() {
+        let body = br#"{"a":"plain","b":"t\u00e9\"x","c":1}"#;
+        let text = std::str::from_utf8(body).unwrap();
+        let at = |key: &str| span(body, Members::parse(text).unwrap().get(key).unwrap().get());
+        assert!(matches!(
+            str_at(body, at("a")),
+            Some(Cow::Borrowed("plain"))
+        ));
+        assert_eq!(str_at(body, at("b")).as_deref(), Some("t\u{e9}\"x"));
+        assert_eq!(str_at(body, at("c")), None);
+        assert_eq!(str_at(body, None), None);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! | Module | What it reads |
 //! |---|---|
 //! | `admin` | the operator's view across owners, and the metrics it leaves |
+//! | `calls` | the call observer: every call recorded once, and `ToolStats`' counts per tool |
 //! | `metrics` | the layer's metrics for a known sequence of calls |
 //! | `trace` | one trace for a parked call, resumed and completed |
 //! | `log_volume` | one INFO line for one refusal |
@@ -15,6 +16,7 @@
 mod support;
 
 mod admin;
+mod calls;
 mod log_volume;
 mod make_span;
 mod metrics;

@@ -31,6 +31,9 @@
 //! names no method and holds a result or an error is taken for the response
 //! by its bytes (`wire::plainly_a_response`), not parsed; a parked call's
 //! flight reads every event whole.
+//!
+//! With a call observer installed, an answer that goes back in time is
+//! followed to its end by `watched`, which records how the call ended.
 
 pub(crate) mod ask;
 pub(crate) mod caller;
@@ -40,6 +43,7 @@ pub(crate) mod event;
 pub(crate) mod live;
 mod segment;
 pub(crate) mod tap;
+pub(crate) mod watched;
 
 use std::future::Future;
 use std::pin::Pin;
