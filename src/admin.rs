@@ -130,13 +130,7 @@ impl Admin {
     /// counts it recorded.
     pub async fn record_live(&self) -> Result<TaskCounts, StoreError> {
         let counts = self.counts().await?;
-        for status in [
-            TaskStatus::Working,
-            TaskStatus::InputRequired,
-            TaskStatus::Completed,
-            TaskStatus::Failed,
-            TaskStatus::Cancelled,
-        ] {
+        for status in TaskStatus::ALL {
             metrics::gauge!(m::LIVE, "status" => status.as_str()).set(counts.status(status) as f64);
         }
         Ok(counts)

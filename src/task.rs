@@ -93,6 +93,16 @@ pub enum TaskStatus {
 }
 
 impl TaskStatus {
+    /// Every status, in the order of their life: running, waiting, then
+    /// the three ends.
+    pub const ALL: [TaskStatus; 5] = [
+        TaskStatus::Working,
+        TaskStatus::InputRequired,
+        TaskStatus::Completed,
+        TaskStatus::Failed,
+        TaskStatus::Cancelled,
+    ];
+
     /// The wire name of the status.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -105,13 +105,7 @@ fn statuses(value: &Value) -> Result<Vec<TaskStatus>, String> {
 }
 
 /// Every status a task event may carry.
-pub(super) const STATUSES: [TaskStatus; 5] = [
-    TaskStatus::Working,
-    TaskStatus::InputRequired,
-    TaskStatus::Completed,
-    TaskStatus::Failed,
-    TaskStatus::Cancelled,
-];
+pub(super) const STATUSES: [TaskStatus; 5] = TaskStatus::ALL;
 
 /// The params every events method of the layer's type reads.
 #[derive(Debug, Deserialize)]

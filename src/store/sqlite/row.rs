@@ -105,16 +105,10 @@ pub(super) fn decode(row: &Row<'_>) -> Result<Stored, StoreError> {
 
 /// A `status` column's text as a status.
 pub(super) fn status(text: &str) -> Result<TaskStatus, StoreError> {
-    [
-        TaskStatus::Working,
-        TaskStatus::InputRequired,
-        TaskStatus::Completed,
-        TaskStatus::Failed,
-        TaskStatus::Cancelled,
-    ]
-    .into_iter()
-    .find(|status| status.as_str() == text)
-    .ok_or_else(|| corrupt(format!("unknown status {text:?}")))
+    TaskStatus::ALL
+        .into_iter()
+        .find(|status| status.as_str() == text)
+        .ok_or_else(|| corrupt(format!("unknown status {text:?}")))
 }
 
 /// A JSON column a status requires.
