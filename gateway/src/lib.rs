@@ -12,6 +12,9 @@
 //! | [`stdio`]  | an MCP server that speaks stdio, started as a child ([`StdioUpstream`]) |
 //! | [`metrics`] | what both report about their upstream, and its histogram buckets    |
 //!
+//! [`console`] is the operator's page in the browser: live tasks, per-tool
+//! figures, the upstream and the store, and the operator's actions.
+//!
 //! [`webhook`] is the transport of the layer's webhook deliveries of task
 //! events ([`webhook::HttpsDeliver`], a [`mcp_tasks::webhook::Deliver`]).
 //!
@@ -38,6 +41,7 @@
 
 #![warn(missing_docs)]
 
+pub mod console;
 pub mod generation;
 pub mod metrics;
 pub mod proxy;

@@ -180,6 +180,11 @@ impl ToolStats {
         }
     }
 
+    /// How long one slot lasts.
+    pub fn slot(&self) -> Duration {
+        self.shared.slot
+    }
+
     /// Every tool seen, sorted by name, each with its window up to now.
     pub fn snapshot(&self) -> Vec<ToolSeries> {
         self.snapshot_at(Instant::now())

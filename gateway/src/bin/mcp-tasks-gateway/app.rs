@@ -9,6 +9,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderValue, header};
+use mcp_tasks::observe::ToolStats;
 use mcp_tasks::{
     Admin, Drain, MemoryTaskStore, RedisTaskStore, SqliteTaskStore, TasksConfig, TasksLayer,
 };
@@ -74,13 +75,22 @@ fn optional(value: Option<Human>, default: Option<Duration>) -> Option<Duration>
 impl App {
     /// Checks the settings and builds the gateway listening on `local`;
     /// connects to Redis and fetches the OAuth keys when asked.
-    pub async fn build(args: Args, local: SocketAddr) -> Result<Self, String> {
+    /// `stats`, when given, gets the layer's calls (the console's figures).
+    pub async fn build(
+        args: Args,
+        local: SocketAddr,
+        stats: Option<ToolStats>,
+    ) -> Result<Self, String> {
         let path = args.path.clone().unwrap_or_else(|| "/mcp".to_owned());
         // A JSON answer's head comes when the tool ends: by default the
         // upstream may take as long as a task may run.
         let max_runtime = optional(args.max_runtime, TasksConfig::default().max_runtime());
         let upstream = upstream(&args, max_runtime).await?;
-        let tasks = layer(&args).await?.build();
+        let mut layer = layer(&args).await?;
+        if let Some(stats) = stats {
+            layer = layer.observe_calls(stats);
+        }
+        let tasks = layer.build();
         if fallback_on(&args) {
             crate::listing::log_fallback(upstream.clone(), tasks.config().clone());
         }

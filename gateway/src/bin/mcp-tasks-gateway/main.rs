@@ -18,6 +18,7 @@
 //! 130). `--help` lists every setting.
 
 mod app;
+mod console;
 mod events;
 mod guard;
 mod listing;
@@ -55,15 +56,23 @@ async fn run() -> Result<(), String> {
         println!("the settings hold together");
         return Ok(());
     }
+    let console = console::from_args(&args)?;
     let listener = args.bind().await?;
     let metrics = match args.metrics {
         Some(addr) => Some(metrics::bind(addr, app::threshold(&args)?).await?),
         None => None,
     };
     let local = listener.local_addr().map_err(|e| e.to_string())?;
-    let app = app::App::build(args, local).await?;
+    let stats = console.as_ref().map(|setup| setup.stats.clone());
+    let app = app::App::build(args, local, stats).await?;
+    let has_console = console.is_some();
     let metrics = match metrics {
-        Some(bound) => Some(metrics::serve(bound, app.limits, app.admin.clone())?),
+        Some(bound) => Some(metrics::serve(
+            bound,
+            app.limits,
+            app.admin.clone(),
+            console,
+        )?),
         None => None,
     };
     // Taken before the announcement: a SIGTERM right after it is a drain,
@@ -73,6 +82,14 @@ async fn run() -> Result<(), String> {
     println!("listening on http://{local}{}", app.path);
     if let Some(at) = metrics {
         println!("metrics on http://{at}/metrics");
+        if has_console {
+            println!("console on http://{at}/console");
+        } else {
+            println!(
+                "console off: no credential (--console-token-file or {})",
+                console::TOKEN_ENV
+            );
+        }
     }
     let _ = std::io::stdout().flush();
     tracing::info!(%local, path = %app.path, "gateway started");

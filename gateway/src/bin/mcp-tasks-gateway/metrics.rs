@@ -24,6 +24,7 @@ use mcp_tasks_gateway::metrics as proxy_metrics;
 use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio::sync::Mutex;
 
+use crate::console;
 use crate::serving::{self, Limits};
 
 /// How often histograms are compacted (the exporter's upkeep).
@@ -85,9 +86,15 @@ fn recorder(threshold: Duration) -> Result<PrometheusBuilder, BuildError> {
     })
 }
 
-/// Serves the bound endpoint, counting live tasks through `admin`; returns
-/// the address it listens on.
-pub fn serve(bound: Bound, limits: Limits, admin: Admin) -> Result<SocketAddr, String> {
+/// Serves the bound endpoint, counting live tasks through `admin`, with the
+/// operator's console beside it when set up; returns the address it
+/// listens on.
+pub fn serve(
+    bound: Bound,
+    limits: Limits,
+    admin: Admin,
+    console: Option<console::Setup>,
+) -> Result<SocketAddr, String> {
     let Bound { listener, handle } = bound;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let upkeep = handle.clone();
@@ -98,11 +105,12 @@ pub fn serve(bound: Bound, limits: Limits, admin: Admin) -> Result<SocketAddr, S
             upkeep.run_upkeep();
         }
     });
+    let operator = console.map(|setup| setup.router(admin.clone(), handle.clone()));
     let live = Arc::new(Live {
         admin,
         counted: Mutex::new(None),
     });
-    let router = Router::new().route(
+    let mut router = Router::new().route(
         "/metrics",
         axum::routing::get(move || {
             let (live, handle) = (live.clone(), handle.clone());
@@ -112,6 +120,9 @@ pub fn serve(bound: Bound, limits: Limits, admin: Admin) -> Result<SocketAddr, S
             }
         }),
     );
+    if let Some(console) = operator {
+        router = router.merge(console);
+    }
     tokio::spawn(async move {
         // Stops with the process.
         let forever = std::future::pending::<()>();

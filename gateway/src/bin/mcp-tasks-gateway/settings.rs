@@ -533,6 +533,15 @@ pub struct Args {
         value_name = "ADDR"
     )]
     pub metrics: Option<SocketAddr>,
+    /// Serve the operator's console at http://METRICS-ADDR/console to whoever
+    /// holds the token in this file (or in MCP_TASKS_CONSOLE_TOKEN) [default: off].
+    #[arg(
+        help_heading = "Observability",
+        long,
+        env = "MCP_TASKS_CONSOLE_TOKEN_FILE",
+        value_name = "FILE"
+    )]
+    pub console_token_file: Option<PathBuf>,
 
     /// Task events (MCP Events extension): `poll-push` offers events/poll
     /// and events/stream of each status change of a caller's tasks,

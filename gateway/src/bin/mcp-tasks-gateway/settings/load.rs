@@ -71,7 +71,7 @@ impl Args {
             header_timeout, body_timeout, keep_alive, max_connections, max_connections_per_client,
             upstream_connect_timeout, upstream_header_timeout, upstream_request_timeout,
             upstream_idle_timeout, upstream_generation,
-            shutdown_grace, metrics, otlp, events, webhook_private, webhook_ca_file,
+            shutdown_grace, metrics, console_token_file, otlp, events, webhook_private, webhook_ca_file,
             forward_authorization, require_upstream, oauth_issuer, oauth_resource, oauth_jwks,
             oauth_hs256_secret_file, oauth_authorization_server, oauth_leeway;
             policy, retry, fallback, redis_cluster, allowed_host, allowed_origin, oauth_audience, oauth_scopes, webhook_hosts,
