@@ -51,15 +51,20 @@ pub async fn start_stdio(command: &[&str], extra: &[&str]) -> Process {
 /// The URL of the gateway's metrics endpoint (`--metrics`), from the line
 /// it prints once it listens.
 pub async fn metrics_url(gateway: &Process) -> String {
+    announced(gateway, "metrics on ").await
+}
+
+/// The URL a line of the gateway's that starts with `what` (e.g.
+/// `"console on "`) names, once it printed it (within 10 s).
+pub async fn announced(gateway: &Process, what: &str) -> String {
+    let line = format!("{what}http://");
     assert!(
-        gateway
-            .wait_log("metrics on http://", Duration::from_secs(5))
-            .await,
-        "{}",
+        gateway.wait_log(&line, Duration::from_secs(10)).await,
+        "no {what:?} line: {}",
         gateway.log()
     );
     let log = gateway.log();
-    let at = log.find("metrics on http://").expect("metrics line") + "metrics on ".len();
+    let at = log.find(&line).expect("the line") + what.len();
     log[at..].lines().next().expect("url").trim().to_owned()
 }
 
