@@ -38,7 +38,9 @@
 //!
 //! A parked task whose outcome another instance writes (it resumed there
 //! after an input round, or it runs again in a later process) is recorded by
-//! neither; nor is a task left `working` for the next process by a drain.
+//! neither; nor is a task left `working` for the next process by a drain,
+//! nor one cancelled while it waits for input with neither a TTL nor a
+//! `max_runtime` (no watchdog waits with it then; the defaults set both).
 //!
 //! **Outcomes.** What counts as failed is what the client would see as a
 //! failure:
