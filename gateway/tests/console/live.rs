@@ -212,3 +212,79 @@ async fn values_are_kept_as_chosen_and_long_ones_are_cut() {
     assert_eq!(message.len(), 4096 + "…".len());
     assert!(message.ends_with('…'));
 }
+
+#[tokio::test]
+async fn with_oauth_on_each_task_shows_its_subject_and_the_owner_filter_picks_it() {
+    use crate::tokens::{ISSUER, RESOURCE, SECRET, TempFile, hs256};
+    let (upstream, _) = serve_fixture(FixtureMode::Stateless).await;
+    let secret = TempFile::new("secret", SECRET);
+    let oauth = [
+        "--oauth-issuer",
+        ISSUER,
+        "--oauth-audience",
+        RESOURCE,
+        "--oauth-hs256-secret-file",
+        secret.path(),
+    ];
+    let console = Console::start(&upstream.url, &oauth).await;
+    let alice = McpClient::new(&console.gateway.url).with_bearer(hs256("alice", "mcp"));
+    let bob = McpClient::new(&console.gateway.url).with_bearer(hs256("bob", "mcp"));
+    let hers = alice
+        .start_task("slow_compute", json!({"seconds": 60}))
+        .await;
+    let his = bob.start_task("slow_compute", json!({"seconds": 60})).await;
+
+    let row = console
+        .row(&hers, "owner=alice")
+        .await
+        .expect("alice's task");
+    assert!(row["owner"].as_str().unwrap().contains("alice"), "{row}");
+    assert!(console.row(&his, "owner=alice").await.is_none());
+    assert!(console.row(&his, "owner=bob").await.is_some());
+    // The operator cancels bob's task without bob's token; bob sees it end.
+    let (status, _) = console.post(&format!("/tasks/{his}/cancel")).await;
+    assert_eq!(status, 200);
+    let got = bob.tasks_get(&his).await;
+    assert_eq!(got["result"]["status"], "cancelled", "{got}");
+    // The console's credential is not a token of the MCP endpoint.
+    let stranger = McpClient::new(&console.gateway.url).with_bearer(TOKEN);
+    let refused = stranger.tasks_get(&hers).await;
+    assert!(refused.get("result").is_none(), "{refused}");
+}
+
+#[tokio::test]
+async fn at_most_sixteen_feeds_are_open_and_a_closed_one_frees_its_place() {
+    let (upstream, _) = serve_fixture(FixtureMode::Stateless).await;
+    let console = Console::start(&upstream.url, &[]).await;
+    let open = || async {
+        http()
+            .get(format!("{}/api/feed", console.url))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+    };
+    let mut feeds = Vec::new();
+    for _ in 0..16 {
+        let feed = open().await;
+        assert_eq!(feed.status().as_u16(), 200);
+        feeds.push(feed);
+    }
+    let refused = open().await;
+    assert_eq!(refused.status().as_u16(), 503);
+    let (_, overview) = console.get("/overview").await;
+    assert_eq!(overview["consoles"], 16, "{overview}");
+    drop(feeds.pop());
+    // The place comes back once the server sees the stream dropped: at
+    // its next write at the latest, the heartbeat (15 s).
+    crate::support::wait::wait_until(
+        "a feed's place is free",
+        Duration::from_secs(30),
+        || async {
+            let (_, overview) = console.get("/overview").await;
+            overview["consoles"] == 15
+        },
+    )
+    .await;
+    assert_eq!(open().await.status().as_u16(), 200);
+}

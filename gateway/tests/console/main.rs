@@ -7,13 +7,15 @@
 //! | Module | What it pins |
 //! |---|---|
 //! | `access` | no credential, no console; the sign-in; bearer callers; cross-site requests refused; the security headers |
-//! | `live` | filters and paging, the feed of changed rows, cancel and delete with their audit lines, values cut and kept as they are |
+//! | `live` | filters and paging, the feed of changed rows, cancel and delete with their audit lines, values cut and kept as they are, owners with the gateway's OAuth on |
 //! | `browser` | a parked task appears, its bar moves, it completes; another is cancelled from the page and its tool stops; hostile values shown as text; a cross-site form refused |
 
 #[path = "../support/gateway.rs"]
 mod gateway;
 #[path = "../../../tests/support/mod.rs"]
 mod support;
+#[path = "../support/oauth/tokens.rs"]
+mod tokens;
 
 mod access;
 mod browser;
