@@ -76,6 +76,23 @@ async fn a_reader_behind_the_trimmed_changes_is_told_and_resumes_at_the_oldest_k
         .await
         .unwrap();
     assert_eq!(kept, CHANGES - TRIMMED, "the oldest {TRIMMED} are trimmed");
+    // An owner's log and the trim marks outlive the last change by 7 days,
+    // not for ever.
+    let week: i64 = 7 * 24 * 3600 * 1000;
+    for key in [
+        streams[0].clone(),
+        streams[0].replace(":events:owned:alice", ":events:dropped"),
+    ] {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(&key)
+            .query_async(&mut redis)
+            .await
+            .unwrap();
+        assert!(
+            ttl > week - 60_000 && ttl <= week,
+            "{key} expires in {ttl} ms"
+        );
+    }
 
     for (name, cursor) in [
         ("the start", &start.cursor),

@@ -11,6 +11,10 @@
 -- time once it holds LOG_KEPT + LOG_BATCH (src/store/redis/events.rs).
 local LOG_KEPT = 10000
 local LOG_BATCH = 100
+-- How long an owner's log outlives its last change (7 days, in ms): the
+-- logs of owners gone quiet do not pile up. A cursor into a log that
+-- expired reads as `truncated`, and its reader reads its tasks again.
+local LOG_LIFE = 604800000
 
 -- Logs the status the task now has, in the script that changed it (one
 -- atomic step), to its owner's stream of status changes:
@@ -35,10 +39,12 @@ local function logged(task, id)
     end
   end
   redis.call('XADD', stream, '*', unpack(entry))
+  redis.call('PEXPIRE', stream, LOG_LIFE)
   if redis.call('XLEN', stream) > LOG_KEPT + LOG_BATCH then
     local old = redis.call('XRANGE', stream, '-', '+', 'COUNT', LOG_BATCH + 1)
     redis.call('XTRIM', stream, 'MINID', old[LOG_BATCH + 1][1])
     redis.call('HSET', base .. ':events:dropped', stream, old[LOG_BATCH][1])
+    redis.call('PEXPIRE', base .. ':events:dropped', LOG_LIFE)
   end
 end
 
