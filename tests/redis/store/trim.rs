@@ -11,6 +11,7 @@
 //! | a cursor after the trimmed part | not `truncated`, resumes right after it |
 //! | another owner's log | untouched: its one change, not `truncated` |
 //! | a cursor past the end (newest entries lost) | no change, `truncated`, the cursor of the end; resumes there |
+//! | a cursor into a log that expired (7 days after its last change) | no change, `truncated`; resumes at the next change |
 
 use mcp_tasks::store::{EventPage, RedisTaskStore};
 use mcp_tasks::{TaskId, TaskStore};
@@ -170,4 +171,25 @@ async fn a_cursor_past_the_end_reads_as_truncated_from_the_end() {
     let page = read(&store, "alice", &page.cursor, 10).await;
     assert!(!page.truncated);
     assert_eq!(first(&page), next.id, "the next change is read");
+}
+
+#[tokio::test]
+async fn a_cursor_into_a_log_that_expired_reads_as_truncated_and_resumes() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let store = connect(&server, &fresh_prefix()).await;
+    store.create(new_task(Some("alice"), None)).await.unwrap();
+    let seen = store.status_events(Some("alice"), None, 10).await.unwrap();
+    // The log outlived the owner's last change by its life: Redis expires it.
+    let mut redis = raw_connection(&server).await;
+    let streams: Vec<String> = redis.keys("*:events:owned:alice").await.unwrap();
+    let _: () = redis.del(&streams[0]).await.unwrap();
+
+    let page = read(&store, "alice", &seen.cursor, 10).await;
+    assert!(page.events.is_empty() && page.truncated, "{page:?}");
+    let next = new_task(Some("alice"), None);
+    store.create(next.clone()).await.unwrap();
+    let page = read(&store, "alice", &page.cursor, 10).await;
+    assert_eq!(first(&page), next.id, "the next change is read: {page:?}");
 }
