@@ -81,7 +81,7 @@ async fn pages_follow_the_cursor_and_filters_pick_status_tool_and_owner() {
 
 /// The next `rows` event of the feed that carries `id` with a status in
 /// `statuses`; the events skipped on the way are returned too.
-async fn feed_until(
+pub async fn feed_until(
     events: &mut reqwest::Response,
     buffer: &mut String,
     id: &str,

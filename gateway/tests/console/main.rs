@@ -8,10 +8,14 @@
 //! |---|---|
 //! | `access` | no credential, no console; the sign-in; bearer callers; cross-site requests refused; the security headers |
 //! | `live` | filters and paging, the feed of changed rows, cancel and delete with their audit lines, values cut and kept as they are, owners with the gateway's OAuth on |
+//! | `redis` | two gateways over one Redis: the other's new task on this one's feed, cancelled from here, its tool stopped |
 //! | `browser` | a parked task appears, its bar moves, it completes; another is cancelled from the page and its tool stops; hostile values shown as text; a cross-site form refused |
 
 #[path = "../support/gateway.rs"]
 mod gateway;
+#[path = "../../../tests/support/redis_server.rs"]
+#[allow(dead_code)]
+mod redis_server;
 #[path = "../../../tests/support/mod.rs"]
 mod support;
 #[path = "../support/oauth/tokens.rs"]
@@ -22,3 +26,4 @@ mod browser;
 mod harness;
 mod hostile_upstream;
 mod live;
+mod redis;
