@@ -236,8 +236,8 @@ fn paired_listener(addr: SocketAddr) -> Result<std::net::TcpListener, String> {
 /// The routes of the table in the module docs.
 fn router(park: usize) -> axum::Router {
     // One store, so that a task parked on `PARK_PATH` is read on
-    // `/layered/json`; two layers, as a clone set apart before either
-    // builds would share what the first one built, its policies included.
+    // `/layered/json`; two layers of one configuration, the park route's
+    // with its policies.
     let store = MemoryTaskStore::new();
     let parking = layer(store.clone(), park)
         .tool_policy(FAST_TOOL, ToolPolicy::Always)
