@@ -18,10 +18,10 @@
 //! | `/layered/park`  | the JSON fixture behind the layer with `greet` and `slow_compute` under `ToolPolicy::Always`; it parks the tasks at startup |
 //!
 //! The fixture runs stateless (2026-07-28 only). All layered routes share
-//! one `MemoryTaskStore` and one unscoped layer configuration (the JSON and
-//! SSE fixtures are the same server in two answer modes), with the live-task
-//! caps lifted, so a task parked on `/layered/park` is read on
-//! `/layered/json`. Before listening, the server parks `--park` tasks
+//! one `MemoryTaskStore` and unscoped layers of one configuration (the JSON
+//! and SSE routes one layer: the same server in two answer modes; the park
+//! route one of its own, for its policies), with the live-task caps lifted,
+//! so a task parked on `/layered/park` is read on `/layered/json`. Before listening, the server parks `--park` tasks
 //! (`support/http_park.rs`), then prints `tasks/get target: ID` and
 //! `listening on http://ADDR`. ADDR defaults to `127.0.0.1:0` (a free port).
 //!
@@ -235,11 +235,14 @@ fn paired_listener(addr: SocketAddr) -> Result<std::net::TcpListener, String> {
 
 /// The routes of the table in the module docs.
 fn router(park: usize) -> axum::Router {
-    let layer = layer(park);
-    let parking = layer
-        .clone()
+    // One store, so that a task parked on `PARK_PATH` is read on
+    // `/layered/json`; two layers of one configuration, the park route's
+    // with its policies.
+    let store = MemoryTaskStore::new();
+    let parking = layer(store.clone(), park)
         .tool_policy(FAST_TOOL, ToolPolicy::Always)
         .tool_policy(SLOW_TOOL, ToolPolicy::Always);
+    let layer = layer(store, park);
     axum::Router::new()
         .route_service("/bare/json", fixture_service(true))
         .route_service("/bare/sse", fixture_service(false))
@@ -252,8 +255,8 @@ fn router(park: usize) -> axum::Router {
 
 /// The layer with the default threshold (500 ms), room for `park` live
 /// tasks, and no run-time limit (the parked target runs for an hour).
-fn layer(park: usize) -> TasksLayer {
-    TasksLayer::new(MemoryTaskStore::new())
+fn layer(store: MemoryTaskStore, park: usize) -> TasksLayer {
+    TasksLayer::new(store)
         .max_tasks(None)
         .max_tasks_per_principal(None)
         .max_running(park.max(1_000))

@@ -12,7 +12,7 @@
 # Usage:
 #   scripts/bridge-bench.sh [CALLS] [ROUNDS]     # default 200 calls, 5 rounds
 #
-# Builds the gateway in release mode; installs the Python SDK 1.30 into the
+# Builds the gateway in release mode (CARGO_TARGET_DIR is respected); installs the Python SDK 1.30 into the
 # cache the first time (scripts/client-python1.sh).
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -41,7 +41,7 @@ announced() {
 bash "$REPO/scripts/upstream-python1.sh" 127.0.0.1:0 >"$WORK/upstream.out" 2>"$WORK/upstream.err" &
 UPSTREAM_PID=$!
 UPSTREAM="$(announced "$WORK/upstream.out" 600)" || die "the upstream did not start"
-"$REPO/target/release/mcp-tasks-gateway" --listen 127.0.0.1:0 --upstream "$UPSTREAM" \
+"${CARGO_TARGET_DIR:-$REPO/target}/release/mcp-tasks-gateway" --listen 127.0.0.1:0 --upstream "$UPSTREAM" \
   >"$WORK/gateway.out" 2>"$WORK/gateway.err" &
 GATEWAY_PID=$!
 GATEWAY="$(announced "$WORK/gateway.out" 100)" || die "the gateway did not start"

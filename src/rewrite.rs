@@ -5,7 +5,7 @@
 //! | a declaring client's `tools/call` | remove the tasks extension from `clientCapabilities`, unless the inner server has tasks of its own (`own_tasks`) | only the layer makes tasks, where the inner server has none |
 //! | a gateway's `502`/`504` answer to such a call | the call's id for `null` (`with_call_id`) | the proxy answers without reading the request |
 //! | any `tools/call`                | remove `_meta["io.modelcontextprotocol/relatedTaskIds"]`     | task ids are bearer secrets: none reaches the inner server |
-//! | a `tools/call` the layer may park, without `_meta.progressToken` | add a progress token of the layer's (`wire::progress`) | the task's `statusMessage` comes from the progress the server reports |
+//! | a `tools/call` the layer may park, without `_meta.progressToken`, of a tool not known quiet (`runtime::quiet`) | add a progress token of the layer's (`wire::progress`) | the task's `statusMessage` comes from the progress the server reports |
 //! | the `server/discover` result (JSON or SSE) | add `capabilities.extensions["io.modelcontextprotocol/tasks"] = {}` | the layer serves the extension |
 
 use std::ops::Range;

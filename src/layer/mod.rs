@@ -150,9 +150,11 @@ impl TasksLayer {
     }
 
     /// After a setting: a layer that built already builds anew, with the
-    /// new settings, for the services it makes from now on.
+    /// new settings, for the services it makes from now on; and so does a
+    /// clone set apart before either built, which would otherwise serve
+    /// with the settings of whichever of them builds first.
     fn changed(mut self) -> Self {
-        if self.built.tasks.get().is_some() {
+        if self.built.tasks.get().is_some() || Arc::strong_count(&self.built) > 1 {
             self.built = Built::new(&self.store);
         }
         self

@@ -87,6 +87,7 @@ impl Shared {
                 hints: Arc::default(),
                 make_span,
                 calls,
+                quiet: Default::default(),
             }),
         }
     }

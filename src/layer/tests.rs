@@ -27,6 +27,17 @@ fn clones_share_one_build_and_a_setting_after_it_builds_anew() {
 }
 
 #[test]
+fn a_clone_set_apart_before_either_builds_keeps_its_own_settings() {
+    let layer = TasksLayer::new(MemoryTaskStore::new());
+    let apart = layer.clone().threshold(Duration::from_millis(5));
+    let first = layer.layer(());
+    let other = apart.layer(());
+    assert!(!shares(&first, &other));
+    assert_eq!(other.config().threshold(), Duration::from_millis(5));
+    assert_ne!(first.config().threshold(), Duration::from_millis(5));
+}
+
+#[test]
 fn a_drain_taken_before_the_build_drains_what_it_builds() {
     let layer = TasksLayer::new(MemoryTaskStore::new());
     let drain = layer.drain();

@@ -64,6 +64,7 @@ use crate::runtime::flight::live::Live;
 use crate::runtime::flight::watched::{Watching, answered, failed, sse_body};
 use crate::runtime::flight::{Answer, Event, Flight, InnerFuture};
 use crate::runtime::mrtr::Template;
+use crate::runtime::quiet::Tool;
 use crate::runtime::{First, NotStarted, RequestContext, Runtime, Start};
 use crate::wire::jsonrpc::Reply;
 use crate::wire::progress::Token;
@@ -106,9 +107,19 @@ where
     // along the same spans: the forwarded body goes to the inner server
     // whole, never shared (sharing a fresh buffer costs an allocation).
     // A call that may be parked asks the inner server for progress, for
-    // the task's status message, unless its client asked (`wire::progress`).
+    // the task's status message, unless its client asked (`wire::progress`)
+    // or its tool is known to answer at once and report none
+    // (`runtime::quiet`).
     let raced = call.policy != ToolPolicy::Never;
-    let token = call.strip.progress.filter(|_| raced).map(|_| Token::next());
+    let tool = raced
+        .then(|| call.name.clone().and_then(|name| bytes.get(name)))
+        .flatten()
+        .map(|name| runtime.quiet.tool(name));
+    let token = call
+        .strip
+        .progress
+        .filter(|_| raced && !tool.is_some_and(|tool| runtime.quiet.is_quiet(tool)))
+        .map(|_| Token::next());
     let forwarded = rewrite::forwarded_call(&bytes, &call.strip, token.as_ref())
         .unwrap_or_else(|| bytes.clone());
     parts.headers.remove(CONTENT_LENGTH);
@@ -155,6 +166,7 @@ where
         template,
         handle: call.handle,
         progress: token,
+        tool,
         runtime,
     };
     // Boxed as the caller of a parked call only when the call is parked: a
@@ -174,6 +186,7 @@ where
     // capture would take room of its own in the future.
     Either::Right(async move {
         if park_now {
+            parking.quiet(false);
             return Ok(park(parking, caller(), future).await);
         }
         let Some(deadline) = deadline else {
@@ -196,12 +209,18 @@ where
                 let response = Box::pin(rewrite::with_call_id(response, id)).await;
                 Ok(answered(response, parking.watch))
             }
-            Ok(Ok(response)) => Ok(answered(response.map(ResponseBody::inner), parking.watch)),
+            Ok(Ok(response)) => {
+                parking.quiet(true);
+                Ok(answered(response.map(ResponseBody::inner), parking.watch))
+            }
             Ok(Err(error)) => Ok(answered(
                 inner_failed(error.into(), &parking),
                 parking.watch,
             )),
-            Err(_) => Ok(park(parking, caller(), future).await),
+            Err(_) => {
+                parking.quiet(false);
+                Ok(park(parking, caller(), future).await)
+            }
         }
     })
 }
@@ -300,6 +319,8 @@ where
     C: FnOnce() -> Box<dyn CallInner> + Send + 'static,
 {
     let watch = parking.watch.take();
+    // Quiet unless the stream needs the full machinery (`slow` below).
+    parking.quiet(true);
     let (mut head, body) = response.into_parts();
     let mut body = Box::pin(body);
     // Polled with no waker: a body not ready yet goes to `Direct`, which
@@ -337,6 +358,7 @@ where
     let (watch, parks) = watch.map(Watching::share).unzip();
     parking.watch = parks;
     let slow = move |unsent, body: Pin<Box<RB>>| {
+        parking.quiet(false);
         let body = BodyExt::boxed_unsync(body.map_err(Into::into));
         racing_body::<RB>(unsent, body, deadline, (parking, caller()))
     };
@@ -406,6 +428,8 @@ struct Parking {
     handle: Handle,
     /// The layer's progress token in the call, if it wrote one.
     progress: Option<Token>,
+    /// The called tool, as `runtime::quiet` knows it.
+    tool: Option<Tool>,
 }
 
 /// How a park ended.
@@ -419,6 +443,17 @@ enum Parked {
 }
 
 impl Parking {
+    /// Tells `runtime::quiet` how the call went: answered in time, plainly
+    /// (`true`), or parked or stirring (`false`).
+    fn quiet(&self, plainly: bool) {
+        let Some(tool) = self.tool else { return };
+        if plainly {
+            self.runtime.quiet.answered(tool);
+        } else {
+            self.runtime.quiet.stirred(tool);
+        }
+    }
+
     /// The request's id, copied from the body.
     fn id(&self) -> Box<RawValue> {
         std::str::from_utf8(&self.body[self.id.clone()])
@@ -474,6 +509,7 @@ impl Parking {
             template,
             handle,
             progress: token,
+            tool: _,
         } = self;
         // The params as forwarded, cut from the body as sent along the
         // spans the one parse found. A session-based client's call is never

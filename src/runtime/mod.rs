@@ -34,6 +34,7 @@ pub(crate) mod flight;
 mod follow;
 mod hints;
 pub(crate) mod mrtr;
+pub(crate) mod quiet;
 mod rerun;
 mod resume;
 mod settle;
@@ -77,6 +78,8 @@ pub(crate) struct Runtime {
     pub make_span: Arc<dyn crate::observe::MakeSpan>,
     /// Told of each `tools/call` as it ends, when set.
     pub calls: Option<Arc<dyn crate::observe::calls::CallObserver>>,
+    /// The tools whose calls go without the layer's progress token.
+    pub quiet: quiet::Quiet,
 }
 
 /// Who sent a request, as the layer keys its tasks.

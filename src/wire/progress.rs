@@ -2,8 +2,10 @@
 //!
 //! An MCP server reports progress only for a request that carries
 //! `_meta.progressToken`. A parked task's `statusMessage` comes from those
-//! reports, so the layer asks for them itself on every call it may park:
-//! it writes a [`Token`] of its own into the forwarded call, and keeps the
+//! reports, so the layer asks for them itself on every call it may park
+//! (but those of a tool known to answer at once without progress:
+//! `runtime::quiet`): it writes a [`Token`] of its own into the forwarded
+//! call, and keeps the
 //! notifications that name it from the client, which never asked for them
 //! (`flight::tap` forgets their bytes).
 //!

@@ -1,8 +1,10 @@
 //! Progress without a token, end to end over loopback HTTP with the rmcp
 //! fixture: the layer asks the inner server for progress on every call it
-//! may park, so a parked task's `statusMessage` moves for a client that
-//! sent no `progressToken`, and keeps those notifications from that client
-//! whether its call answers in time, is parked, or is refused a task.
+//! may park (but those of a tool that has answered at once, without
+//! progress, many times in a row), so a parked task's `statusMessage`
+//! moves for a client that sent no `progressToken`, and keeps those
+//! notifications from that client whether its call answers in time, is
+//! parked, or is refused a task.
 
 use crate::support;
 
@@ -121,4 +123,37 @@ async fn a_client_that_sent_its_own_token_still_gets_its_progress_and_only_that(
     for message in progress {
         assert_eq!(message["params"]["progressToken"], 41, "{message}");
     }
+}
+
+#[tokio::test]
+async fn a_tool_that_always_answered_at_once_gets_no_token_of_the_layers() {
+    let layered = Layered::start(|layer| layer.threshold(ms(3000))).await;
+    let client = layered.client();
+    // The `_meta` the inner server got, as `echo_meta` answers it.
+    let forwarded_meta = || async {
+        let response = client
+            .call_tool_with("echo_meta", json!({}), json!({}), true)
+            .await
+            .into_response();
+        serde_json::from_str::<Value>(text(&response["result"])).expect("echo_meta answers JSON")
+    };
+
+    let first = forwarded_meta().await;
+    let token = first["progressToken"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        token.starts_with("mcp-tasks/"),
+        "a tool never seen: {first}"
+    );
+    let mut last = first;
+    for _ in 0..16 {
+        last = forwarded_meta().await;
+    }
+    assert_eq!(
+        last.get("progressToken"),
+        None,
+        "after 17 quiet answers: {last}"
+    );
 }
