@@ -81,6 +81,7 @@ mod rewrite;
 mod runtime;
 pub mod store;
 mod task;
+mod text;
 mod unreached;
 pub mod webhook;
 pub mod wire;

@@ -126,13 +126,10 @@ fn kept_tool_name(name: String) -> String {
     if name.len() <= TOOL_NAME_BYTES {
         return name;
     }
-    let mut cut = TOOL_NAME_BYTES;
-    while !name.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    // A new string: the long one's buffer goes.
-    let mut kept = String::with_capacity(cut + '…'.len_utf8());
-    kept.push_str(&name[..cut]);
+    let head = crate::text::head(&name, TOOL_NAME_BYTES);
+    // A new string of its own size: the long one's buffer goes.
+    let mut kept = String::with_capacity(head.len() + '…'.len_utf8());
+    kept.push_str(head);
     kept.push('…');
     kept
 }

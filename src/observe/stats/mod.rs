@@ -271,14 +271,7 @@ impl CallObserver for ToolStats {
 /// `name` cut to at most [`ToolStats::MAX_NAME_BYTES`] bytes, at a char
 /// boundary.
 fn cut(name: &str) -> &str {
-    if name.len() <= ToolStats::MAX_NAME_BYTES {
-        return name;
-    }
-    let mut end = ToolStats::MAX_NAME_BYTES;
-    while !name.is_char_boundary(end) {
-        end -= 1;
-    }
-    &name[..end]
+    crate::text::head(name, ToolStats::MAX_NAME_BYTES)
 }
 
 #[cfg(test)]
