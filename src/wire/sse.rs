@@ -61,9 +61,17 @@ pub(crate) fn head(headers: &mut HeaderMap) {
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
 }
 
-/// [`head`], and asks a reverse proxy in front not to buffer the stream:
-/// for the long-lived status streams, whose events must arrive as they come.
-pub(crate) fn unbuffered(headers: &mut HeaderMap) {
+/// Makes `headers` the head of a long-lived SSE stream: the SSE head, and
+/// a reverse proxy in front asked not to buffer it, so that its events
+/// arrive as they come (the status streams; the gateway's console feed).
+///
+/// ```
+/// let mut headers = http::HeaderMap::new();
+/// mcp_tasks::wire::sse::unbuffered(&mut headers);
+/// assert!(mcp_tasks::wire::sse::is_sse(&headers));
+/// assert_eq!(headers["x-accel-buffering"], "no");
+/// ```
+pub fn unbuffered(headers: &mut HeaderMap) {
     head(headers);
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
 }

@@ -20,11 +20,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use futures_util::stream;
-use mcp_tasks::wire::sse::named_event;
+use futures_util::{StreamExt, stream};
+use mcp_tasks::wire::sse::{self, named_event};
 use mcp_tasks::{Admin, AdminWatch, TaskChange, TaskId, Timestamp};
 
 use super::Shared;
@@ -76,7 +76,6 @@ struct Follow {
     admin: Admin,
     watch: Option<AdminWatch>,
     _place: Place,
-    started: bool,
 }
 
 /// The handler.
@@ -94,20 +93,21 @@ pub(crate) async fn feed(axum::extract::State(state): Shared, headers: HeaderMap
         admin: state.admin.clone(),
         watch: state.admin.watch(),
         _place: place,
-        started: false,
     };
-    let events = stream::unfold(follow, |mut follow| async move {
+    // The first event says whether changes will follow.
+    let first = if follow.watch.is_some() {
+        "ready"
+    } else {
+        "nofeed"
+    };
+    let first = stream::once(std::future::ready(named_event(Some(first), b"{}")));
+    let changes = stream::unfold(follow, |mut follow| async move {
         let event = follow.next().await?;
-        Some((Ok::<_, std::convert::Infallible>(event), follow))
+        Some((event, follow))
     });
+    let events = first.chain(changes).map(Ok::<_, std::convert::Infallible>);
     let mut response = Response::new(Body::from_stream(events));
-    let head = response.headers_mut();
-    head.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    head.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    head.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    sse::unbuffered(response.headers_mut());
     response.into_response()
 }
 
@@ -115,15 +115,6 @@ impl Follow {
     /// The next bytes of the stream; `None` ends it (the store's feed
     /// closed).
     async fn next(&mut self) -> Option<Bytes> {
-        if !self.started {
-            self.started = true;
-            let name = if self.watch.is_some() {
-                "ready"
-            } else {
-                "nofeed"
-            };
-            return Some(named_event(Some(name), b"{}"));
-        }
         let Some(watch) = self.watch.as_mut() else {
             tokio::time::sleep(HEARTBEAT).await;
             return Some(Bytes::from_static(b": heartbeat\n\n"));
