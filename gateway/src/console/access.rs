@@ -200,11 +200,12 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .filter(|value| value.len() == 32 && value.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-/// 128 random bits as hex.
+/// 128 bits of the system's random source as 32 hex digits: what a task
+/// id is made of.
 fn random_hex() -> String {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).expect("the system's random source");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    mcp_tasks::TaskId::generate()
+        .expect("the system's random source")
+        .to_string()
 }
 
 /// The sign-in form's fields.
