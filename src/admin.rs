@@ -35,6 +35,7 @@ use tokio::sync::broadcast::{self, error::RecvError};
 
 use crate::observe::events::{self, End};
 use crate::observe::metrics as m;
+use crate::runtime::queued::Queued;
 use crate::store::{
     AdminPage, AdminTask, CancelOutcome, Listening, StoreError, TaskChange, TaskCounts, TaskStore,
 };
@@ -51,6 +52,7 @@ use crate::task::{TaskId, TaskStatus};
 #[derive(Clone)]
 pub struct Admin {
     store: Arc<dyn TaskStore>,
+    queued: Arc<Queued>,
 }
 
 impl std::fmt::Debug for Admin {
@@ -60,8 +62,18 @@ impl std::fmt::Debug for Admin {
 }
 
 impl Admin {
-    pub(crate) fn new(store: Arc<dyn TaskStore>) -> Self {
-        Self { store }
+    pub(crate) fn new(store: Arc<dyn TaskStore>, queued: Arc<Queued>) -> Self {
+        Self { store, queued }
+    }
+
+    /// The tasks that will run again and have not started: the orphans the
+    /// store holds that no layer has taken yet
+    /// ([`TaskStore::orphans_held`]; a SQLite file's at its open, a lost
+    /// Redis instance's once a sweep claims them) and the re-runs this
+    /// layer took that wait for a running slot (`max_running`). Each
+    /// instance over a shared store counts its own. No store round trip.
+    pub fn reruns_pending(&self) -> usize {
+        self.store.orphans_held() + self.queued.count()
     }
 
     /// Every owner's live tasks, oldest first, at most `limit` (clamped to

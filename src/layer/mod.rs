@@ -35,6 +35,7 @@ use crate::observe::calls::CallObserver;
 use crate::owner::{DefaultOwner, ResolveOwner};
 use crate::policy::ToolPolicy;
 use crate::runtime::drain::Drain;
+use crate::runtime::queued::Queued;
 use crate::store::TaskStore;
 
 pub use future::ResponseFuture;
@@ -70,6 +71,9 @@ pub struct TasksLayer {
     make_span: Arc<dyn crate::observe::MakeSpan>,
     calls: Option<Arc<dyn CallObserver>>,
     scope: Option<Arc<str>>,
+    /// The re-runs taken from the store that wait for a running slot,
+    /// counted across what this layer and its clones build.
+    queued: Arc<Queued>,
     /// What the first `layer()` of this layer and its clones built, and the
     /// drain handed out before it.
     built: Arc<Built>,
@@ -121,6 +125,7 @@ impl TasksLayer {
             make_span: Arc::new(crate::observe::DefaultMakeSpan),
             calls: None,
             scope: None,
+            queued: Arc::default(),
         }
     }
 
@@ -142,6 +147,7 @@ impl TasksLayer {
                 self.owner.clone(),
                 (self.make_span.clone(), self.calls.clone()),
                 self.scope.clone(),
+                self.queued.clone(),
             );
             let tasks = Tasks::new(shared);
             self.built.drain.bind(&tasks.drain());
@@ -551,7 +557,7 @@ impl TasksLayer {
     /// The operator's view of this layer's store: every owner's tasks,
     /// counted, listed, cancelled or deleted ([`Admin`]).
     pub fn admin(&self) -> Admin {
-        Admin::new(self.store.clone())
+        Admin::new(self.store.clone(), self.queued.clone())
     }
 
     /// The settings in force.

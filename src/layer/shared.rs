@@ -29,6 +29,7 @@ use crate::owner::ResolveOwner;
 use crate::runtime::Runtime;
 use crate::runtime::background::Background;
 use crate::runtime::feed::Hub;
+use crate::runtime::queued::Queued;
 use crate::store::TaskStore;
 
 /// What the services of one built layer share.
@@ -60,6 +61,7 @@ impl Shared {
         resolver: Arc<dyn ResolveOwner>,
         (make_span, calls): (Arc<dyn MakeSpan>, Option<Arc<dyn CallObserver>>),
         scope: Option<Arc<str>>,
+        queued: Arc<Queued>,
     ) -> Self {
         let background = Arc::new(Background::new(config.max_running));
         let sessions = Sessions::new(SessionLimits {
@@ -88,6 +90,7 @@ impl Shared {
                 make_span,
                 calls,
                 quiet: Default::default(),
+                queued,
             }),
         }
     }

@@ -94,7 +94,10 @@ impl Tasks {
     /// The operator's view of the store: every owner's tasks, counted,
     /// listed, cancelled or deleted ([`Admin`]).
     pub fn admin(&self) -> Admin {
-        Admin::new(self.shared.runtime.store.clone())
+        Admin::new(
+            self.shared.runtime.store.clone(),
+            self.shared.runtime.queued.clone(),
+        )
     }
 
     /// The settings in force.

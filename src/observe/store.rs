@@ -126,6 +126,10 @@ impl TaskStore for Measured {
         self.0.release()
     }
 
+    fn orphans_held(&self) -> usize {
+        self.0.orphans_held()
+    }
+
     fn orphan_signal(&self) -> Option<std::sync::Arc<tokio::sync::Notify>> {
         self.0.orphan_signal()
     }

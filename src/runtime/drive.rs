@@ -89,10 +89,14 @@ pub(crate) fn drive(
         let running = async {
             let _permit = match slot {
                 Slot::Held(permit) => permit,
-                Slot::Wait(slots) => match slots.acquire_owned().await {
-                    Ok(permit) => permit,
-                    Err(_) => return Err(Stopped::Aborted),
-                },
+                Slot::Wait(slots, queued) => {
+                    let permit = slots.acquire_owned().await;
+                    drop(queued);
+                    match permit {
+                        Ok(permit) => permit,
+                        Err(_) => return Err(Stopped::Aborted),
+                    }
+                }
             };
             let _running = Running::start();
             let ran = AssertUnwindSafe(run(&mut work, &mut *dialect, flight))

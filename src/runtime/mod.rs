@@ -34,6 +34,7 @@ pub(crate) mod flight;
 mod follow;
 mod hints;
 pub(crate) mod mrtr;
+pub(crate) mod queued;
 pub(crate) mod quiet;
 mod rerun;
 mod resume;
@@ -80,6 +81,8 @@ pub(crate) struct Runtime {
     pub calls: Option<Arc<dyn crate::observe::calls::CallObserver>>,
     /// The tools whose calls go without the layer's progress token.
     pub quiet: quiet::Quiet,
+    /// The re-runs taken from the store that wait for a running slot.
+    pub queued: Arc<queued::Queued>,
 }
 
 /// Who sent a request, as the layer keys its tasks.

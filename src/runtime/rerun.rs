@@ -226,7 +226,7 @@ impl Runtime {
         span.in_scope(|| tracing::info!(task = %id, attempt, attempts = rerun.attempts, "running the call again"));
         match span.in_scope(|| drive::reissue(&mut work, None, None)) {
             Ok(flight) => {
-                let slot = Slot::Wait(self.background.slots());
+                let slot = Slot::Wait(self.background.slots(), Some(self.queued.enter()));
                 let abort = self.background.abort_signal();
                 let driving =
                     drive::drive(work, Box::<Plain>::default(), Box::new(flight), slot, abort);

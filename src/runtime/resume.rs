@@ -79,7 +79,7 @@ impl Runtime {
         });
         match reissued {
             Ok(flight) => {
-                let slot = Slot::Wait(self.background.slots());
+                let slot = Slot::Wait(self.background.slots(), None);
                 let abort = self.background.abort_signal();
                 let driving = drive::drive(work, Box::new(dialect), Box::new(flight), slot, abort);
                 self.background.spawn_in(span, driving);

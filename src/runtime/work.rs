@@ -144,6 +144,7 @@ impl Work {
 pub(crate) enum Slot {
     /// Taken already (a call parked with a free place).
     Held(OwnedSemaphorePermit),
-    /// Wait for one (a resumed call).
-    Wait(Arc<Semaphore>),
+    /// Wait for one (a resumed call, a re-run), counted meanwhile when the
+    /// mark is there (a re-run).
+    Wait(Arc<Semaphore>, Option<super::queued::InQueue>),
 }

@@ -500,6 +500,13 @@ pub trait TaskStore: Send + Sync + 'static {
         Box::pin(async { Ok(None) })
     }
 
+    /// How many orphans this store holds that no layer has taken yet
+    /// ([`orphans`](Self::orphans)): tasks that will run again and have not
+    /// started, for an operator's view. The default: none.
+    fn orphans_held(&self) -> usize {
+        0
+    }
+
     /// Notified when [`orphans`](Self::orphans) has more to hand out, for a
     /// store whose orphans arrive while the process runs (Redis: a sweep
     /// claims the tasks of a lost instance). `None` (the default): they are

@@ -37,6 +37,29 @@ async fn connect(server: &RedisServer, prefix: &str) -> RedisTaskStore {
         .expect("connect to the test redis-server")
 }
 
+/// An instance over `prefix` whose lease lasts `lease`.
+async fn connect_with_lease(server: &RedisServer, prefix: &str, lease: Duration) -> RedisTaskStore {
+    RedisTaskStore::builder(server.url())
+        .prefix(prefix)
+        .lease(lease)
+        .connect()
+        .await
+        .expect("connect to the test redis-server")
+}
+
+/// Deletes `store`'s lease key, as if its instance had stopped renewing it
+/// long ago: the next sweep of another instance takes its tasks.
+async fn drop_lease(server: &RedisServer, prefix: &str, store: &RedisTaskStore) {
+    let mut conn = raw_connection(server).await;
+    let lease_key = format!("{{{prefix}}}:instance:{}", store.instance_id());
+    let deleted: i64 = redis::cmd("DEL")
+        .arg(&lease_key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(deleted, 1, "the instance holds its lease under {lease_key}");
+}
+
 /// Two instances sharing one Redis and one prefix, as behind a load balancer.
 async fn two_instances(server: &RedisServer) -> (RedisTaskStore, RedisTaskStore) {
     let prefix = fresh_prefix();

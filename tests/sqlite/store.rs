@@ -500,6 +500,7 @@ async fn a_task_that_may_run_again_is_handed_out_once_with_its_next_attempt() {
         store.orphans().await.unwrap().is_empty(),
         "a task of this process is no orphan"
     );
+    assert_eq!(store.orphans_held(), 0);
     store.close().await;
 
     let reopened = SqliteTaskStore::open(file.path()).await.unwrap();
@@ -512,7 +513,9 @@ async fn a_task_that_may_run_again_is_handed_out_once_with_its_next_attempt() {
         "{:?}",
         read.status_message
     );
+    assert_eq!(reopened.orphans_held(), 1, "held until a layer takes it");
     let orphans = reopened.orphans().await.unwrap();
+    assert_eq!(reopened.orphans_held(), 0, "taken");
     assert_eq!(orphans.len(), 1);
     let orphan = &orphans[0];
     assert_eq!((orphan.id, orphan.attempt), (id, 2));

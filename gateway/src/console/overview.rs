@@ -5,13 +5,16 @@
 //! {"tools": [{"tool", "slots": [{calls, parked, failed, p50Ms, p95Ms, p99Ms}], "total": {...}}],
 //!  "slotSeconds": 10,
 //!  "upstream": {...} or null,
-//!  "store": {"kind", "reachable", "error", "counts": {"working", ...}, "total", "countedMs"},
+//!  "store": {"kind", "reachable", "error", "counts": {"working", ...}, "total", "countedMs",
+//!            "rerunsPending"},
 //!  "consoles": open feeds}
 //! ```
 //!
 //! The store's counts are O(n) in its tasks ([`Admin::counts`]): they are
 //! taken at most once every [`COUNT_EVERY`] whatever the number of open
-//! consoles, and the overview answers with the last count meanwhile.
+//! consoles, and the overview answers with the last count meanwhile. The
+//! re-runs pending ([`Admin::reruns_pending`]) are this instance's, read
+//! afresh each time: no store round trip.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -163,6 +166,7 @@ pub(crate) async fn overview(axum::extract::State(state): Shared, headers: Heade
             "counts": counted.counts,
             "total": counted.total,
             "countedMs": counted.counted_ms,
+            "rerunsPending": overview.admin.reruns_pending(),
         },
         "consoles": state.feeds.open(),
         "now": Timestamp::now().as_millis(),

@@ -8,6 +8,7 @@
 //! |---|---|
 //! | `access` | no credential, no console; the sign-in; bearer callers; cross-site requests refused; the security headers |
 //! | `live` | filters and paging, the feed of changed rows, cancel and delete with their audit lines, values cut and kept as they are, owners with the gateway's OAuth on |
+//! | `reruns` | the store card's re-runs pending: a SQLite file's orphans before the first request, then a re-run waiting for its running slot |
 //! | `redis` | two gateways over one Redis: the other's new task on this one's feed, cancelled from here, its tool stopped |
 //! | `browser` | a parked task appears, its bar moves, it completes; another is cancelled from the page and its tool stops; hostile values shown as text; a cross-site form refused |
 
@@ -27,3 +28,4 @@ mod harness;
 mod hostile_upstream;
 mod live;
 mod redis;
+mod reruns;

@@ -33,6 +33,14 @@ impl Claims {
         std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
+    /// How many claims wait.
+    pub(super) fn held(&self) -> usize {
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
     /// Reads the claims of one sweep reply (after its state and count) and
     /// holds their stop signals (the tasks are in `shard`, claimed for this
     /// instance's id of `generation` there); how many. A claim made for a

@@ -513,6 +513,13 @@ impl TaskStore for RedisTaskStore {
         Box::pin(async move { Ok(claimed) })
     }
 
+    /// The tasks of lost instances this one has claimed and its layer has
+    /// not taken yet; a lost instance's tasks count from the sweep that
+    /// claims them (within `lease / 2` of its lease ending).
+    fn orphans_held(&self) -> usize {
+        self.inner.claims.held()
+    }
+
     fn orphan_signal(&self) -> Option<Arc<tokio::sync::Notify>> {
         Some(self.inner.claims.signal.clone())
     }

@@ -401,6 +401,14 @@ impl TaskStore for SqliteTaskStore {
         Box::pin(async move { Ok(orphans) })
     }
 
+    fn orphans_held(&self) -> usize {
+        self.inner
+            .orphans
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+
     fn status_events<'a>(
         &'a self,
         owner: Option<&'a str>,

@@ -110,6 +110,13 @@ async function live() {
 
   await page.waitForSelector('#tools .tool-card[data-tool="slow_compute"] svg.spark polyline', { timeout: 20000 });
   say("TOOLS");
+  // The store card counts at most every 5 s: the picture waits for a count
+  // that holds both tasks.
+  await page.waitForFunction(() => {
+    const names = [...document.querySelectorAll("#store dt")];
+    const held = names.find((dt) => dt.textContent === "tasks held");
+    return held && held.nextElementSibling.textContent === "2";
+  }, null, { timeout: 20000 });
   await page.screenshot({ path: SHOT, fullPage: true });
   say("SHOT " + SHOT);
 }

@@ -13,16 +13,7 @@ use mcp_tasks::{
 
 use super::redis_server::RedisServer;
 use super::wait::{BOUND, wait_until};
-use super::{fresh_prefix, new_task, raw, waiting_task};
-
-async fn connect_with_lease(server: &RedisServer, prefix: &str, lease: Duration) -> RedisTaskStore {
-    RedisTaskStore::builder(server.url())
-        .prefix(prefix)
-        .lease(lease)
-        .connect()
-        .await
-        .expect("connect to the test redis-server")
-}
+use super::{connect_with_lease, drop_lease, fresh_prefix, new_task, raw, waiting_task};
 
 async fn status_of(store: &RedisTaskStore, task: &NewTask) -> TaskStatus {
     let read = store.get(task.id, task.owner.as_deref()).await.unwrap();
@@ -296,15 +287,7 @@ async fn an_instance_that_lost_its_lease_has_its_tasks_failed_and_its_late_outco
     let b = connect_with_lease(&server, &prefix, Duration::from_millis(200)).await;
     let task = new_task(None, None);
     let created = a.create(task.clone()).await.unwrap();
-    let client = redis::Client::open(server.url()).unwrap();
-    let mut raw_conn = client.get_multiplexed_async_connection().await.unwrap();
-    let lease_key = format!("{{{prefix}}}:instance:{}", a.instance_id());
-    let deleted: i64 = redis::cmd("DEL")
-        .arg(&lease_key)
-        .query_async(&mut raw_conn)
-        .await
-        .unwrap();
-    assert_eq!(deleted, 1, "A holds its lease under {lease_key}");
+    drop_lease(&server, &prefix, &a).await;
     let read = wait_for_end(&b, &task).await;
     assert_eq!(read.status(), TaskStatus::Failed);
     // A's call is told to stop, and its outcome, if it comes, is refused.

@@ -289,6 +289,7 @@ async function overview() {
     ["tasks held", s.total],
     ["working", s.counts.working],
     ["input required", s.counts.input_required],
+    ["re-runs pending", s.rerunsPending],
     ["finished", (s.counts.completed || 0) + (s.counts.failed || 0) + (s.counts.cancelled || 0)],
     ["consoles open", o.consoles],
   ]);
