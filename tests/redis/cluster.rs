@@ -436,6 +436,9 @@ async fn a_live_instance_keeps_its_running_tasks_through_a_failover_of_their_sha
     let holder = holder_of(&cluster, &a, running.id);
     let killed = Instant::now();
     tokio::task::block_in_place(|| {
+        // The task is on the replica before its primary dies: what an
+        // asynchronous replica may lose is another test's point.
+        cluster.wait_for_replication(holder, BOUND);
         cluster.kill(holder);
         cluster.wait_for_failover(holder, Duration::from_secs(30));
     });
@@ -489,6 +492,7 @@ async fn an_instance_cut_off_from_a_shard_stops_its_calls_there_before_another_t
     });
     let holder = holder_of(&cluster, &a, running.id);
     tokio::task::block_in_place(|| {
+        cluster.wait_for_replication(holder, BOUND);
         cluster.kill(holder);
         cluster.wait_for_failover(holder, Duration::from_secs(30));
     });

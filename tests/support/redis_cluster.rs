@@ -149,6 +149,37 @@ impl RedisCluster {
         common::command(port, args).unwrap_or_else(|failure| panic!("{failure}"))
     }
 
+    /// Waits until every live replica of the node on `primary` has all
+    /// that node had written when called (its `slave_repl_offset` reaches
+    /// the primary's `master_repl_offset`): replication is asynchronous, and
+    /// a test about what a failover keeps of acknowledged writes without
+    /// `wait_for_replicas` states this first. Panics after `timeout`.
+    pub fn wait_for_replication(&self, primary: u16, timeout: Duration) {
+        let offset = |port: u16, field: &str| -> u64 {
+            let info = self.command(port, &["INFO", "replication"]);
+            field_of(&info, field)
+                .and_then(|value| value.parse().ok())
+                .unwrap_or_else(|| panic!("no {field} in the INFO of node {port}:\n{info}"))
+        };
+        let written = offset(primary, "master_repl_offset");
+        let deadline = Instant::now() + timeout;
+        for replica in self.replicas_of(primary) {
+            loop {
+                let copied = offset(replica, "slave_repl_offset");
+                if copied >= written {
+                    break;
+                }
+                if Instant::now() >= deadline {
+                    panic!(
+                        "replica {replica} of {primary} at offset {copied} of {written} after {timeout:?}"
+                    );
+                }
+                // The poll interval of a bounded wait.
+                std::thread::sleep(POLL);
+            }
+        }
+    }
+
     /// Stops the node on `port` with SIGKILL (it stays dead), remembering
     /// its replicas for [`Self::wait_for_failover`].
     pub fn kill(&mut self, port: u16) {
