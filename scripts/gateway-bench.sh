@@ -52,12 +52,13 @@
 # is idle: latencies without that cost, as with idle states off. The CPU
 # columns then count the loops too; the processes' own CPU does not.
 #
-# With GATEWAY_BENCH_CONSOLE=1, a second gateway of the same settings
-# runs beside the first, on CPU 1 too, with the operator's console on and
-# no console open (`--metrics 127.0.0.1:0 --console-token-file FILE`, a
-# 24-character token): the mode `console`, measured in the same runs, so
-# that what the console's per-call statistics cost shows against the
-# `gateway` mode. GATEWAY_BENCH_ARGS are added to every gateway of the
+# With GATEWAY_BENCH_CONSOLE=1, two more gateways of the same settings
+# run beside the first, on CPU 1 too: one with `--metrics 127.0.0.1:0`
+# (the mode `metrics`), one with the operator's console on as well and no
+# console open (`--metrics 127.0.0.1:0 --console-token-file FILE`, a
+# 24-character token; the mode `console`), measured in the same runs: the
+# console needs the metrics listener, so what the console itself costs
+# (its per-call statistics) is `console` against `metrics`. GATEWAY_BENCH_ARGS are added to every gateway of the
 # loads (not to those of the memory case).
 #
 # Each run measures both loads, direct, gateway (console, relay) in turn
@@ -120,8 +121,9 @@
 #                              is on PATH; 0: do not (auto)
 #   GATEWAY_BENCH_SPIN         1: keep every CPU busy with a nice-19 loop
 #                              during the loads, so that none goes idle (0)
-#   GATEWAY_BENCH_CONSOLE      1: measure a second gateway with the console
-#                              on, the mode `console` (0)
+#   GATEWAY_BENCH_CONSOLE      1: measure two more gateways, with --metrics
+#                              (`metrics`) and with the console on too
+#                              (`console`) (0)
 #   GATEWAY_BENCH_ARGS         more arguments for the gateways of the loads,
 #                              split at spaces (none)
 #   HTTP_BENCH_SERVER, HTTP_BENCH_WORKERS, HTTP_BENCH_THREADS, HTTP_BENCH_PIN, WRK
@@ -281,6 +283,9 @@ start_beside GATEWAY "$WORK/gateway.log" gateway --upstream "$UPSTREAM_URL/bare/
   "${EXTRA[@]}"
 log "gateway (PID $GATEWAY_PID) listening at $GATEWAY_URL/bare/json, upstream $UPSTREAM_URL/bare/json"
 if [[ "$GATEWAY_BENCH_CONSOLE" == 1 ]]; then
+  start_beside METRICS "$WORK/metrics.log" gateway --upstream "$UPSTREAM_URL/bare/json" \
+    --path /bare/json "${EXTRA[@]}" --metrics 127.0.0.1:0
+  log "gateway with --metrics (PID $METRICS_PID) listening at $METRICS_URL/bare/json"
   head -c 18 /dev/urandom | base64 | tr '+/' '-_' >"$WORK/console-token"
   start_beside CONSOLE "$WORK/console.log" gateway --upstream "$UPSTREAM_URL/bare/json" \
     --path /bare/json "${EXTRA[@]}" --metrics 127.0.0.1:0 --console-token-file "$WORK/console-token"
@@ -309,7 +314,7 @@ start_relay() {
 
 # The modes measured: direct, the gateway, and the relay when asked for.
 MODES=(direct gateway)
-[[ "$GATEWAY_BENCH_CONSOLE" == 1 ]] && MODES+=(console)
+[[ "$GATEWAY_BENCH_CONSOLE" == 1 ]] && MODES+=(metrics console)
 if ((${#LOADS[@]} > 0)) && [[ "$GATEWAY_BENCH_RELAY" == auto ]] && command -v socat >/dev/null 2>&1; then
   start_relay
   MODES+=(relay)
@@ -343,17 +348,19 @@ drive() {
   case "$mode" in
     direct) target="$UPSTREAM_URL" ;;
     gateway) target="$GATEWAY_URL" ;;
+    metrics) target="$METRICS_URL" ;;
     console) target="$CONSOLE_URL" ;;
     relay) target="$RELAY_URL" ;;
   esac
   local before start cpu hop="$GATEWAY_PID"
   [[ "$mode" == console ]] && hop="$CONSOLE_PID"
+  [[ "$mode" == metrics ]] && hop="$METRICS_PID"
   before="$(ticks "$hop")"
   cpu="$(cpu_jiffies 1)"
   start="$(date +%s.%N)"
   URL="$target" HTTP_BENCH_CONNECTIONS="$connections" run_wrk "$seconds" call-json bare
   GATEWAY_CPU=0
-  if [[ "$mode" == gateway || "$mode" == console ]]; then
+  if [[ "$mode" == gateway || "$mode" == console || "$mode" == metrics ]]; then
     GATEWAY_CPU="$(awk -v used="$(($(ticks "$hop") - before))" -v hz="$(getconf CLK_TCK)" \
       -v start="$start" -v end="$(date +%s.%N)" 'BEGIN {printf "%.1f", 100 * used / hz / (end - start)}')"
   fi
@@ -409,7 +416,7 @@ if ((${#LOADS[@]} > 0)); then
   done
 fi
 
-for pid in "$UPSTREAM_PID" "$GATEWAY_PID" ${CONSOLE_PID:-}; do
+for pid in "$UPSTREAM_PID" "$GATEWAY_PID" ${METRICS_PID:-} ${CONSOLE_PID:-}; do
   if ! kill -0 "$pid" 2>/dev/null; then
     tail -n 20 "$WORK/server.log" "$WORK/gateway.log" >&2 || true
     log "error: the upstream or the gateway is no longer running"
@@ -418,6 +425,7 @@ for pid in "$UPSTREAM_PID" "$GATEWAY_PID" ${CONSOLE_PID:-}; do
 done
 stop_beside "$GATEWAY_PID"
 [[ -n "${CONSOLE_PID:-}" ]] && stop_beside "$CONSOLE_PID"
+[[ -n "${METRICS_PID:-}" ]] && stop_beside "$METRICS_PID"
 [[ -n "${RELAY_PID:-}" ]] && stop_beside "$RELAY_PID"
 for pid in "${SPINNERS[@]}"; do
   stop_beside "$pid"
@@ -620,7 +628,8 @@ if [[ -s "$RESULTS" ]]; then
     "${GATEWAY_BENCH_SECONDS}s (warm-up ${GATEWAY_BENCH_WARMUP}s), medians; latencies in µs;"
   echo "up CPU: % of its core the upstream used; CPU 1: % busy of the CPU of the load and the hop;"
   echo "gw CPU: the gateway's CPU time per request; relay: socat, a hop with no HTTP (when installed);"
-  echo "console: the gateway with the operator's console on, none open (GATEWAY_BENCH_CONSOLE=1)."
+  echo "metrics, console: the gateway with --metrics, and with the operator's console on too, none"
+  echo "open (GATEWAY_BENCH_CONSOLE=1)."
   echo
   echo "| Load              | via     | direct req/s |   req/s | ratio  | ratio/run | direct p50 / p99 | p50 / p99     | added p50 / p99 | up CPU d / v | CPU 1 d / v | gw CPU µs/req |"
   echo "|-------------------|---------|-------------:|--------:|-------:|-----------|-----------------:|--------------:|----------------:|-------------:|------------:|--------------:|"
@@ -631,7 +640,7 @@ if [[ -s "$RESULTS" ]]; then
       awk -v l="$load (-c$connections)" -v m="$mode" -v d="$(medians "$load" direct)" \
         -v v="$(medians "$load" "$mode")" -v r="$(ratio_range "$load" "$mode")" 'BEGIN {
         split(d, D, " "); split(v, V, " ")
-        gw = ((m == "gateway" || m == "console") && V[1] > 0) ? sprintf("%.1f", V[5] / 100 / V[1] * 1e6) : "—"
+        gw = ((m == "gateway" || m == "console" || m == "metrics") && V[1] > 0) ? sprintf("%.1f", V[5] / 100 / V[1] * 1e6) : "—"
         printf "| %-17s | %-7s | %12.0f | %7.0f | %5.3f× | %-9s | %7.0f / %-6.0f | %5.0f / %-6.0f | %+6.0f / %+-6.0f | %4.0f / %-5.0f | %3.0f / %-5.0f | %13s |\n",
           l, m, D[1], V[1], V[1] / D[1], r, D[2], D[3], V[2], V[3], V[2] - D[2], V[3] - D[3],
           D[4], V[4], D[6], V[6], gw
@@ -662,9 +671,9 @@ if [[ -s "$RESULTS" ]]; then
   done
   if [[ "$GATEWAY_BENCH_CONSOLE" == 1 ]]; then
     for load in "${LOADS[@]}"; do
-      awk -v l="$load" -v g="$(medians "$load" gateway)" -v c="$(medians "$load" console)" 'BEGIN {
+      awk -v l="$load" -v g="$(medians "$load" metrics)" -v c="$(medians "$load" console)" 'BEGIN {
         split(g, G, " "); split(c, C, " ")
-        printf "Console on against off, %s: req/s %.3f×, p50 %+.0f µs, gateway CPU %+.1f µs/req\n", l,
+        printf "Console on (none open) against --metrics alone, %s: req/s %.3f×, p50 %+.0f µs, gateway CPU %+.1f µs/req\n", l,
           C[1] / G[1], C[2] - G[2], C[5] / 100 / C[1] * 1e6 - G[5] / 100 / G[1] * 1e6
       }'
     done
