@@ -12,10 +12,11 @@
 //! The answer is `{"rows": [...], "next": cursor or null, "scanned": n,
 //! "now": ms}`. A filter is applied to the store's pages as they are read:
 //! a request reads pages of `limit` tasks until it has `limit` rows or has
-//! read [`SCAN_BUDGET`] tasks, so that one request costs the same over a
-//! million tasks as over a hundred, and a filter that matches little
+//! read [`SCAN_BUDGET`] tasks, so that what one request costs is bounded
+//! however many tasks the store holds, and a filter that matches little
 //! answers with fewer rows and a `next` to go on from. Over Redis each page
-//! is O(log n + page).
+//! is O(log n + page) (`scripts/console-browse-bench.sh`: the same with
+//! 10,000 tasks and a million; a filtered request 16-18% more).
 
 use axum::extract::Query;
 use axum::http::{HeaderMap, StatusCode};
