@@ -41,8 +41,11 @@ impl ListCursor {
             .transpose()
     }
 
-    /// The cursor just after the task created at `created` with id `id`.
-    pub(crate) fn after(created: Timestamp, id: TaskId) -> Self {
+    /// The cursor just after the task created at `created` with id `id`:
+    /// what a listing gives as its next cursor when that task ends its
+    /// page, so that a reader that keeps only part of a page (a filter
+    /// with enough rows) can go on from the last task it kept.
+    pub fn after(created: Timestamp, id: TaskId) -> Self {
         Self { created, id }
     }
 
