@@ -283,14 +283,18 @@ function ms(value) {
 async function overview() {
   const o = await request("/overview");
   const s = o.store;
+  // Counted in the background: nothing until the first count ends.
+  const c = s.counts || {};
+  const counted = s.total !== null && s.total !== undefined;
+  const held = (value) => (counted ? value || 0 : "counting…");
   dl($("store"), [
     ["kind", s.kind],
-    ["reachable", s.reachable ? "yes" : "no: " + (s.error || "")],
-    ["tasks held", s.total],
-    ["working", s.counts.working],
-    ["input required", s.counts.input_required],
+    ["reachable", !counted ? "counting…" : s.reachable ? "yes" : "no: " + (s.error || "")],
+    ["tasks held", held(s.total)],
+    ["working", held(c.working)],
+    ["input required", held(c.input_required)],
     ["re-runs pending", s.rerunsPending],
-    ["finished", (s.counts.completed || 0) + (s.counts.failed || 0) + (s.counts.cancelled || 0)],
+    ["finished", held((c.completed || 0) + (c.failed || 0) + (c.cancelled || 0))],
     ["consoles open", o.consoles],
   ]);
   const u = o.upstream;
