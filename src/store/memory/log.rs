@@ -7,6 +7,9 @@
 //! | each owner's changes, by sequence number | the same changes, indexed | O(log n + page) to read after a cursor |
 //! | the highest sequence number dropped | one number | a read after a cursor below it says `truncated` (the bound is shared: a busy owner may push out a quiet one's changes) |
 //!
+//! Nothing is logged until the first read: a layer without task events
+//! never reads, and its store keeps no log.
+//!
 //! A cursor is `m<epoch>-<seq>`: `epoch` is drawn when the store is made,
 //! so a cursor of an earlier process (a memory store does not outlive it)
 //! reads as truncated from the oldest change kept instead of silently
@@ -16,6 +19,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{Entry, MemoryTaskStore};
 use crate::store::{EventPage, StatusEvent, StoreError};
@@ -26,6 +30,10 @@ pub(super) const KEPT: usize = 100_000;
 
 pub(super) struct Log {
     epoch: u64,
+    /// Whether changes are logged: from the first read on. Every cursor
+    /// comes from a read, so none can point before it; until then (a layer
+    /// without task events) a change costs one load and holds nothing.
+    keeping: AtomicBool,
     inner: Mutex<Inner>,
 }
 
@@ -55,6 +63,7 @@ impl Default for Log {
         let _ = getrandom::fill(&mut bytes);
         Self {
             epoch: u64::from(u32::from_le_bytes(bytes)),
+            keeping: AtomicBool::new(false),
             inner: Mutex::default(),
         }
     }
@@ -64,7 +73,7 @@ impl MemoryTaskStore {
     /// Logs `entry` when its status is no longer `before` (under its
     /// shard's lock, so the log's order is the changes' order per task).
     pub(super) fn logged(&self, entry: &Entry, id: u128, before: TaskStatus) {
-        if entry.state.status() != before {
+        if entry.state.status() != before && self.inner.log.keeping() {
             self.inner.log.record(
                 entry.owner.as_deref(),
                 StatusEvent::strip(&entry.snapshot(id)),
@@ -103,8 +112,17 @@ impl Log {
         })
     }
 
-    /// Logs `task` (already stripped) as a change of `owner`'s.
+    /// Whether changes are logged (after the first read).
+    pub(super) fn keeping(&self) -> bool {
+        self.keeping.load(Ordering::Acquire)
+    }
+
+    /// Logs `task` (already stripped) as a change of `owner`'s, once
+    /// someone reads the log.
     pub(super) fn record(&self, owner: Option<&str>, task: TaskSnapshot) {
+        if !self.keeping() {
+            return;
+        }
         let mut inner = self.lock();
         inner.last += 1;
         let seq = inner.last;
@@ -125,6 +143,12 @@ impl Log {
         }
     }
 
+    /// How many changes are kept.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.lock().entries.len()
+    }
+
     /// [`TaskStore::status_events`](crate::TaskStore::status_events).
     pub(super) fn read(
         &self,
@@ -133,6 +157,9 @@ impl Log {
         limit: usize,
     ) -> Result<EventPage, StoreError> {
         let after = self.parse(after)?;
+        // Set before the lock: a change logged after this read's cursor is
+        // taken is there for the next read.
+        self.keeping.store(true, Ordering::Release);
         let inner = self.lock();
         let (from, truncated) = match after {
             After::Now => {

@@ -253,9 +253,10 @@ impl TaskStore for MemoryTaskStore {
                 }
                 let key = (task.created_at.as_millis(), id);
                 self.inner.owners.insert(entry.owner.as_deref(), key);
-                self.inner
-                    .log
-                    .record(entry.owner.as_deref(), snapshot.clone());
+                if self.inner.log.keeping() {
+                    let log = &self.inner.log;
+                    log.record(entry.owner.as_deref(), snapshot.clone());
+                }
                 shard.insert(id, entry);
             }
             if let Some(ttl) = task.ttl {

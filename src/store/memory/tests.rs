@@ -85,3 +85,29 @@ async fn the_reaper_takes_reclaimed_tasks_out_of_the_quota_counts() {
         "the reaper keeps the counts in step"
     );
 }
+
+#[tokio::test]
+async fn status_changes_are_logged_only_once_someone_reads_them() {
+    let store = MemoryTaskStore::new();
+    let before = store.create(new_task(None)).await.unwrap().snapshot.id;
+    store
+        .complete(before, RawValue::from_string("{}".into()).unwrap())
+        .await
+        .unwrap();
+    let entries = |store: &MemoryTaskStore| store.inner.log.len();
+    assert_eq!(entries(&store), 0, "no reader yet: nothing kept");
+
+    let start = store.status_events(None, None, 10).await.unwrap();
+    let after = store.create(new_task(None)).await.unwrap().snapshot.id;
+    store
+        .complete(after, RawValue::from_string("{}".into()).unwrap())
+        .await
+        .unwrap();
+    let page = store
+        .status_events(None, Some(&start.cursor), 10)
+        .await
+        .unwrap();
+    let ids: Vec<_> = page.events.iter().map(|event| event.task.id).collect();
+    assert_eq!(ids, vec![after, after], "its creation and its end, not before's");
+    assert!(!page.truncated);
+}
