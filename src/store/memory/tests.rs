@@ -108,6 +108,10 @@ async fn status_changes_are_logged_only_once_someone_reads_them() {
         .await
         .unwrap();
     let ids: Vec<_> = page.events.iter().map(|event| event.task.id).collect();
-    assert_eq!(ids, vec![after, after], "its creation and its end, not before's");
+    assert_eq!(
+        ids,
+        vec![after, after],
+        "its creation and its end, not before's"
+    );
     assert!(!page.truncated);
 }
