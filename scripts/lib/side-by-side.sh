@@ -138,8 +138,8 @@ report_pairs() {
   local case
   for case in "$@"; do
     case "$case" in
-      call-json) pair_row "$case" "call-json: layered vs bare" 0.97 ;;
-      call-sse) pair_row "$case" "call-sse: layered vs bare" 0.97 ;;
+      call-json) pair_row "$case" "call-json: layered vs bare" 0.99 ;;
+      call-sse) pair_row "$case" "call-sse: layered vs bare" 0.99 ;;
       list) pair_row "$case" "list: layered vs bare" 0.98 ;;
       twin) pair_row "$case" "twin: adapted vs bare" ;;
       twin-sse) pair_row "$case" "twin-sse: adapted vs bare" ;;
