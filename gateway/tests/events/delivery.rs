@@ -225,7 +225,7 @@ async fn a_gateway_killed_before_it_delivered_delivers_after_its_restart_once() 
     gateway.kill().await;
 
     let hooks = receiver(&files, 0, port).await;
-    let restarted = gateway_with(&upstream.url, &files, &oauth, &["--sqlite", db.path()]).await;
+    let mut restarted = gateway_with(&upstream.url, &files, &oauth, &["--sqlite", db.path()]).await;
     let seen = wait_until("the restarted gateway delivers", DELIVERED, || async {
         let seen = taken(&hooks, &task);
         (seen.iter().any(|(status, _, _)| status == "completed")).then_some(seen)
@@ -237,7 +237,9 @@ async fn a_gateway_killed_before_it_delivered_delivers_after_its_restart_once() 
         seen.iter().all(|(_, _, times)| *times == 1),
         "each once: {seen:?}"
     );
-    drop(restarted);
+    // Gone before its task file is removed: a process dying after the
+    // removal could leave the file's WAL behind in the temp dir.
+    restarted.kill().await;
 }
 
 #[tokio::test]
