@@ -73,11 +73,10 @@ impl MemoryTaskStore {
     /// Logs `entry` when its status is no longer `before` (under its
     /// shard's lock, so the log's order is the changes' order per task).
     pub(super) fn logged(&self, entry: &Entry, id: u128, before: TaskStatus) {
-        if entry.state.status() != before && self.inner.log.keeping() {
-            self.inner.log.record(
-                entry.owner.as_deref(),
-                StatusEvent::strip(&entry.snapshot(id)),
-            );
+        if entry.state.status() != before {
+            self.inner.log.record(entry.owner.as_deref(), || {
+                StatusEvent::strip(&entry.snapshot(id))
+            });
         }
     }
 }
@@ -112,17 +111,14 @@ impl Log {
         })
     }
 
-    /// Whether changes are logged (after the first read).
-    pub(super) fn keeping(&self) -> bool {
-        self.keeping.load(Ordering::Acquire)
-    }
-
-    /// Logs `task` (already stripped) as a change of `owner`'s, once
-    /// someone reads the log.
-    pub(super) fn record(&self, owner: Option<&str>, task: TaskSnapshot) {
-        if !self.keeping() {
+    /// Logs the task `task` gives (already stripped) as a change of
+    /// `owner`'s, once someone reads the log; until then `task` is not
+    /// called.
+    pub(super) fn record(&self, owner: Option<&str>, task: impl FnOnce() -> TaskSnapshot) {
+        if !self.keeping.load(Ordering::Acquire) {
             return;
         }
+        let task = task();
         let mut inner = self.lock();
         inner.last += 1;
         let seq = inner.last;
@@ -224,9 +220,9 @@ mod tests {
         let log = Log::default();
         let start = log.read(Some("a"), None, 10).unwrap();
         assert!(start.events.is_empty() && !start.truncated);
-        log.record(Some("a"), task(1));
-        log.record(Some("b"), task(2));
-        log.record(Some("a"), task(3));
+        log.record(Some("a"), || task(1));
+        log.record(Some("b"), || task(2));
+        log.record(Some("a"), || task(3));
         let page = log.read(Some("a"), Some(&start.cursor), 1).unwrap();
         assert_eq!(page.events.len(), 1);
         assert_eq!(page.events[0].task.id, TaskId::from_u128(1));
@@ -253,7 +249,7 @@ mod tests {
         let log = Log::default();
         let start = log.read(None, None, 10).unwrap();
         for id in 0..(KEPT as u128 + 5) {
-            log.record(None, task(id));
+            log.record(None, || task(id));
         }
         let page = log.read(None, Some(&start.cursor), 10).unwrap();
         assert!(page.truncated);

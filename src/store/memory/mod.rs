@@ -253,10 +253,8 @@ impl TaskStore for MemoryTaskStore {
                 }
                 let key = (task.created_at.as_millis(), id);
                 self.inner.owners.insert(entry.owner.as_deref(), key);
-                if self.inner.log.keeping() {
-                    let log = &self.inner.log;
-                    log.record(entry.owner.as_deref(), snapshot.clone());
-                }
+                let log = &self.inner.log;
+                log.record(entry.owner.as_deref(), || snapshot.clone());
                 shard.insert(id, entry);
             }
             if let Some(ttl) = task.ttl {
