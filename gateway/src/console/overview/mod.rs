@@ -19,6 +19,7 @@
 //! first one ends). The re-runs pending ([`Admin::reruns_pending`]) are this instance's, read
 //! afresh each time: no store round trip.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -72,8 +73,7 @@ pub struct UpstreamVitals {
 }
 
 /// The last count of the store's tasks.
-#[derive(Debug, Clone, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Default)]
 struct Counted {
     reachable: bool,
     error: Option<String>,
@@ -137,13 +137,22 @@ impl Overview {
     /// background (one at a time), whose result the next overview shows.
     /// `None` until the first count ends.
     fn counted(&self) -> Option<Arc<Counted>> {
+        let admin = self.admin.clone();
+        self.counted_by(move || async move { count(&admin).await })
+    }
+
+    /// [`counted`](Self::counted), with `count` starting the count.
+    fn counted_by<F>(&self, count: impl FnOnce() -> F) -> Option<Arc<Counted>>
+    where
+        F: Future<Output = Counted> + Send + 'static,
+    {
         let mut counting = self.counting.lock().unwrap_or_else(PoisonError::into_inner);
         if counting.stale() && !counting.running {
             counting.running = true;
-            let (admin, shared) = (self.admin.clone(), self.counting.clone());
+            let (counting_now, shared) = (count(), self.counting.clone());
             tokio::spawn(async move {
                 let started = Instant::now();
-                let counted = Arc::new(count(&admin).await);
+                let counted = Arc::new(counting_now.await);
                 let mut counting = shared.lock().unwrap_or_else(PoisonError::into_inner);
                 counting.took = started.elapsed();
                 counting.last = Some((Instant::now(), counted));
