@@ -229,18 +229,10 @@ async fn values_are_kept_as_chosen_and_long_ones_are_cut() {
 
 #[tokio::test]
 async fn with_oauth_on_each_task_shows_its_subject_and_the_owner_filter_picks_it() {
-    use crate::tokens::{ISSUER, RESOURCE, SECRET, TempFile, hs256};
+    use crate::tokens::{SECRET, TempFile, hs256, hs256_options};
     let (upstream, _) = serve_fixture(FixtureMode::Stateless).await;
     let secret = TempFile::new("secret", SECRET);
-    let oauth = [
-        "--oauth-issuer",
-        ISSUER,
-        "--oauth-audience",
-        RESOURCE,
-        "--oauth-hs256-secret-file",
-        secret.path(),
-    ];
-    let console = Console::start(&upstream.url, &oauth).await;
+    let console = Console::start(&upstream.url, &hs256_options(&secret)).await;
     let alice = McpClient::new(&console.gateway.url).with_bearer(hs256("alice", "mcp"));
     let bob = McpClient::new(&console.gateway.url).with_bearer(hs256("bob", "mcp"));
     let hers = alice

@@ -9,7 +9,7 @@
 use crate::gateway;
 use crate::support::process::Process;
 use crate::tls;
-use crate::tokens::{ISSUER, RESOURCE, TempFile};
+use crate::tokens::{TempFile, hs256_options};
 
 /// The receiver's files: its CA (for the gateway), its certificate and key.
 pub struct Receiving {
@@ -44,13 +44,8 @@ pub async fn gateway_with(
         "true",
         "--webhook-ca-file",
         files.ca.path(),
-        "--oauth-issuer",
-        ISSUER,
-        "--oauth-audience",
-        RESOURCE,
-        "--oauth-hs256-secret-file",
-        secret.path(),
     ];
+    options.extend_from_slice(&hs256_options(secret));
     options.extend_from_slice(extra);
     gateway::start(upstream, &options).await
 }

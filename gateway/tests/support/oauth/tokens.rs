@@ -59,6 +59,19 @@ impl Drop for TempFile {
     }
 }
 
+/// The gateway's options to take HS256 tokens of [`ISSUER`] for
+/// [`RESOURCE`], signed with the key in `secret`.
+pub fn hs256_options(secret: &TempFile) -> [&str; 6] {
+    [
+        "--oauth-issuer",
+        ISSUER,
+        "--oauth-audience",
+        RESOURCE,
+        "--oauth-hs256-secret-file",
+        secret.path(),
+    ]
+}
+
 /// Claims of a token for `RESOURCE`, valid for an hour.
 pub fn claims(subject: &str, scope: &str) -> Value {
     let now = std::time::SystemTime::now()
