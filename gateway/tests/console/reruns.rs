@@ -8,24 +8,14 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::harness::{Console, temp_file};
+use crate::harness::Console;
 use crate::support::client::McpClient;
 use crate::support::fixture::{FixtureMode, serve_fixture};
 use crate::support::wait::wait_until;
+use crate::tokens::TempFile;
 
 /// How long a wait for a re-run may take on a loaded machine.
 const BOUND: Duration = Duration::from_secs(30);
-
-/// The task file and its WAL, removed when dropped.
-struct TaskFile(std::path::PathBuf);
-
-impl Drop for TaskFile {
-    fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
-        }
-    }
-}
 
 /// The store card's `rerunsPending`.
 async fn pending(console: &Console) -> u64 {
@@ -39,8 +29,10 @@ async fn pending(console: &Console) -> u64 {
 #[tokio::test]
 async fn orphans_are_pending_until_their_re_run_takes_a_running_slot() {
     let (upstream, probe) = serve_fixture(FixtureMode::Stateless).await;
-    let file = TaskFile(temp_file("tasks.db"));
-    let path = file.0.to_str().expect("a UTF-8 temp path");
+    // Removed with its WAL when dropped; the store makes it afresh.
+    let file = TempFile::new("tasks.db", b"");
+    std::fs::remove_file(file.path()).expect("an empty path for the store");
+    let path = file.path();
     let retry = ["--sqlite", path, "--retry", "slow_compute=3"];
 
     let mut first = Console::start(&upstream.url, &retry).await;
