@@ -8,6 +8,7 @@
 //! | a `tools/call` the layer may park, without `_meta.progressToken`, of a tool not known quiet (`runtime::quiet`) | add a progress token of the layer's (`wire::progress`) | the task's `statusMessage` comes from the progress the server reports |
 //! | the `server/discover` result (JSON or SSE) | add `capabilities.extensions["io.modelcontextprotocol/tasks"] = {}` | the layer serves the extension |
 
+use crate::wire::sse::Events;
 use std::ops::Range;
 
 use bytes::Bytes;
@@ -17,7 +18,6 @@ use http::header::CONTENT_LENGTH;
 use http_body::{Body, Frame};
 use http_body_util::{BodyExt, StreamBody};
 use serde_json::value::RawValue;
-use sse_stream::SseStream;
 
 use crate::body::{BodyError, BoxError, ResponseBody};
 use crate::wire::progress::{self, Place, Token};
@@ -155,7 +155,7 @@ where
     if sse {
         // Event by event, as the events arrive: the inner server may keep
         // the stream open after its response.
-        let events = SseStream::new(body.map_err(|error| BodyError(error.into())));
+        let events = Events::new(body.map_err(|error| BodyError(error.into())));
         let frames = events.map(move |event| match event {
             Ok(mut event) => {
                 if let Some(data) = event.data.as_deref()

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use bytes::Bytes;
+use futures_util::StreamExt;
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use mcp_tasks::{MemoryTaskStore, RequestBody, TasksLayer};
@@ -94,6 +95,8 @@ async fn scripted(request: Request<RequestBody<Body>>) -> Result<Response<Body>,
                     odd_json(&id)
                 ),
             ),
+            "fast_sse_odd" => response(200, "text/event-stream", odd_sse(&id, Duration::ZERO)),
+            "late_sse_odd" => response(200, "text/event-stream", odd_sse(&id, LATE)),
             "fast_http_error" => response(503, "text/plain", "busy"),
             "late_panic" => {
                 // Slow on purpose: this script answers after the threshold.
@@ -130,6 +133,33 @@ async fn scripted(request: Request<RequestBody<Body>>) -> Result<Response<Body>,
     )
 }
 
+/// The lines of an SSE answer that the SSE standard reads without fault
+/// and the `sse-stream` crate refused (an unknown field, a line without a
+/// colon, two `event:` and two `id:` lines, a `retry:` that is not a
+/// number), before and inside the event that carries the response.
+fn odd_sse_text(id: &Value) -> String {
+    format!(
+        "x-vendor: 1\nid: a\nid: b\n\nevent: message\nevent: message\nretry: soon\ndata\n\n\
+         data: {}\nheartbeat\n\n",
+        odd_json(id)
+    )
+}
+
+/// [`odd_sse_text`] in frames of 7 bytes, the first after `delay`.
+fn odd_sse(id: &Value, delay: Duration) -> Body {
+    let text = Bytes::from(odd_sse_text(id));
+    let frames: Vec<Bytes> = (0..text.len())
+        .step_by(7)
+        .map(|at| text.slice(at..(at + 7).min(text.len())))
+        .collect();
+    let frames = futures_util::stream::iter(frames).then(move |frame| async move {
+        // Slow on purpose: the late script answers after the threshold.
+        tokio::time::sleep(delay).await;
+        Ok::<_, Infallible>(frame)
+    });
+    Body::from_stream(frames)
+}
+
 async fn start() -> Served {
     let layer = TasksLayer::new(MemoryTaskStore::new()).threshold(ms(150));
     let inner = tower::service_fn(scripted);
@@ -163,6 +193,14 @@ async fn answers_before_the_threshold_reach_the_client_byte_for_byte() {
         odd_json(&json!(sse.id))
     );
     assert_eq!(sse.body, expected);
+
+    // Lines the SSE standard reads (and the sse-stream crate refused),
+    // in frames cut mid-line: every byte still reaches the client.
+    let odd = client
+        .call_tool_with("fast_sse_odd", json!({}), json!({}), true)
+        .await;
+    assert_eq!(odd.content_type(), "text/event-stream");
+    assert_eq!(odd.body, odd_sse_text(&json!(odd.id)));
 
     let error = client
         .call_tool_with("fast_http_error", json!({}), json!({}), true)
@@ -208,6 +246,23 @@ async fn a_parked_call_that_breaks_fails_the_task_with_an_internal_error() {
     // The layer is still serving after all of that.
     let fine = client.call_tool("fast_json", json!({}), true).await;
     assert_eq!(fine["result"]["content"][0]["text"], "raw");
+}
+
+#[tokio::test]
+async fn a_parked_call_whose_stream_has_lines_the_standard_reads_completes() {
+    let served = start().await;
+    let client = client(&served);
+    let created = client.call_tool("late_sse_odd", json!({}), true).await;
+    let task = task_id(&created);
+    let done = client
+        .wait_task_status(&task, &["completed", "failed", "cancelled"], BOUND)
+        .await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    let got = client.tasks_get(&task).await;
+    assert_eq!(
+        got["result"]["result"]["content"][0]["text"], "raw",
+        "{got}"
+    );
 }
 
 #[tokio::test]

@@ -15,7 +15,7 @@ use futures_util::Stream;
 use http::Response;
 use http_body::{Body, Frame};
 use http_body_util::{BodyExt, StreamBody};
-use sse_stream::{Sse, SseStream};
+use sse_stream::Sse;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -94,6 +94,6 @@ where
         return Inner::Answer(response.map(ResponseBody::inner));
     }
     let (head, body) = response.into_parts();
-    let events = SseStream::new(body.map_err(|error| BodyError(error.into())));
+    let events = crate::wire::sse::Events::new(body.map_err(|error| BodyError(error.into())));
     Inner::Stream(head, Box::pin(events))
 }

@@ -52,10 +52,10 @@ fn data_value(line: &[u8]) -> Option<&[u8]> {
 /// Whether an SSE event carries no message: nothing but comments, `id`,
 /// `event` and `retry` fields, and blank `data` (a priming event that only
 /// sets an id for resumption, a keep-alive comment). The full read skips
-/// such events too. An event `sse-stream` might refuse (not UTF-8, a line
-/// without a colon, an unknown field, a second `id`, `event` or `retry`, a
-/// `retry` that is no number) is not vouched for: the full read finds what
-/// it is.
+/// such events too. Anything else (not UTF-8, a line without a colon, an
+/// unknown field, a second `id`, `event` or `retry`, a `retry` that is no
+/// number) is not vouched for here: the full read (`wire::sse::Events`)
+/// reads it as the SSE standard does and finds what it is.
 pub(super) fn carries_no_message(event: &[u8]) -> bool {
     if std::str::from_utf8(event).is_err() {
         return false;

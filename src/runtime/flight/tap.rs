@@ -15,6 +15,7 @@
 //! once read: its bytes never reach the client, and [`Replay`] then lets
 //! an event out only once it is whole and known not to be one.
 
+use crate::wire::sse::Events;
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -23,7 +24,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use http_body::{Body, Frame};
-use sse_stream::{Sse, SseStream};
+use sse_stream::Sse;
 
 use serde_json::value::RawValue;
 
@@ -189,7 +190,7 @@ impl Body for Tee {
 
 /// An inner SSE body read as events, its bytes recorded until told to stop.
 pub(crate) struct Tap {
-    events: SseStream<Tee>,
+    events: Events<Tee>,
     recording: Shared,
     /// The layer's progress token in the call: its notifications never
     /// reach the client (`wire::progress`).
@@ -219,7 +220,7 @@ impl Tap {
             segmenter: Segmenter::default(),
         };
         Self {
-            events: SseStream::new(tee),
+            events: Events::new(tee),
             recording,
             progress,
         }

@@ -7,10 +7,13 @@ use std::{
 };
 
 use bytes::Bytes;
-use futures_util::{Stream, StreamExt};
+use futures_util::{Stream, StreamExt, TryStreamExt};
+use http_body::Frame;
+use http_body_util::StreamBody;
+use mcp_tasks::wire::sse::Events;
 use reqwest::{StatusCode, header::HeaderMap};
 use serde_json::Value;
-use sse_stream::{Sse, SseStream};
+use sse_stream::Sse;
 
 pub(super) type SseEvents = Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>;
 
@@ -154,7 +157,10 @@ pub fn sse_events(
             raw.lock().expect("raw body lock").extend_from_slice(chunk);
         }
     });
-    SseStream::from_bytes_stream(chunks)
+    // Read as the SSE standard reads it, as the layer reads its inner
+    // server's streams (`sse-stream`'s own reader refuses some of what the
+    // standard takes, and a test must see every byte the layer relays).
+    Events::new(StreamBody::new(chunks.map_ok(Frame::data)))
 }
 
 pub(super) async fn read_exchange(id: u64, response: reqwest::Response) -> Exchange {

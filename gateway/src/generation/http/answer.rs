@@ -18,7 +18,6 @@ use http::{Response, StatusCode};
 use http_body::Frame;
 use http_body_util::{BodyExt, Limited, StreamBody};
 use sse_stream::Sse;
-use sse_stream::SseStream;
 
 use super::events::{Call, answer_for, modern_event};
 use super::exchange::{error_reply, is_sse, limited};
@@ -42,7 +41,8 @@ async fn first_message(events: &mut Events) -> Option<Result<Sse, std::io::Error
 /// The events of an SSE answer, the whole stream cut at [`STREAM_FACTOR`]
 /// times the message limit `max`.
 pub(crate) fn sse_events(body: Plain, max: usize) -> Events {
-    let events = SseStream::new(limited(body, max.saturating_mul(STREAM_FACTOR)));
+    let events =
+        mcp_tasks::wire::sse::Events::new(limited(body, max.saturating_mul(STREAM_FACTOR)));
     Box::pin(events.map_err(|error| std::io::Error::other(error.to_string())))
 }
 

@@ -8,7 +8,7 @@ use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::{BodyExt, Limited};
-use sse_stream::SseStream;
+use mcp_tasks::wire::sse::Events;
 
 use super::{Plain, full};
 use crate::generation::message::{Kind, Message};
@@ -29,7 +29,7 @@ pub(crate) async fn first_response(response: Response<Plain>, max: usize) -> Res
             Err(error) => Err(format!("its answer could not be read: {error}")),
         };
     }
-    let mut events = std::pin::pin!(SseStream::new(limited(response.into_body(), max)));
+    let mut events = std::pin::pin!(Events::new(limited(response.into_body(), max)));
     while let Some(event) = events.next().await {
         let event = event.map_err(|error| format!("its event stream broke: {error}"))?;
         let Some(data) = event.data else { continue };

@@ -8,13 +8,13 @@
 //! | when it ends (the upstream closed it, or refused it), the listens end with their result, and the next listen opens it again | the client listens again, as after any end |
 //! | an upstream that opens no session has no such stream: its listens are acknowledged and hear nothing | there is nothing to hear |
 
+use mcp_tasks::wire::sse::Events;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::header::ACCEPT;
 use http::{HeaderValue, Method};
-use sse_stream::SseStream;
 use tokio::sync::broadcast;
 use tower::ServiceExt;
 
@@ -66,7 +66,7 @@ async fn read(
     request.headers_mut().remove(http::header::CONTENT_TYPE);
     let Ok(response) = inner.oneshot(request).await;
     if response.status().is_success() {
-        let mut events = std::pin::pin!(SseStream::new(response.into_body()));
+        let mut events = std::pin::pin!(Events::new(response.into_body()));
         while let Some(Ok(event)) = events.next().await {
             if let Some(data) = event.data.filter(|data| data.contains("list_changed")) {
                 // Nobody listening is no error.

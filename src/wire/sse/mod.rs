@@ -11,10 +11,14 @@
 //! | a response (or request) that is SSE   | [`is_sse`]             | one reading of `Content-Type` (case and leading blanks ignored)     |
 //! | a client that takes SSE               | [`accepts_sse`]        | one reading of `Accept`                                              |
 //! | what the layer accepts from the inner server | `ACCEPT_BOTH`   | the layer's own requests ask for JSON or SSE alike                  |
+//! | reading a stream of the inner server's event by event | [`Events`] (`events.rs`) | every reader takes what the SSE standard takes, the same way |
 //!
-//! Reading an inner server's SSE stream is not here: the `sse-stream` crate
-//! parses it, and `runtime/flight/segment.rs` cuts it at event boundaries
-//! where the layer passes bytes on untouched.
+//! Where the layer passes an inner stream's bytes on untouched,
+//! `runtime/flight/segment.rs` cuts it at event boundaries.
+
+mod events;
+
+pub use events::Events;
 
 use bytes::Bytes;
 use http::HeaderMap;
