@@ -67,6 +67,13 @@ impl<'a> Message<'a> {
         }
     }
 
+    /// Whether it is an error response under a `null` (or no) id: the
+    /// answer of a peer that could not read the request's id, which in a
+    /// JSON answer is still the answer to that request.
+    pub(crate) fn is_unattributed_error(&self) -> bool {
+        self.method.is_none() && self.error.is_some() && self.id.is_none()
+    }
+
     /// `params._meta.progressToken`, as sent.
     pub(crate) fn progress_token(&self) -> Option<&'a RawValue> {
         member(member(self.params?, "_meta")?, "progressToken")

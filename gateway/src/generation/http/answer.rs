@@ -3,7 +3,7 @@
 //!
 //! | Answer | For the bridge itself (`initialize`, the probe) | For a client |
 //! |--------|-------------------------------------------------|--------------|
-//! | `application/json` | read whole, up to the message limit | read whole, up to the message limit, made a 2026-07-28 answer (`events.rs`) |
+//! | `application/json` | read whole, up to the message limit | read whole, up to the message limit, made a 2026-07-28 answer (`events.rs`); with a success status, a body that is no JSON-RPC response (not JSON, a request, a notification) becomes a `502` JSON-RPC error under the call's id, and an error under a `null` id the call's error |
 //! | `text/event-stream` | read up to the first response | the head held until the first message: a `-32021` refusal (a capability the client did not declare) becomes HTTP 400 with it, as a 2026-07-28 server answers; otherwise each event passed on as it comes (`events.rs`); a response among them made a 2026-07-28 answer; `id` and `retry` dropped (2026-07-28 has no resumable streams); the whole stream cut at [`STREAM_FACTOR`] times the message limit |
 //! | anything else | no answer | passed on as it came |
 //!
@@ -97,11 +97,22 @@ pub(crate) async fn for_client(
     match Limited::new(body, max).collect().await {
         Ok(body) => {
             parts.headers.remove(CONTENT_LENGTH);
-            let (body, _) = answer_for(body.to_bytes(), &call);
+            let (body, response) = answer_for(body.to_bytes(), &call);
             // A gateway error (502, 504) is no answer of the upstream's:
             // the call may still run there, and is cancelled as it drops.
-            if parts.status.is_success() {
-                call.pending.answered();
+            if !parts.status.is_success() {
+                return Response::from_parts(parts, full(body));
+            }
+            call.pending.answered();
+            if !response {
+                // Not JSON, or no response: the client could not tie it to
+                // its call, whose id the upstream never saw.
+                tracing::warn!("an answer of the upstream is not a response to the call");
+                let why = "The upstream's answer is not a JSON-RPC response to the call";
+                return error_reply(
+                    StatusCode::BAD_GATEWAY,
+                    error_response(&call.id, -32603, why),
+                );
             }
             Response::from_parts(parts, full(body))
         }
@@ -242,6 +253,53 @@ mod tests {
         let body = response.into_body().collect().await.unwrap().to_bytes();
         let message: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(message["id"], 9);
+    }
+
+    fn json_response(status: StatusCode, text: &'static str) -> Response<Plain> {
+        let mut response = Response::new(full(Bytes::from_static(text.as_bytes())));
+        *response.status_mut() = status;
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        response
+    }
+
+    /// The status and the message a client gets for the upstream's
+    /// `status` and JSON `text`.
+    async fn client_gets(
+        status: StatusCode,
+        text: &'static str,
+    ) -> (StatusCode, serde_json::Value) {
+        let call = settled_call(r#""c-1""#, false, None);
+        let response = for_client(json_response(status, text), call, 1 << 16, None).await;
+        let status = response.status();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        (status, serde_json::from_slice(&body).unwrap_or_default())
+    }
+
+    #[tokio::test]
+    async fn a_json_answer_that_is_no_response_is_a_502_with_the_calls_id() {
+        // Found by fuzz/'s bridge target: a broken answer reached the client
+        // under the bridge's own id, which the client never sent.
+        for broken in [
+            r#"{"jsonrpc":"2.0","id":2,"error":{"code":-pc":"2.0"}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":2}"#,
+        ] {
+            let (status, message) = client_gets(StatusCode::OK, broken).await;
+            assert_eq!(status, StatusCode::BAD_GATEWAY, "{broken}");
+            assert_eq!(message["id"], "c-1", "{broken}");
+            assert_eq!(message["error"]["code"], -32603, "{broken}");
+        }
+        let null = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}"#;
+        let (status, message) = client_gets(StatusCode::OK, null).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(message["id"], "c-1", "{message}");
+        assert_eq!(message["error"]["message"], "parse", "{message}");
+        // An HTTP error's body passes as it came.
+        let (status, message) = client_gets(StatusCode::SERVICE_UNAVAILABLE, r#"{"busy":1}"#).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(message["busy"], 1);
     }
 
     #[tokio::test]

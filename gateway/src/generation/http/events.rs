@@ -3,6 +3,7 @@
 //! id and [`modernize`]d, the log messages it did not ask for left out.
 
 use bytes::Bytes;
+use mcp_tasks::wire::raw::edit_object;
 use serde_json::value::RawValue;
 use sse_stream::Sse;
 
@@ -65,12 +66,15 @@ fn unasked_log(read: &Message<'_>, call: &Call) -> bool {
     }
 }
 
-/// One message of the upstream on `call`'s answer: the response to it
-/// [`modernize`]d under the client's id, any other message as it is.
-/// Whether it was the response.
+/// One message of the upstream on `call`'s answer: the response to it (or
+/// an error under a `null` id, the upstream's answer to a request whose id
+/// it could not read) [`modernize`]d under the client's id, any other
+/// message as it is. Whether it was the response.
 pub(crate) fn answer_for(message: Bytes, call: &Call) -> (Bytes, bool) {
     match Message::read(&message) {
-        Some(read) if read.kind() == Kind::Response => (restored(&message, &read, call), true),
+        Some(read) if read.kind() == Kind::Response || read.is_unattributed_error() => {
+            (restored(&message, &read, call), true)
+        }
         _ => (message, false),
     }
 }
@@ -81,7 +85,14 @@ fn restored(message: &[u8], read: &Message<'_>, call: &Call) -> Bytes {
     if let Some(params) = &call.params {
         params.learn(message);
     }
-    let restored = read.id.and_then(|id| replaced(message, &[(id, &call.id)]));
+    let restored = match read.id {
+        Some(id) => replaced(message, &[(id, &call.id)]),
+        // An error under a `null` id: the call's id written in.
+        None => std::str::from_utf8(message)
+            .ok()
+            .and_then(|text| edit_object(text, &[("id", Some(&call.id))]))
+            .map(Bytes::from),
+    };
     let message = restored.unwrap_or_else(|| Bytes::copy_from_slice(message));
     modernize(message, call.cacheable)
 }
