@@ -261,6 +261,33 @@ async fn a_notification_is_forwarded_to_the_inner_server_and_accepted() {
     assert_still_serving(&client).await;
 }
 
+/// A `tools/call` or task method without an id is no notification: it is
+/// refused, and what only the layer may see (here the related task ids,
+/// bearer secrets) never reaches the inner server. Found by `fuzz/`'s
+/// request target, which saw such a call forwarded whole.
+#[tokio::test]
+async fn a_tools_call_or_task_method_without_an_id_is_refused_and_reaches_no_one() {
+    let layered = Layered::start(|layer| layer).await;
+    let client = layered.client();
+    let mut meta = client.meta(true);
+    meta["io.modelcontextprotocol/relatedTaskIds"] = json!(["0123456789abcdef0123456789abcdef"]);
+    let call = json!({"jsonrpc": "2.0", "method": "tools/call",
+                      "params": {"name": "greet", "arguments": {"name": "x"}, "_meta": meta}});
+    let get = json!({"jsonrpc": "2.0", "method": "tasks/get",
+                     "params": {"taskId": "0123456789abcdef0123456789abcdef", "_meta": meta}});
+    for (method, name, body) in [
+        ("tools/call", "greet", call),
+        ("tasks/get", "0123456789abcdef0123456789abcdef", get),
+    ] {
+        let (status, response) = post_raw(&client, method, Some(name), body.to_string()).await;
+        assert_eq!(status, 400, "{method}: {response}");
+        assert_eq!(response["error"]["code"], -32600, "{method}: {response}");
+        assert_eq!(response["id"], Value::Null, "{method}: {response}");
+    }
+    assert_eq!(layered.probe.started("greet"), 0, "no call ran");
+    assert_still_serving(&client).await;
+}
+
 /// With `Mcp-Name` required, the header check comes first (the classification
 /// order): a header can never match a `taskId` that is not a string.
 #[tokio::test]

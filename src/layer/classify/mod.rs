@@ -6,7 +6,7 @@
 //!
 //! | Step | Check                                                         | Failure            |
 //! |------|---------------------------------------------------------------|--------------------|
-//! | 1    | one JSON object (no batch), a request's id a string or number | `-32700`/`-32600`, 400 |
+//! | 1    | one JSON object (no batch), a request's id a string or number, `tools/call` and the task methods with one | `-32700`/`-32600`, 400 |
 //! | 2    | `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` match the body | `-32020`, 400      |
 //! | 3    | required `_meta` fields present                               | `-32602`, 400      |
 //! | 4    | a version the layer serves (task methods)                     | `-32022`, 400      |
@@ -244,6 +244,15 @@ pub(crate) fn classify(
         };
     }
     let (Some(id), Some(method)) = (envelope.id, envelope.method.as_deref()) else {
+        // A `tools/call` or task method without an id is no notification
+        // there is: refused, not forwarded with what only the layer may
+        // see (related task ids, the tasks extension).
+        if envelope.method.as_deref().is_some_and(is_owned) {
+            return Route::Reply(Reply::invalid_request(
+                None,
+                "Invalid Request: tools/call and the task methods are requests and need an id",
+            ));
+        }
         // Notifications and responses are the inner server's business.
         return Route::Forward;
     };
