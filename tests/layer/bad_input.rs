@@ -275,9 +275,14 @@ async fn a_tools_call_or_task_method_without_an_id_is_refused_and_reaches_no_one
                       "params": {"name": "greet", "arguments": {"name": "x"}, "_meta": meta}});
     let get = json!({"jsonrpc": "2.0", "method": "tasks/get",
                      "params": {"taskId": "0123456789abcdef0123456789abcdef", "_meta": meta}});
+    // A `_meta` the one-pass parse refuses (a version that is no string)
+    // takes the other way through the classification, to the same end.
+    let mut odd = call.clone();
+    odd["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(5);
     for (method, name, body) in [
         ("tools/call", "greet", call),
         ("tasks/get", "0123456789abcdef0123456789abcdef", get),
+        ("tools/call", "greet", odd),
     ] {
         let (status, response) = post_raw(&client, method, Some(name), body.to_string()).await;
         assert_eq!(status, 400, "{method}: {response}");

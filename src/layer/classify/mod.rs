@@ -248,10 +248,7 @@ pub(crate) fn classify(
         // there is: refused, not forwarded with what only the layer may
         // see (related task ids, the tasks extension).
         if envelope.method.as_deref().is_some_and(is_owned) {
-            return Route::Reply(Reply::invalid_request(
-                None,
-                "Invalid Request: tools/call and the task methods are requests and need an id",
-            ));
+            return Route::Reply(without_id());
         }
         // Notifications and responses are the inner server's business.
         return Route::Forward;
@@ -450,6 +447,16 @@ fn fallback_call(
     }))
 }
 
+/// The answer to a `tools/call` or task method without an id: no
+/// notification there is, and never forwarded with what only the layer may
+/// see.
+fn without_id() -> Reply {
+    Reply::invalid_request(
+        None,
+        "Invalid Request: tools/call and the task methods are requests and need an id",
+    )
+}
+
 fn is_owned(method: &str) -> bool {
     method == "tools/call" || method.starts_with("tasks/")
 }
@@ -466,6 +473,11 @@ fn unusual(body: &[u8], error: serde_json::Error) -> Route {
             Some(id),
             "params must be an object with well-formed _meta",
         )),
+        Ok(Loose {
+            id: None,
+            method: Some(method),
+            ..
+        }) if is_owned(&method) => Route::Reply(without_id()),
         Ok(_) => Route::Forward,
         Err(_) => Route::Reply(unreadable(body, error)),
     }
