@@ -22,10 +22,19 @@ pub(crate) struct Message<'a> {
     pub method: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub params: Option<&'a RawValue>,
-    #[serde(borrow)]
+    /// `null` included: `"result": null` is a response too.
+    #[serde(borrow, default, deserialize_with = "present")]
     pub result: Option<&'a RawValue>,
     #[serde(borrow)]
     pub error: Option<&'a RawValue>,
+}
+
+/// A member's value as written, `null` included (serde reads a `null`
+/// into an `Option` as `None`).
+fn present<'de: 'a, 'a, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<&'a RawValue>, D::Error> {
+    <&'a RawValue>::deserialize(deserializer).map(Some)
 }
 
 /// What a message is.

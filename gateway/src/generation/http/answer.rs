@@ -291,6 +291,11 @@ mod tests {
             assert_eq!(message["id"], "c-1", "{broken}");
             assert_eq!(message["error"]["code"], -32603, "{broken}");
         }
+        // `"result": null` is a response (serde reads a null into `None`).
+        let (status, message) =
+            client_gets(StatusCode::OK, r#"{"jsonrpc":"2.0","id":2,"result":null}"#).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(message["id"], "c-1", "{message}");
         let null = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}"#;
         let (status, message) = client_gets(StatusCode::OK, null).await;
         assert_eq!(status, StatusCode::OK);

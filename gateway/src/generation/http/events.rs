@@ -73,15 +73,18 @@ fn unasked_log(read: &Message<'_>, call: &Call) -> bool {
 pub(crate) fn answer_for(message: Bytes, call: &Call) -> (Bytes, bool) {
     match Message::read(&message) {
         Some(read) if read.kind() == Kind::Response || read.is_unattributed_error() => {
-            (restored(&message, &read, call), true)
+            match restored(&message, &read, call) {
+                Some(restored) => (restored, true),
+                None => (message, false),
+            }
         }
         _ => (message, false),
     }
 }
 
 /// The response `message`, read as `read`, under the client's id and
-/// [`modernize`]d.
-fn restored(message: &[u8], read: &Message<'_>, call: &Call) -> Bytes {
+/// [`modernize`]d; `None` when the client's id could not be written in.
+fn restored(message: &[u8], read: &Message<'_>, call: &Call) -> Option<Bytes> {
     if let Some(params) = &call.params {
         params.learn(message);
     }
@@ -93,8 +96,7 @@ fn restored(message: &[u8], read: &Message<'_>, call: &Call) -> Bytes {
             .and_then(|text| edit_object(text, &[("id", Some(&call.id))]))
             .map(Bytes::from),
     };
-    let message = restored.unwrap_or_else(|| Bytes::copy_from_slice(message));
-    modernize(message, call.cacheable)
+    Some(modernize(restored?, call.cacheable))
 }
 
 /// One event of an older upstream's stream, written for a 2026-07-28
@@ -126,6 +128,7 @@ pub(crate) fn modern_read(
         Some(read) => {
             call.pending.answered();
             restored(data.as_bytes(), read, call)
+                .unwrap_or_else(|| Bytes::copy_from_slice(data.as_bytes()))
         }
         None => Bytes::copy_from_slice(data.as_bytes()),
     };
