@@ -24,7 +24,8 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// A type-erased body, used where the layer itself produces or relays data.
 pub type BoxBody = UnsyncBoxBody<Bytes, BoxError>;
 
-/// A body error that is a `std::error::Error`, as `sse-stream` wants.
+/// A body error that is a `std::error::Error`, as `wire::sse::Events`
+/// wants (its `Error::Body` boxes one).
 #[derive(Debug)]
 pub(crate) struct BodyError(pub(crate) BoxError);
 

@@ -3,7 +3,7 @@
 //! A flight must look inside the inner server's event stream (to find the
 //! response and the progress notifications), yet a call that answers before
 //! the threshold must reach the client byte for byte. [`Tap`] parses with
-//! `sse-stream` over a body that records every frame it hands out; [`Replay`]
+//! `wire::sse::Events` over a body that records every frame it hands out; [`Replay`]
 //! then gives the client the recorded bytes followed by the rest of the stream.
 //!
 //! Before the threshold the client gets the stream as it comes: the frames are

@@ -19,15 +19,19 @@
 //! | an `id:` with a NUL in it                        | ignored                | ignored                           |
 //! | a byte order mark first, lines ended by CR, LF or CR LF, comments | read | read                             |
 //!
-//! An event is handed out at the blank line that ends it when one of its
-//! fields was set (so an event of an `id:` alone is one, without data, as
-//! before); one the stream ends in the middle of is dropped, as the
-//! standard says.
+//! Two things differ from a browser's `EventSource`, as they did with
+//! `sse-stream`: an event is handed out at the blank line that ends it when
+//! any of its fields was set (so an event of an `id:` alone is one, without
+//! data), and its `id` is its own (`None` when it has no `id:` line; the
+//! standard's last event id, carried from event to event, is the reader's
+//! caller's to keep). An event the stream ends in the middle of is dropped,
+//! as the standard says.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
+use bytes::Buf;
 use futures_util::Stream;
 use http_body::Body;
 use sse_stream::{Error, Sse};
@@ -88,8 +92,14 @@ where
             }
             match ready!(this.body.as_mut().poll_frame(cx)) {
                 Some(Ok(frame)) => {
-                    if let Ok(data) = frame.into_data() {
-                        this.lines.feed(bytes::Buf::chunk(&data));
+                    if let Ok(mut data) = frame.into_data() {
+                        // Every piece of a buffer that is not one slice.
+                        while data.has_remaining() {
+                            let piece = data.chunk();
+                            let length = piece.len();
+                            this.lines.feed(piece);
+                            data.advance(length);
+                        }
                     }
                 }
                 Some(Err(error)) => {
@@ -192,6 +202,8 @@ impl Lines {
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
+
     use super::*;
 
     /// The events of `text`, fed in pieces cut at `cuts`.
@@ -242,6 +254,19 @@ mod tests {
         assert_eq!(read(&[b": only a comment\n\n\n\ndata: cut off"]), vec![]);
         assert_eq!(read(&[b"unknown: 1\n\n"]), vec![]);
         assert_eq!(read(&[b"data:\n\n"]), vec![event(None, Some(""), None)]);
+    }
+
+    /// A frame whose data is not one slice is read whole.
+    #[test]
+    fn a_buffer_in_several_slices_is_read_whole() {
+        use futures_util::{FutureExt, StreamExt};
+        let data = Bytes::from_static(b"data: a").chain(Bytes::from_static(b"b\n\n"));
+        let frames = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(
+            http_body::Frame::data(data),
+        )]);
+        let mut events = Events::new(http_body_util::StreamBody::new(frames));
+        let event = events.next().now_or_never().flatten().unwrap().unwrap();
+        assert_eq!(event.data.as_deref(), Some("ab"));
     }
 
     /// Every way of cutting some streams in two or three reads the same.

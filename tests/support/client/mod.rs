@@ -15,7 +15,8 @@
 //!   wire, so `McpClient` is raw HTTP on purpose: it sends exactly the
 //!   2026-07-28 headers (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`) and
 //!   `params._meta` (protocolVersion, clientInfo, clientCapabilities) and reads
-//!   SSE with the `sse-stream` crate until the response with its id arrives.
+//!   SSE with the layer's reader (`mcp_tasks::wire::sse::Events`, the SSE
+//!   standard's rules) until the response with its id arrives.
 //! * [`RmcpClient`] is the real rmcp 3.11 client (`ClientLifecycleMode::Discover`
 //!   over `StreamableHttpClientTransport`), for tests proving that an
 //!   off-the-shelf rmcp caller interoperates with the layer.
