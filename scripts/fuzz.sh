@@ -8,6 +8,7 @@
 # |---------|-----------------------------------------------|--------|
 # | request | any body, under the headers of either generation | an answer within an hour of paused time; a JSON answer is JSON; no 2026-07-28 tools/call reaches the inner server with related task ids; a body the layer changed differs only by its documented edits |
 # | answer  | any answer to a fast call, JSON or SSE, cut into any frames | the client's bytes and the call's recorded outcome do not depend on the cuts; a JSON answer passes byte for byte; its outcome is the documented one |
+# | bridge  | any answer of a 2025-11-25 upstream, through the layer and the gateway's GenerationBridge | the client's answer does not depend on the cuts; a 200 JSON answer is JSON under the client's id |
 #
 # A failure it finds becomes a test of the crate's own (`cargo test`), so
 # CI need not run this: cargo-fuzz needs a nightly toolchain, which a fresh
@@ -15,7 +16,7 @@
 #
 # Usage:
 #   scripts/fuzz.sh                      # every target, 300 s each
-#   FUZZ_SECONDS=60 scripts/fuzz.sh answer
+#   FUZZ_SECONDS=60 scripts/fuzz.sh answer bridge
 #   scripts/fuzz.sh request -- -jobs=2   # more libFuzzer flags after --
 #
 # Environment:
@@ -34,7 +35,7 @@ while [[ $# -gt 0 && "$1" != "--" ]]; do
   shift
 done
 [[ "${1:-}" == "--" ]] && shift
-[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(request answer)
+[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(request answer bridge)
 
 cargo "+$TOOLCHAIN" --version >/dev/null 2>&1 \
   || die "cargo-fuzz needs the $TOOLCHAIN toolchain (rustup toolchain list shows what is here)"

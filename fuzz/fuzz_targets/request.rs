@@ -4,7 +4,8 @@
 //!
 //! - the layer answers, within an hour of paused time, and a JSON answer
 //!   is JSON;
-//! - no `tools/call` of 2026-07-28 reaches the inner server with related task ids, as a
+//! - no task method of 2026-07-28 reaches the inner server (the layer
+//!   answers them all), nor a `tools/call` with related task ids, as a
 //!   reader that keeps the last of two equal keys sees it or one that
 //!   keeps the first;
 //! - a body the layer changed was JSON, is JSON, and is the client's with
@@ -97,14 +98,20 @@ fuzz_target!(|data: &[u8]| {
         || [serde_json::from_slice::<Value>(body).ok(), first_wins(body)]
             .into_iter()
             .flatten()
-            .any(|view| view["params"]["_meta"].get(VERSION).is_some());
+            .any(|view| view["params"]["_meta"][VERSION].is_string());
     for forwarded in harness.seen.lock().unwrap().iter() {
         let views = [
             serde_json::from_slice::<Value>(forwarded).ok(),
             first_wins(forwarded),
         ];
         for view in views.into_iter().flatten() {
-            if modern && view["method"] == "tools/call" {
+            let method = view["method"].as_str().unwrap_or_default();
+            assert!(
+                !(modern && method.starts_with("tasks/")),
+                "a task method reached the inner server: {}",
+                String::from_utf8_lossy(forwarded)
+            );
+            if modern && method == "tools/call" {
                 let related = view["params"]["_meta"].get(RELATED);
                 assert!(
                     related.is_none_or(Value::is_null),
