@@ -301,7 +301,9 @@ async fn the_layer_answers_every_task_method_itself_even_when_the_inner_server_h
     let unknown = "0123456789abcdef0123456789abcdef";
 
     for declare in [true, false] {
-        for method in ["tasks/list", "tasks/result"] {
+        // `tasks/other`: no method of the extension, yet in its namespace
+        // (found by fuzz/'s request target reaching the inner server).
+        for method in ["tasks/list", "tasks/result", "tasks/other"] {
             let exchange = client
                 .request(method, json!({"taskId": unknown}), declare)
                 .await;

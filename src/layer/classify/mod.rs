@@ -369,9 +369,10 @@ pub(crate) fn classify(
                 }
             }
         }
-        "tasks/list" | "tasks/result" => {
-            Route::Reply(Reply::method_not_found(Some(id.raw()), method))
-        }
+        // The tasks extension's namespace is the layer's: a method of it
+        // that 2026-07-28 does not have (`tasks/list`, `tasks/result` of
+        // 2025-11-25, any other) is no method, and never the inner server's.
+        _ if is_owned(method) => Route::Reply(Reply::method_not_found(Some(id.raw()), method)),
         "events/list" if config.events.is_some() => Route::Modern(Modern::EventsList {
             first_page: params.cursor.is_none(),
             id: id.raw().to_owned(),
