@@ -8,7 +8,6 @@
 //! | a `tools/call` the layer may park, without `_meta.progressToken`, of a tool not known quiet (`runtime::quiet`) | add a progress token of the layer's (`wire::progress`) | the task's `statusMessage` comes from the progress the server reports |
 //! | the `server/discover` result (JSON or SSE) | add `capabilities.extensions["io.modelcontextprotocol/tasks"] = {}` | the layer serves the extension |
 
-use crate::wire::sse::Events;
 use std::ops::Range;
 
 use bytes::Bytes;
@@ -23,6 +22,7 @@ use crate::body::{BodyError, BoxError, ResponseBody};
 use crate::wire::progress::{self, Place, Token};
 use crate::wire::raw::{Members, edit_members, edit_object, span};
 use crate::wire::splice::{Edit, member_cut, splice, splice_present};
+use crate::wire::sse::Events;
 use crate::wire::{RELATED_TASK_IDS, TASKS_EXTENSION, content_type};
 
 /// The edit that removes the tasks extension from the `extensions` object

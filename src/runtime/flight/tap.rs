@@ -15,7 +15,6 @@
 //! once read: its bytes never reach the client, and [`Replay`] then lets
 //! an event out only once it is whole and known not to be one.
 
-use crate::wire::sse::Events;
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -31,6 +30,7 @@ use serde_json::value::RawValue;
 use super::segment::Segmenter;
 use crate::body::{BodyError, BoxBody, BoxError};
 use crate::wire::progress::Token;
+use crate::wire::sse::Events;
 use crate::wire::{InnerMessage, read_inner_message};
 
 #[derive(Default)]

@@ -108,23 +108,30 @@ pub(crate) async fn for_client(
                 // Not JSON, or no response: the client could not tie it to
                 // its call, whose id the upstream never saw.
                 tracing::warn!("an answer of the upstream is not a response to the call");
-                let why = "The upstream's answer is not a JSON-RPC response to the call";
-                return error_reply(
-                    StatusCode::BAD_GATEWAY,
-                    error_response(&call.id, -32603, why),
+                return unusable(
+                    &call,
+                    "The upstream's answer is not a JSON-RPC response to the call",
                 );
             }
             Response::from_parts(parts, full(body))
         }
         Err(error) => {
             tracing::warn!(%error, "an answer of the upstream could not be read whole");
-            let why = format!("The upstream's answer could not be read (limit {max} bytes)");
-            error_reply(
-                StatusCode::BAD_GATEWAY,
-                error_response(&call.id, -32603, &why),
+            unusable(
+                &call,
+                &format!("The upstream's answer could not be read (limit {max} bytes)"),
             )
         }
     }
+}
+
+/// A `502` with a `-32603` error under `call`'s id: an answer of the
+/// upstream the client could not use.
+fn unusable(call: &Call, why: &str) -> Response<Plain> {
+    error_reply(
+        StatusCode::BAD_GATEWAY,
+        error_response(&call.id, -32603, why),
+    )
 }
 
 #[cfg(test)]

@@ -71,14 +71,12 @@ fn unasked_log(read: &Message<'_>, call: &Call) -> bool {
 /// it could not read) [`modernize`]d under the client's id, any other
 /// message as it is. Whether it was the response.
 pub(crate) fn answer_for(message: Bytes, call: &Call) -> (Bytes, bool) {
-    match Message::read(&message) {
-        Some(read) if read.kind() == Kind::Response || read.is_unattributed_error() => {
-            match restored(&message, &read, call) {
-                Some(restored) => (restored, true),
-                None => (message, false),
-            }
-        }
-        _ => (message, false),
+    let answer = Message::read(&message)
+        .filter(|read| read.kind() == Kind::Response || read.is_unattributed_error())
+        .and_then(|read| restored(&message, &read, call));
+    match answer {
+        Some(answer) => (answer, true),
+        None => (message, false),
     }
 }
 

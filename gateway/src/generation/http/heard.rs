@@ -8,13 +8,13 @@
 //! | when it ends (the upstream closed it, or refused it), the listens end with their result, and the next listen opens it again | the client listens again, as after any end |
 //! | an upstream that opens no session has no such stream: its listens are acknowledged and hear nothing | there is nothing to hear |
 
-use mcp_tasks::wire::sse::Events;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::header::ACCEPT;
 use http::{HeaderValue, Method};
+use mcp_tasks::wire::sse::Events;
 use tokio::sync::broadcast;
 use tower::ServiceExt;
 
